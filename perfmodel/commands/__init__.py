@@ -1,0 +1,1 @@
+"""One module per subcommand: its parser (add_parser) and its thin body (run)."""

@@ -1,0 +1,128 @@
+"""perfmodel profile: measure a model over batch sizes and input sizes into one profile CSV."""
+
+from __future__ import annotations
+
+from perfmodel import console
+from perfmodel.commands.common import EXIT_CODES, formatter
+from perfmodel.errors import InputError, PerfmodelError
+
+PROFILE_EXAMPLES = """examples:
+  perfmodel profile --model resnet50 --device cpu --batch-sizes 1,2,4 --input-sizes 64,96 --out p.csv
+  perfmodel profile --model efficientnet_b0 --device cuda --precision fp16 --batch-sizes auto \\
+                    --input-sizes 224,320 --out h100-efficientnet_b0-torch-fp16.csv
+  perfmodel profile --model my_model.pt --device cuda --batch-sizes 1,8,64 --out mine.csv --resume
+
+Each point is written as soon as it is measured; after an interruption, run the same command with
+--resume to measure only what is missing.
+"""
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "profile",
+        help="measure latency, warm-up and memory over batch size and input size",
+        description="Measure a model's latency distribution, warm-up and memory for each batch size and input "
+        "size, and write them as one profile CSV.",
+        epilog=PROFILE_EXAMPLES + "\n" + EXIT_CODES,
+        formatter_class=formatter,
+    )
+    p.add_argument("--model", required=True, help="resnet50, efficientnet_b0, tiny, or a TorchScript file (.pt)")
+    p.add_argument("--out", required=True, metavar="FILE", help="the profile CSV to write")
+    p.add_argument("--backend", default="torch", choices=["torch"], help="how the model is served (default: torch, in-process)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    p.add_argument("--batch-sizes", default="1,2,4,8", metavar="LIST",
+                   help="e.g. 1,2,4,8, or 'auto': powers of two up to the largest batch that fits (default: 1,2,4,8)")
+    p.add_argument("--input-sizes", default="224", metavar="LIST", help="square image sides in pixels, e.g. 224,320 (default: 224)")
+    p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"], help="(default: fp32)")
+    p.add_argument("--channels-last", action="store_true", help="run in channels-last memory format")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model (compilation counts as warm-up)")
+    p.add_argument("--cuda-graphs", action="store_true", help="replay a captured CUDA graph per batch size (CUDA only)")
+    p.add_argument("--warmup", default="fresh-process", choices=["fresh-process", "in-process"],
+                   help="measure the first call in a fresh worker process per point (default), or in this process")
+    p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: 1 on CPU, torch's default on CUDA)")
+    p.add_argument("--hardware", default=None, metavar="KEY", help="pool key for this device (default: from its name: h100, a100, cpu ...)")
+    p.add_argument("--max-batch-size", type=int, default=None, metavar="N", help="auto: largest batch to try (default: 1024 on CPU, 16384 on CUDA)")
+    p.add_argument("--max-call-ms", type=float, default=None, metavar="MS", help="auto: stop growing after a call this slow (default: 2000 on CPU, no limit on CUDA)")
+    p.add_argument("--memory-limit-mb", type=float, default=None, metavar="MB", help="CPU: memory budget that counts as out-of-memory (default: half the free memory)")
+    p.add_argument("--max-time-per-point", type=float, default=10.0, metavar="S", help="stop sampling a point after this many seconds (default: 10)")
+    p.add_argument("--resume", action="store_true", help="continue the sweep already in --out, measuring only missing points")
+    p.add_argument("--json", action="store_true", help="print the profile as JSON on stdout")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from perfmodel.profile import ProfileConfig, StabilityRule, run_profile
+    from perfmodel.profile.grid import parse_batch_sizes, parse_input_sizes
+
+    if args.max_time_per_point <= 0:
+        raise InputError("--max-time-per-point must be a positive number of seconds.")
+    config = ProfileConfig(
+        model=args.model,
+        device=args.device,
+        batch_sizes=parse_batch_sizes(args.batch_sizes),
+        input_sizes=parse_input_sizes(args.input_sizes),
+        precision=args.precision,
+        channels_last=args.channels_last,
+        compile=args.compile,
+        cuda_graphs=args.cuda_graphs,
+        warmup=args.warmup,
+        threads=args.threads,
+        hardware=args.hardware,
+        rule=StabilityRule(max_time_s=args.max_time_per_point),
+        max_batch_size=args.max_batch_size,
+        max_call_ms=args.max_call_ms,
+        memory_limit_mb=args.memory_limit_mb,
+    )
+    new_points = []
+    with console.progress(f"profiling {args.model}") as update:
+
+        def on_progress(event) -> None:
+            if event.kind == "point":
+                state = "from file" if event.resumed else event.status
+                update(event.done, event.total, f"{event.input_size} px, batch {event.batch_size}: {state}")
+                if not event.resumed:
+                    new_points.append(event.status)
+            elif event.kind == "search":
+                console.note(f"{event.input_size} px: {event.message}")
+
+        try:
+            df = run_profile(config, args.out, resume=args.resume, on_progress=on_progress)
+        except KeyboardInterrupt:
+            console.error(
+                f"interrupted: the {len(new_points)} point(s) finished are saved in {args.out}; "
+                "run the same command with --resume to measure the rest."
+            )
+            return 130
+    if new_points and all(s == "error" for s in new_points):
+        first = df.loc[df["status"] == "error", "error"].iloc[-1]
+        raise PerfmodelError(f"no point could be measured; the last error was: {first}")
+    _warn_unstable(df, args.max_time_per_point)
+    if args.json:
+        console.print_json({"out": args.out, "rows": console.clean_for_json(df.to_dict("records"))})
+    else:
+        _print_profile(df)
+        console.note(f"wrote {len(df)} point(s) to {args.out} ({len(new_points)} measured now)")
+    return 0
+
+
+def _warn_unstable(df, max_time_s: float) -> None:
+    """One line for all points whose median did not settle (a busy machine), not one per point."""
+    if "stable" not in df.columns:
+        return
+    ok = df[df["status"] == "ok"]
+    unstable = ok[ok["stable"].astype(str).str.lower() == "false"]
+    if len(unstable):
+        worst = unstable["latency_ci_rel"].max() if "latency_ci_rel" in unstable.columns else float("nan")
+        console.note(
+            f"warning: {len(unstable)} of {len(ok)} point(s) did not reach a median known to +-1% "
+            f"(worst +-{worst:.1%}) within {max_time_s:g} s; the machine may be busy "
+            "(see the load_avg_1m column), or allow more time with --max-time-per-point."
+        )
+
+
+def _print_profile(df) -> None:
+    columns = ["input_size", "batch_size", "status", "latency_ms", "latency_p99_ms", "warmup_ms", "memory_mb", "throughput_ips"]
+    headers = ["size px", "batch", "status", "median ms", "p99 ms", "warm-up ms", "memory MiB", "images/s"]
+    for key, group in df.groupby(["hardware", "model", "backend", "precision"], sort=False):
+        rows = group.sort_values(["input_size", "batch_size"])[[c for c in columns if c in group.columns]]
+        console.table(" ".join(str(k) for k in key), headers, rows.itertuples(index=False))

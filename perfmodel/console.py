@@ -1,0 +1,121 @@
+"""What the CLI shows a person: tables, progress, warnings and errors (stdout for results, stderr for the rest)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from perfmodel.errors import PerfmodelWarning
+
+# Off a terminal (a pipe, a CI log) rich would wrap tables at 80 columns; give them room instead.
+out = Console(highlight=False, soft_wrap=True)
+if not out.is_terminal:
+    out = Console(highlight=False, soft_wrap=True, width=200)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def error(message: str) -> None:
+    err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False) if err.is_terminal else print(
+        f"error: {message}", file=sys.stderr
+    )
+
+
+def note(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def print_json(value) -> None:
+    print(json.dumps(value, indent=2, default=_json_default, allow_nan=False))
+
+
+def _json_default(value):
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def clean_for_json(value):
+    """NaN becomes null (JSON has no NaN); numpy values become Python ones."""
+    if isinstance(value, dict):
+        return {k: clean_for_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean_for_json(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is not None and type(value).__name__ == "NAType":
+        return None
+    return value
+
+
+def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for i, column in enumerate(columns):
+        t.add_column(column, justify="left" if i == 0 else "right", no_wrap=True)
+    for row in rows:
+        t.add_row(*(_cell(v) for v in row))
+    out.print(t)
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "-"
+        return f"{value:.3g}" if abs(value) < 100 else f"{value:,.0f}"
+    return str(value)
+
+
+@contextlib.contextmanager
+def show_warnings() -> Iterator[None]:
+    """Print perfmodel's warnings as one 'warning:' line each, and each message once."""
+    seen: set[str] = set()
+    previous = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, PerfmodelWarning):
+            text = str(message)
+            if text not in seen:
+                seen.add(text)
+                note(f"warning: {text}")
+        else:
+            previous(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():  # restores showwarning and the filters on exit
+        warnings.simplefilter("always", PerfmodelWarning)
+        warnings.showwarning = show
+        yield
+
+
+@contextlib.contextmanager
+def progress(description: str) -> Iterator[callable]:
+    """A progress bar on a terminal, one line per step otherwise; yields update(done, total, text)."""
+    if err.is_terminal:
+        bar = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=err, transient=False,
+        )
+        with bar:
+            task = bar.add_task(description, total=None)
+
+            def update(done: int, total: int | None, text: str) -> None:
+                bar.update(task, completed=done, total=total, description=f"{description} {text}")
+
+            yield update
+    else:
+
+        def update(done: int, total: int | None, text: str) -> None:
+            note(f"[{done}/{total if total is not None else '?'}] {text}")
+
+        yield update

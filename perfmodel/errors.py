@@ -1,0 +1,39 @@
+"""The errors perfmodel raises. Only the CLI turns them into messages and exit codes."""
+
+
+class PerfmodelError(Exception):
+    """Base of every error perfmodel raises on purpose; the message is meant for the user."""
+
+    exit_code = 1
+
+
+class InputError(PerfmodelError):
+    """Bad input from the user: an argument, a file, a model name."""
+
+    exit_code = 2
+
+
+class ProfileFormatError(InputError):
+    """A profile CSV that does not follow the profile contract."""
+
+
+class PredictorFormatError(InputError):
+    """A predictor file that is not a valid perfmodel predictor."""
+
+
+class DeviceError(InputError):
+    """The requested device or backend is not available on this machine."""
+
+
+class BackendError(PerfmodelError):
+    """A backend failed while measuring (a server died, a request timed out)."""
+
+
+class InfeasibleError(PerfmodelError):
+    """No plan meets the deadline with the GPUs given."""
+
+    exit_code = 3
+
+
+class PerfmodelWarning(UserWarning):
+    """Something the user should know that does not stop the work (the CLI prints it once)."""

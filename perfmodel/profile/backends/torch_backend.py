@@ -1,0 +1,202 @@
+"""The in-process PyTorch backend: load a model, bind inputs, run one blocking call at a time.
+
+Used by the profiler's main process (steady state) and by its fresh warm-up workers, so both run
+exactly the same code.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from perfmodel.errors import DeviceError, InputError
+from perfmodel.profile import memory
+from perfmodel.profile.models import ModelSpec, build_model
+
+PRECISIONS = ("fp32", "fp16", "bf16")
+
+
+@dataclass(frozen=True)
+class TorchOptions:
+    """How the model runs: device, precision and the optional speed-ups."""
+
+    device: str = "cpu"
+    precision: str = "fp32"
+    channels_last: bool = False
+    compile: bool = False
+    cuda_graphs: bool = False
+    threads: int | None = None  # intra-op threads; None leaves torch's default
+
+    def __post_init__(self):
+        if self.precision not in PRECISIONS:
+            raise InputError(f"unknown precision {self.precision!r}: choose one of {', '.join(PRECISIONS)}.")
+        if self.cuda_graphs and not self.device.startswith("cuda"):
+            raise InputError("--cuda-graphs needs a CUDA device: add --device cuda, or leave --cuda-graphs out.")
+        if self.threads is not None and self.threads < 1:
+            raise InputError(f"--threads must be a positive whole number, not {self.threads}.")
+
+    @property
+    def backend_name(self) -> str:
+        """The profile's `backend` column: torch, torch-compile, torch-channels-last-cuda-graphs ..."""
+        parts = ["torch"]
+        if self.channels_last:
+            parts.append("channels-last")
+        if self.compile:
+            parts.append("compile")
+        if self.cuda_graphs:
+            parts.append("cuda-graphs")
+        return "-".join(parts)
+
+
+def check_device(device: str) -> str:
+    """Normalise and check --device; DeviceError when it is not on this machine."""
+    import torch
+
+    device = device.strip().lower()
+    if device == "cpu":
+        return device
+    if device == "cuda" or device.startswith("cuda:"):
+        index = device.partition(":")[2] or "0"
+        if not index.isdigit():
+            raise InputError(f"unknown device {device!r}: use cpu, cuda or cuda:N (N a GPU index).")
+        if not torch.cuda.is_available():
+            raise DeviceError(f"--device {device} asks for a GPU, but torch finds no CUDA device here; use --device cpu.")
+        count = torch.cuda.device_count()
+        if int(index) >= count:
+            raise DeviceError(f"--device {device}: this machine has {count} CUDA device(s), numbered 0 to {count - 1}.")
+        return f"cuda:{index}"
+    raise InputError(f"unknown device {device!r}: use cpu, cuda or cuda:N.")
+
+
+def is_oom(exc: BaseException) -> bool:
+    """Whether an exception from a model call means the batch did not fit in memory."""
+    import torch
+
+    if isinstance(exc, (MemoryError, torch.cuda.OutOfMemoryError)):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and any(
+        marker in text
+        for marker in ("out of memory", "can't allocate memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED")
+    )
+
+
+class TorchRunner:
+    """One loaded model on one device, ready to time."""
+
+    def __init__(self, spec: ModelSpec, options: TorchOptions, seed: int = 0):
+        import torch
+
+        self.torch = torch
+        self.spec = spec
+        self.options = options
+        self.seed = seed
+        self.device = torch.device(options.device)
+        self.dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[options.precision]
+        self.is_cuda = self.device.type == "cuda"
+        if options.threads is not None:
+            torch.set_num_threads(options.threads)
+        if not self.is_cuda:
+            torch.set_flush_denormal(True)  # random weights can make denormals, which slow CPUs down
+        self.baseline_rss_mb = memory.rss_mb()  # before the model: CPU memory counts from here
+        self.model = None
+        self.load_ms: float | None = None
+
+    def load(self) -> float:
+        """Build the model and move it to the device; return the time it took in ms."""
+        torch = self.torch
+        t0 = time.perf_counter()
+        model = build_model(self.spec, self.seed).to(self.device, self.dtype)
+        if self.options.channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        if self.options.compile:
+            # Each batch size is its own static shape; allow enough recompilations for a sweep.
+            torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
+            model = torch.compile(model, dynamic=False)
+        self.sync()
+        self.model = model
+        self.load_ms = (time.perf_counter() - t0) * 1e3
+        return self.load_ms
+
+    def sync(self) -> None:
+        if self.is_cuda:
+            self.torch.cuda.synchronize(self.device)
+
+    def inputs(self, batch_size: int, input_size: int, count: int = 3) -> list:
+        """A few random image batches (never zeros) to rotate between, already on the device."""
+        torch = self.torch
+        generator = torch.Generator().manual_seed(self.seed + batch_size * 7919 + input_size)
+        batches = []
+        for _ in range(count):
+            x = torch.randn(batch_size, 3, input_size, input_size, generator=generator)
+            x = x.to(self.device, self.dtype)
+            if self.options.channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
+            batches.append(x)
+        self.sync()
+        return batches
+
+    def bind(self, inputs: list) -> Callable[[int], None]:
+        """Return call(i): run the model on inputs[i % len(inputs)] and wait until it is done."""
+        torch, model = self.torch, self.model
+        if self.options.cuda_graphs:
+            return self._bind_graph(inputs)
+
+        def call(i: int) -> None:
+            with torch.inference_mode():
+                model(inputs[i % len(inputs)])
+            self.sync()
+
+        return call
+
+    def _bind_graph(self, inputs: list) -> Callable[[int], None]:
+        """CUDA graphs: capture lazily on the first call, so that the capture counts as warm-up."""
+        torch, model = self.torch, self.model
+        state: dict = {}
+
+        def capture() -> None:
+            static_in = inputs[0].clone()
+            stream = torch.cuda.Stream(self.device)
+            stream.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(stream), torch.inference_mode():
+                for _ in range(3):  # the capture needs the lazy work (cuDNN choice, handles) done first
+                    model(static_in)
+            torch.cuda.current_stream(self.device).wait_stream(stream)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph), torch.inference_mode():
+                state["out"] = model(static_in)
+            state.update(graph=graph, static_in=static_in)
+
+        def call(i: int) -> None:
+            if "graph" not in state:
+                capture()
+            state["static_in"].copy_(inputs[i % len(inputs)])
+            state["graph"].replay()
+            self.sync()
+
+        return call
+
+    def reset_peak(self) -> None:
+        if self.is_cuda:
+            self.torch.cuda.reset_peak_memory_stats(self.device)
+        else:
+            memory.reset_peak_rss()
+
+    def peak_memory_mb(self) -> float:
+        """Peak memory since reset_peak, model weights included (MiB)."""
+        if self.is_cuda:
+            return self.torch.cuda.max_memory_allocated(self.device) / 2**20
+        return max(0.0, memory.peak_rss_mb() - self.baseline_rss_mb)
+
+    def used_memory_mb(self) -> float:
+        if self.is_cuda:
+            return self.torch.cuda.memory_allocated(self.device) / 2**20
+        return max(0.0, memory.rss_mb() - self.baseline_rss_mb)
+
+    def release(self) -> None:
+        """Free what a failed or finished point left behind (after an OOM, before the next point)."""
+        gc.collect()
+        if self.is_cuda:
+            self.torch.cuda.empty_cache()

@@ -1,0 +1,97 @@
+"""The models perfmodel can profile: named architectures with random weights, or a user's file.
+
+Weights are random (seeded): inference time does not depend on the values of the weights, and
+nothing has to be downloaded. `resolve_model` only checks the name or the file and imports no torch,
+so the CLI can reject a bad --model before doing any work.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfmodel.errors import InputError
+
+BUILTIN_MODELS = ("resnet50", "efficientnet_b0", "tiny")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What to load: a built-in architecture by name, or a TorchScript file."""
+
+    name: str
+    path: str | None = None  # a TorchScript file; None for a built-in model
+
+    def describe(self) -> str:
+        return self.path if self.path else self.name
+
+
+def resolve_model(spec: str) -> ModelSpec:
+    """Turn the --model argument into a ModelSpec, or say clearly why it cannot be one."""
+    spec = spec.strip()
+    if spec in BUILTIN_MODELS:
+        return ModelSpec(spec)
+    looks_like_file = os.sep in spec or spec.endswith((".pt", ".pth", ".ts", ".jit"))
+    if not looks_like_file:
+        raise InputError(
+            f"unknown model {spec!r}: choose one of {', '.join(BUILTIN_MODELS)}, or give the path of a TorchScript file (.pt)."
+        )
+    path = Path(spec)
+    if not path.is_file():
+        raise InputError(f"model file {spec} does not exist: give the path of a TorchScript file saved with torch.jit.save.")
+    if not os.access(path, os.R_OK):
+        raise InputError(f"cannot read model file {spec}: permission denied.")
+    return ModelSpec(path.stem, str(path))
+
+
+def build_model(spec: ModelSpec, seed: int = 0):
+    """Return the model as a torch.nn.Module (eval mode, on the CPU, float32)."""
+    import torch
+
+    torch.manual_seed(seed)
+    if spec.path is not None:
+        try:
+            model = torch.jit.load(spec.path, map_location="cpu")
+        except Exception as exc:  # torch raises several kinds for a file that is not TorchScript
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"cannot load {spec.path} as a TorchScript model ({reason}); save it with torch.jit.save.") from None
+    elif spec.name == "tiny":
+        model = _tiny_cnn_class()()
+    else:
+        from perfmodel._torchvision import import_torchvision
+
+        model = getattr(import_torchvision().models, spec.name)(weights=None)
+    return model.eval()
+
+
+@functools.cache
+def _tiny_cnn_class():
+    import torch.nn as nn
+
+    class TinyCNN(nn.Module):
+        """A small CNN for tests and quick tries: two strided convolutions, pooling, a classifier."""
+
+        def __init__(self, classes: int = 10):
+            super().__init__()
+            self.features = nn.Sequential(
+                nn.Conv2d(3, 8, 3, stride=2, padding=1),
+                nn.ReLU(),
+                nn.Conv2d(8, 16, 3, stride=2, padding=1),
+                nn.ReLU(),
+                nn.AdaptiveAvgPool2d(1),
+            )
+            self.classifier = nn.Linear(16, classes)
+
+        def forward(self, x):
+            return self.classifier(self.features(x).flatten(1))
+
+    return TinyCNN
+
+
+def __getattr__(name: str):
+    # TinyCNN is built lazily so that importing this module does not import torch.
+    if name == "TinyCNN":
+        return _tiny_cnn_class()
+    raise AttributeError(name)

@@ -1,0 +1,56 @@
+"""The largest-batch search: double from 1 until a batch does not fit, then bisect.
+
+Generic over `measure(batch_size) -> row`, so the sweep decides how a point is measured (or taken
+from a file being resumed) and this module only decides which batch size comes next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    rows: list[dict]
+    largest_ok: int | None  # the largest batch size that ran (None if even 1 did not)
+    reason: str  # why the search stopped, for the user
+
+
+def search_batch_sizes(measure: Callable[[int], dict], max_batch_size: int, max_call_ms: float | None) -> SearchResult:
+    rows: list[dict] = []
+
+    def run(b: int) -> dict:
+        row = measure(b)
+        rows.append(row)
+        return row
+
+    largest_ok, failed_at = 0, None
+    b = 1
+    while True:
+        row = run(b)
+        if row["status"] != "ok":
+            failed_at = b
+            break
+        largest_ok = b
+        if max_call_ms is not None and row["latency_ms"] > max_call_ms:
+            return SearchResult(rows, b, f"a call at batch {b} took {row['latency_ms']:.0f} ms (over --max-call-ms {max_call_ms:g})")
+        if b >= max_batch_size:
+            return SearchResult(rows, b, f"reached --max-batch-size {max_batch_size}")
+        b = min(2 * b, max_batch_size)
+
+    if row["status"] == "error":
+        return SearchResult(rows, largest_ok or None, f"batch {b} failed: {row.get('error') or 'error'}")
+    lo, hi = largest_ok, failed_at  # lo fits (or is 0), hi does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        row = run(mid)
+        if row["status"] == "ok":
+            lo = mid
+        elif row["status"] == "oom":
+            hi = mid
+        else:
+            return SearchResult(rows, lo or None, f"batch {mid} failed: {row.get('error') or 'error'}")
+    if lo == 0:
+        return SearchResult(rows, None, "even batch 1 does not fit in memory")
+    return SearchResult(rows, lo, f"batch {hi} does not fit; {lo} is the largest that does")

@@ -1,0 +1,129 @@
+"""The steady-state timing loop and its stability rule (DESIGN.md section 3).
+
+Each call is timed on its own with the host clock; the callable must block until its work is done
+(on CUDA it synchronizes), so asynchronous launches are never timed. Sampling stops when the median
+is known well enough: the distribution-free 95% confidence interval of the median is narrower than
+`rel_ci` of the median, or a sample or time cap is reached.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class StabilityRule:
+    """When to stop sampling. Defaults suit calls of a millisecond to a second."""
+
+    rel_ci: float = 0.01  # stop when the 95% CI half-width of the median is under 1% of it ...
+    min_samples: int = 20  # ... and at least this many samples were taken,
+    max_samples: int = 2000  # or stop at this many samples,
+    max_time_s: float = 10.0  # or after this long (but never with fewer than `floor_samples`).
+    floor_samples: int = 5
+    warmup_calls: int = 2  # untimed calls before sampling (after the first, measured call)
+
+    def __post_init__(self):
+        if not (0 < self.rel_ci < 1):
+            raise ValueError("rel_ci must be between 0 and 1")
+        if not (1 <= self.floor_samples <= self.min_samples <= self.max_samples):
+            raise ValueError("need 1 <= floor_samples <= min_samples <= max_samples")
+        if self.max_time_s <= 0 or self.warmup_calls < 0:
+            raise ValueError("max_time_s must be > 0 and warmup_calls >= 0")
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    """The distribution of one point's call times, in milliseconds."""
+
+    median_ms: float
+    p90_ms: float
+    p99_ms: float
+    mean_ms: float
+    std_ms: float
+    min_ms: float
+    samples: int
+    ci_rel: float  # relative half-width of the median's 95% confidence interval
+    stable: bool  # whether ci_rel <= the rule's rel_ci
+
+    @classmethod
+    def from_samples(cls, samples_ms: np.ndarray, rel_ci: float) -> LatencySummary:
+        x = np.sort(np.asarray(samples_ms, dtype=float))
+        median = float(np.median(x))
+        ci = median_ci_rel(x)
+        return cls(
+            median_ms=median,
+            p90_ms=float(np.percentile(x, 90)),
+            p99_ms=float(np.percentile(x, 99)),
+            mean_ms=float(x.mean()),
+            std_ms=float(x.std(ddof=1)) if len(x) > 1 else 0.0,
+            min_ms=float(x[0]),
+            samples=len(x),
+            ci_rel=ci,
+            stable=ci <= rel_ci,
+        )
+
+    def columns(self) -> dict[str, object]:
+        """The profile columns this summary fills."""
+        return {
+            "latency_ms": self.median_ms,
+            "latency_p50_ms": self.median_ms,
+            "latency_p90_ms": self.p90_ms,
+            "latency_p99_ms": self.p99_ms,
+            "latency_mean_ms": self.mean_ms,
+            "latency_std_ms": self.std_ms,
+            "latency_min_ms": self.min_ms,
+            "latency_ci_rel": self.ci_rel,
+            "samples": self.samples,
+            "stable": self.stable,
+        }
+
+
+def median_ci_rel(sorted_samples: np.ndarray) -> float:
+    """Relative half-width of the distribution-free 95% confidence interval of the median.
+
+    Uses the order statistics at ranks n/2 -+ 1.96 sqrt(n)/2 (normal approximation to the binomial);
+    infinite when there are too few samples to bound the median.
+    """
+    x = sorted_samples
+    n = len(x)
+    half = 1.96 * math.sqrt(n) / 2
+    lo, hi = math.floor(n / 2 - half), math.ceil(n / 2 + half)
+    if lo < 0 or hi > n - 1 or n < 3:
+        return math.inf
+    median = float(np.median(x))
+    return (float(x[hi]) - float(x[lo])) / 2 / median if median > 0 else math.inf
+
+
+def measure_latency(
+    call: Callable[[int], object],
+    rule: StabilityRule = StabilityRule(),
+    clock: Callable[[], int] = time.perf_counter_ns,
+) -> LatencySummary:
+    """Time `call(i)` (i counts up, so the callable can rotate inputs) until the rule says stop."""
+    for i in range(rule.warmup_calls):
+        call(i)
+    samples: list[float] = []
+    start = clock()
+    next_check = rule.min_samples
+    i = rule.warmup_calls
+    while True:
+        t0 = clock()
+        call(i)
+        t1 = clock()
+        samples.append((t1 - t0) / 1e6)
+        i += 1
+        n = len(samples)
+        elapsed_s = (t1 - start) / 1e9
+        if n >= rule.max_samples or (elapsed_s >= rule.max_time_s and n >= rule.floor_samples):
+            break
+        if n >= next_check:
+            # Checking costs a sort; do it at ~10% growth steps, so the loop's overhead stays flat.
+            next_check = n + max(1, n // 10)
+            if median_ci_rel(np.sort(samples)) <= rule.rel_ci:
+                break
+    return LatencySummary.from_samples(np.asarray(samples), rule.rel_ci)

@@ -1,0 +1,284 @@
+"""The profile contract (DESIGN.md section 2): columns, units, validation, atomic read and write.
+
+A profile is one tidy CSV: one row per measured point, one column per quantity, provenance repeated
+in every row. Anyone may write one by hand, so everything read here is checked and every problem is
+reported as one sentence naming the file, the row and the column.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.errors import ProfileFormatError
+from perfmodel.files import atomic_write_text
+
+SCHEMA_VERSION = 1
+
+REQUIRED_COLUMNS: tuple[str, ...] = (
+    "hardware",
+    "model",
+    "backend",
+    "precision",
+    "input_size",
+    "batch_size",
+    "latency_ms",
+    "latency_p99_ms",
+    "warmup_ms",
+    "memory_mb",
+    "status",
+)
+
+STATUSES = ("ok", "oom", "error")
+PRECISIONS = ("fp32", "fp16", "bf16", "int8", "fp8")
+
+# Columns that, beside (hardware, model, backend, precision, input size, batch size), tell two
+# measured points apart: a sweep over concurrency levels has one row per level.
+POINT_KEY: tuple[str, ...] = (
+    "hardware",
+    "model",
+    "backend",
+    "precision",
+    "architecture",
+    "protocol",
+    "mode",
+    "concurrency",
+    "input_size",
+    "batch_size",
+)
+
+HARDWARE_COUNTERS = (
+    "gpu_util",
+    "gpu_mem_used_mb",
+    "power_w",
+    "temp_c",
+    "sm_clock_mhz",
+    "cpu_util",
+    "host_rss_mb",
+)
+
+RECOMMENDED_COLUMNS: tuple[str, ...] = (
+    "latency_p50_ms",
+    "latency_p90_ms",
+    "latency_mean_ms",
+    "latency_std_ms",
+    "latency_min_ms",
+    "latency_ci_rel",
+    "samples",
+    "stable",
+    "throughput_ips",
+    "load_ms",
+    "warmup_method",
+    "architecture",
+    "protocol",
+    "mode",
+    "concurrency",
+    "server_queue_ms",
+    "server_compute_ms",
+    "client_rss_mb_max",
+    "server_rss_mb_max",
+    "error",
+    *(f"{c}_{s}" for c in HARDWARE_COUNTERS for s in ("min", "avg", "max")),
+    "load_avg_1m",
+    "threads",
+    "device_name",
+    "device_memory_mb",
+    "driver",
+    "cuda",
+    "torch",
+    "perfmodel",
+    "host",
+    "created_at",
+    "schema_version",
+)
+
+INTEGER_COLUMNS = frozenset({"input_size", "batch_size", "samples", "concurrency", "threads", "schema_version"})
+TEXT_COLUMNS = frozenset(
+    {
+        "hardware",
+        "model",
+        "backend",
+        "precision",
+        "status",
+        "warmup_method",
+        "architecture",
+        "protocol",
+        "mode",
+        "error",
+        "device_name",
+        "driver",
+        "cuda",
+        "torch",
+        "perfmodel",
+        "host",
+        "created_at",
+        "stable",
+    }
+)
+# Every other known column is a non-negative number; unknown columns are kept as text.
+NUMERIC_COLUMNS = frozenset(
+    c for c in (*REQUIRED_COLUMNS, *RECOMMENDED_COLUMNS) if c not in TEXT_COLUMNS and c not in INTEGER_COLUMNS
+)
+POSITIVE_WHEN_OK = ("latency_ms", "latency_p99_ms")
+
+
+def _where(source: str, row: int, column: str) -> str:
+    return f"{source}, row {row + 1}, column '{column}'"
+
+
+def _convert_numbers(df: pd.DataFrame, source: str) -> pd.DataFrame:
+    """Turn text cells into numbers; empty cells become NaN, anything else unreadable is an error."""
+    out = df.copy()
+    for column in df.columns:
+        if column not in NUMERIC_COLUMNS and column not in INTEGER_COLUMNS:
+            continue
+        text = df[column].astype(str).str.strip()
+        values = pd.to_numeric(text.where(text != "", None), errors="coerce")
+        bad = values.isna() & (text != "")
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ProfileFormatError(
+                f"{_where(source, i, column)}: {text.iloc[i]!r} is not a number; "
+                "write a plain number or leave the cell empty."
+            )
+        out[column] = values.astype(float)
+    return out
+
+
+def validate_profile(df: pd.DataFrame, source: str = "profile") -> pd.DataFrame:
+    """Check a profile frame against the contract and return it with proper dtypes.
+
+    Raises ProfileFormatError with one sentence naming the first problem found.
+    """
+    if len(df.columns) == 0 or len(df) == 0:
+        raise ProfileFormatError(f"{source} has no measured points: a profile needs a header row and at least one data row.")
+    missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
+    if missing:
+        names = ", ".join(f"'{c}'" for c in missing)
+        raise ProfileFormatError(
+            f"{source} lacks the required column{'s' if len(missing) > 1 else ''} {names}; "
+            f"a profile needs {', '.join(REQUIRED_COLUMNS)} (README, 'The profile format')."
+        )
+    df = df.reset_index(drop=True)
+    as_text = df.apply(lambda col: col.map(lambda v: "" if _is_missing(v) else str(v)))
+    df = _convert_numbers(as_text, source)
+
+    for column in ("hardware", "model", "backend", "precision", "status"):
+        df[column] = df[column].str.strip()
+        empty = df[column] == ""
+        if empty.any():
+            i = int(np.flatnonzero(empty.to_numpy())[0])
+            raise ProfileFormatError(f"{_where(source, i, column)} is empty; every row needs a {column}.")
+    df["precision"] = df["precision"].str.lower()
+    df["status"] = df["status"].str.lower()
+    _check_choice(df, "status", STATUSES, source)
+    _check_choice(df, "precision", PRECISIONS, source)
+
+    for column in sorted(INTEGER_COLUMNS & set(df.columns)):
+        values = df[column].to_numpy(dtype=float)
+        present = ~np.isnan(values)
+        if column in ("input_size", "batch_size") and not present.all():
+            i = int(np.flatnonzero(~present)[0])
+            raise ProfileFormatError(f"{_where(source, i, column)} is empty; every row needs a positive whole number here.")
+        bad = present & ((values != np.round(values)) | (values < (1 if column in ("input_size", "batch_size", "concurrency") else 0)))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ProfileFormatError(
+                f"{_where(source, i, column)}: {_fmt(values[i])} is not a positive whole number."
+            )
+        df[column] = pd.array(np.where(present, values, np.nan), dtype="Int64") if not present.all() else values.astype(np.int64)
+
+    for column in sorted(NUMERIC_COLUMNS & set(df.columns)):
+        values = df[column].to_numpy(dtype=float)
+        bad = ~np.isnan(values) & (~np.isfinite(values) | (values < 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ProfileFormatError(
+                f"{_where(source, i, column)}: {_fmt(values[i])} is not allowed; it must be a finite number >= 0."
+            )
+
+    ok = (df["status"] == "ok").to_numpy()
+    for column in POSITIVE_WHEN_OK:
+        values = df[column].to_numpy(dtype=float)
+        bad = ok & ~(values > 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ProfileFormatError(
+                f"{_where(source, i, column)}: a row with status 'ok' needs a time in milliseconds > 0, not {_fmt(values[i])}."
+            )
+    median, p99 = df["latency_ms"].to_numpy(dtype=float), df["latency_p99_ms"].to_numpy(dtype=float)
+    bad = ok & (p99 < median * (1 - 1e-9))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ProfileFormatError(
+            f"{_where(source, i, 'latency_p99_ms')}: the 99th percentile {_fmt(p99[i])} ms is below the median "
+            f"{_fmt(median[i])} ms, which cannot be."
+        )
+    return df
+
+
+def _is_missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _fmt(value: float) -> str:
+    return "empty" if math.isnan(value) else f"{value:g}"
+
+
+def _check_choice(df: pd.DataFrame, column: str, allowed: Sequence[str], source: str) -> None:
+    bad = ~df[column].isin(allowed)
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise ProfileFormatError(
+            f"{_where(source, i, column)}: {df[column].iloc[i]!r} is not one of {', '.join(allowed)}."
+        )
+
+
+def load_profile(path: str | os.PathLike) -> pd.DataFrame:
+    """Read and validate one profile CSV; return a DataFrame with the contract's dtypes."""
+    source = os.fspath(path)
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except FileNotFoundError:
+        raise ProfileFormatError(f"{source} does not exist: give the path of a profile CSV.") from None
+    except IsADirectoryError:
+        raise ProfileFormatError(f"{source} is a directory: give the path of a profile CSV.") from None
+    except PermissionError:
+        raise ProfileFormatError(f"cannot read {source}: permission denied.") from None
+    except pd.errors.EmptyDataError:
+        raise ProfileFormatError(f"{source} is empty: a profile needs a header row and at least one data row.") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ProfileFormatError(f"{source} is not a readable CSV file ({reason}).") from None
+    return validate_profile(df, source)
+
+
+def load_profiles(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
+    """Read several profiles and concatenate them (provenance is in every row, so this is safe)."""
+    frames = [load_profile(p) for p in paths]
+    if not frames:
+        raise ProfileFormatError("no profile given: name at least one profile CSV.")
+    return pd.concat(frames, ignore_index=True, sort=False)
+
+
+def ordered_columns(columns: Iterable[str]) -> list[str]:
+    """Required columns first, then the recommended ones in contract order, then the rest as they came."""
+    columns = list(dict.fromkeys(columns))
+    known = [c for c in (*REQUIRED_COLUMNS, *RECOMMENDED_COLUMNS) if c in columns]
+    return known + [c for c in columns if c not in known]
+
+
+def profile_to_csv(df: pd.DataFrame) -> str:
+    buffer = io.StringIO()
+    df[ordered_columns(df.columns)].to_csv(buffer, index=False, float_format="%.6g")
+    return buffer.getvalue()
+
+
+def write_profile(df: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Write a profile atomically (temporary file, then rename)."""
+    atomic_write_text(path, profile_to_csv(df))
