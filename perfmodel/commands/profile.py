@@ -11,6 +11,9 @@ PROFILE_EXAMPLES = """examples:
   perfmodel profile --model efficientnet_b0 --device cuda --precision fp16 --batch-sizes auto \\
                     --input-sizes 224,320 --out h100-efficientnet_b0-torch-fp16.csv
   perfmodel profile --model my_model.pt --device cuda --batch-sizes 1,8,64 --out mine.csv --resume
+  perfmodel profile --model resnet50 --backend triton --protocol grpc --mode async --concurrency 1,4 \\
+                    --batch-sizes 1,2 --input-sizes 64 --device cpu --out t.csv
+  perfmodel profile --model resnet50 --backend triton --url 10.0.0.2:8001 --protocol grpc --out remote.csv
 
 Each point is written as soon as it is measured; after an interruption, run the same command with
 --resume to measure only what is missing.
@@ -28,7 +31,8 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--model", required=True, help="resnet50, efficientnet_b0, tiny, or a TorchScript file (.pt)")
     p.add_argument("--out", required=True, metavar="FILE", help="the profile CSV to write")
-    p.add_argument("--backend", default="torch", choices=["torch"], help="how the model is served (default: torch, in-process)")
+    p.add_argument("--backend", default="torch", choices=["torch", "triton"],
+                   help="torch: called in-process; triton: through a Triton Inference Server (default: torch)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     p.add_argument("--batch-sizes", default="1,2,4,8", metavar="LIST",
                    help="e.g. 1,2,4,8, or 'auto': powers of two up to the largest batch that fits (default: 1,2,4,8)")
@@ -46,6 +50,17 @@ def add_parser(sub) -> None:
     p.add_argument("--memory-limit-mb", type=float, default=None, metavar="MB", help="CPU: memory budget that counts as out-of-memory (default: half the free memory)")
     p.add_argument("--max-time-per-point", type=float, default=10.0, metavar="S", help="stop sampling a point after this many seconds (default: 10)")
     p.add_argument("--resume", action="store_true", help="continue the sweep already in --out, measuring only missing points")
+    t = p.add_argument_group("--backend triton", "Without --url, perfmodel starts a Triton server on 127.0.0.1 and stops it "
+                             "afterwards; --warmup fresh-process starts a fresh one per input size and batch size.")
+    t.add_argument("--protocol", default=None, metavar="LIST", help="http, grpc or http,grpc (default: grpc)")
+    t.add_argument("--mode", default=None, metavar="LIST", help="sync, async or sync,async (default: sync)")
+    t.add_argument("--concurrency", default=None, metavar="LIST", help="requests in flight, e.g. 1,4,16 (default: 1)")
+    t.add_argument("--url", default=None, metavar="HOST:PORT", help="measure a running server instead of starting one")
+    t.add_argument("--architecture", default=None, choices=["local-server", "remote-server"],
+                   help="the profile's architecture (default: remote-server for a --url host off this machine)")
+    t.add_argument("--server-model", default=None, metavar="NAME", help="the model's name on the server (default: --model's)")
+    t.add_argument("--request-timeout", type=float, default=None, metavar="S", help="longest wait for one request (default: 60)")
+    t.add_argument("--server-timeout", type=float, default=None, metavar="S", help="longest wait for a local server to be ready (default: 180)")
     p.add_argument("--json", action="store_true", help="print the profile as JSON on stdout")
     p.set_defaults(run=run)
 
@@ -56,6 +71,7 @@ def run(args) -> int:
 
     if args.max_time_per_point <= 0:
         raise InputError("--max-time-per-point must be a positive number of seconds.")
+    triton = _triton_options(args)
     config = ProfileConfig(
         model=args.model,
         device=args.device,
@@ -72,6 +88,7 @@ def run(args) -> int:
         max_batch_size=args.max_batch_size,
         max_call_ms=args.max_call_ms,
         memory_limit_mb=args.memory_limit_mb,
+        triton=triton,
     )
     new_points = []
     with console.progress(f"profiling {args.model}") as update:
@@ -79,7 +96,8 @@ def run(args) -> int:
         def on_progress(event) -> None:
             if event.kind == "point":
                 state = "from file" if event.resumed else event.status
-                update(event.done, event.total, f"{event.input_size} px, batch {event.batch_size}: {state}")
+                load = f", {event.message}" if event.message else ""
+                update(event.done, event.total, f"{event.input_size} px, batch {event.batch_size}{load}: {state}")
                 if not event.resumed:
                     new_points.append(event.status)
             elif event.kind == "search":
@@ -105,6 +123,35 @@ def run(args) -> int:
     return 0
 
 
+TRITON_ONLY = ("protocol", "mode", "concurrency", "url", "architecture", "server_model", "request_timeout", "server_timeout")
+
+
+def _triton_options(args):
+    """TritonOptions for --backend triton; None for torch (where the triton options make no sense)."""
+    given = [f"--{name.replace('_', '-')}" for name in TRITON_ONLY if getattr(args, name) is not None]
+    if args.backend != "triton":
+        if given:
+            raise InputError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for --backend triton; "
+                             "add --backend triton, or leave them out.")
+        return None
+    from perfmodel.profile.backends.triton_backend import TritonOptions
+    from perfmodel.profile.grid import parse_positive_ints
+
+    def names(text: str | None, default: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(v.strip().lower() for v in (text or default).split(",")))
+
+    return TritonOptions(
+        protocols=names(args.protocol, "grpc"),
+        modes=names(args.mode, "sync"),
+        concurrencies=parse_positive_ints(args.concurrency or "1", "--concurrency", "1,4,16"),
+        url=args.url,
+        architecture=args.architecture,
+        server_model=args.server_model,
+        request_timeout_s=args.request_timeout if args.request_timeout is not None else 60.0,
+        server_timeout_s=args.server_timeout if args.server_timeout is not None else 180.0,
+    )
+
+
 def _warn_unstable(df, max_time_s: float) -> None:
     """One line for all points whose median did not settle (a busy machine), not one per point."""
     if "stable" not in df.columns:
@@ -121,8 +168,13 @@ def _warn_unstable(df, max_time_s: float) -> None:
 
 
 def _print_profile(df) -> None:
-    columns = ["input_size", "batch_size", "status", "latency_ms", "latency_p99_ms", "warmup_ms", "memory_mb", "throughput_ips"]
-    headers = ["size px", "batch", "status", "median ms", "p99 ms", "warm-up ms", "memory MiB", "images/s"]
+    columns = ["input_size", "batch_size", "mode", "concurrency", "status", "latency_ms", "latency_p99_ms", "warmup_ms",
+               "memory_mb", "throughput_ips"]
+    headers = dict(zip(columns, ["size px", "batch", "mode", "in flight", "status", "median ms", "p99 ms", "warm-up ms",
+                                 "memory MiB", "images/s"]))
     for key, group in df.groupby(["hardware", "model", "backend", "precision"], sort=False):
-        rows = group.sort_values(["input_size", "batch_size"])[[c for c in columns if c in group.columns]]
-        console.table(" ".join(str(k) for k in key), headers, rows.itertuples(index=False))
+        shown = [c for c in columns if c in group.columns and group[c].astype(str).str.strip().ne("").any()
+                 and not group[c].isna().all()]
+        order = [c for c in ("input_size", "batch_size", "mode", "concurrency") if c in shown]
+        rows = group.sort_values(order)[shown]
+        console.table(" ".join(str(k) for k in key), [headers[c] for c in shown], rows.itertuples(index=False))

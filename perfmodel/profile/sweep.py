@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import psutil
@@ -26,6 +27,9 @@ from perfmodel.profile.search import search_batch_sizes
 from perfmodel.profile.timing import StabilityRule, measure_latency
 from perfmodel.profile.worker import run_in_fresh_process
 from perfmodel.schema import POINT_KEY, load_profile, validate_profile, write_profile
+
+if TYPE_CHECKING:
+    from perfmodel.profile.backends.triton_backend import TritonOptions
 
 WARMUP_METHODS = ("fresh-process", "in-process")
 
@@ -51,6 +55,7 @@ class ProfileConfig:
     memory_limit_mb: float | None = None  # CPU only: the memory budget; None: half the free memory
     worker_timeout_s: float = 900.0
     seed: int = 0
+    triton: TritonOptions | None = None  # None: in-process torch; else through a Triton server (backends/triton_backend.py)
 
     def __post_init__(self):
         if self.warmup not in WARMUP_METHODS:
@@ -84,6 +89,10 @@ def run_profile(config: ProfileConfig, out: str | os.PathLike, resume: bool = Fa
                 on_progress: ProgressCallback | None = None) -> pd.DataFrame:
     """Measure the grid of `config` and write the profile CSV to `out`; return the whole profile."""
     notify = on_progress or (lambda event: None)
+    if config.triton is not None:
+        from perfmodel.profile.backends.triton_backend import run_triton_profile
+
+        return run_triton_profile(config, out, resume, notify)
     spec = resolve_model(config.model)
     out = check_writable(out)
     existing = _existing_rows(out, resume)
@@ -163,7 +172,7 @@ class _Sweep:
 
     @staticmethod
     def _key(row: dict) -> tuple:
-        return tuple(_normal(row.get(c)) for c in POINT_KEY)
+        return point_key(row)
 
     def frame(self) -> pd.DataFrame:
         return validate_profile(pd.DataFrame(self.rows), str(self.out))
@@ -230,6 +239,11 @@ class _Sweep:
 
 def _failed(status: str, error: str) -> dict:
     return {"status": status, "error": error.splitlines()[0] if error else ""}
+
+
+def point_key(row: dict) -> tuple:
+    """What tells a measured point apart from the others, as text (the resume key)."""
+    return tuple(_normal(row.get(c)) for c in POINT_KEY)
 
 
 def _normal(value) -> str:

@@ -1,0 +1,434 @@
+"""Profiling through a Triton Inference Server: the `--backend triton` sweep.
+
+Each (input size, batch size, protocol, mode, concurrency) is one row. The server is either started
+here (triton_process.py: the model in pytriton's bundled Triton, bound to 127.0.0.1) or a running
+one named by --url. Per point the row holds the client-side latency distribution and throughput
+(triton_client.py), the server's own queue and compute times (Triton's statistics, as differences
+over the point), and the memory and CPU of client and server (ServingMonitor).
+
+Warm-up is the first request at a batch size to a freshly started server (`warmup_method`
+fresh-server: one server per input size and batch size, as the in-process profiler uses one fresh
+worker per point), or the first at that batch size to the server of the whole sweep (same-server),
+or to a running server (running-server, --url). Every row of one (input size, batch size) carries
+the same warm-up measurement.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import os
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+from perfmodel import __version__
+from perfmodel.errors import BackendError, InputError, PerfmodelError
+from perfmodel.files import check_writable
+from perfmodel.profile.backends.triton_client import (
+    MODES,
+    PROTOCOLS,
+    ServerConnection,
+    ThroughputRule,
+    Workload,
+    first_request_ms,
+    is_timeout,
+    random_batches,
+    run_load,
+    server_times_ms,
+)
+from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerInfo, ServerSettings
+from perfmodel.profile.models import resolve_model
+from perfmodel.profile.monitor import HardwareMonitor, open_nvml
+from perfmodel.profile.provenance import hardware_key, now_utc
+from perfmodel.profile.sweep import SweepEvent, _check_resumable, _existing_rows, point_key
+from perfmodel.schema import SCHEMA_VERSION, validate_profile, write_profile
+
+ARCHITECTURES = ("local-server", "remote-server")
+
+
+@dataclass(frozen=True)
+class TritonOptions:
+    """How to reach the server and which loads to measure; part of ProfileConfig (`triton=`)."""
+
+    protocols: tuple[str, ...] = ("grpc",)
+    modes: tuple[str, ...] = ("sync",)
+    concurrencies: tuple[int, ...] = (1,)
+    url: str | None = None  # host:port of a running server; None starts a local one
+    architecture: str | None = None  # None: remote-server for a --url host off this machine, else local-server
+    server_model: str | None = None  # the model's name on the server; None: the --model name
+    request_timeout_s: float = 60.0
+    server_timeout_s: float = 180.0  # starting a local server, until its model is ready
+    window_s: float = 1.0
+
+    def __post_init__(self):
+        for name, values, allowed in (("--protocol", self.protocols, PROTOCOLS), ("--mode", self.modes, MODES)):
+            bad = [v for v in values if v not in allowed]
+            if not values or bad:
+                raise InputError(f"{name}: {', '.join(bad) or 'nothing'} is not one of {', '.join(allowed)}; "
+                                 f"give e.g. {name} {','.join(allowed)}.")
+        if not self.concurrencies or any(c < 1 for c in self.concurrencies):
+            raise InputError("--concurrency needs positive whole numbers, e.g. 1,4,16.")
+        if self.architecture is not None and self.architecture not in ARCHITECTURES:
+            raise InputError(f"--architecture must be {' or '.join(ARCHITECTURES)}, not {self.architecture!r}.")
+        if self.request_timeout_s <= 0 or self.server_timeout_s <= 0:
+            raise InputError("--request-timeout and --server-timeout must be positive numbers of seconds.")
+        if self.url is not None:
+            split_url(self.url)
+            if len(self.protocols) != 1:
+                raise InputError(
+                    "--url names one server port, and a port speaks one protocol: give one --protocol (HTTP and gRPC "
+                    "listen on different ports), and run again with --resume for the other."
+                )
+
+    @property
+    def resolved_architecture(self) -> str:
+        if self.architecture:
+            return self.architecture
+        if self.url is None:
+            return "local-server"
+        host = split_url(self.url)[0]
+        if host == "localhost":
+            return "local-server"
+        try:
+            return "local-server" if ipaddress.ip_address(host).is_loopback else "remote-server"
+        except ValueError:  # a host name: only the user knows where it is; --architecture says so
+            return "remote-server"
+
+
+def split_url(url: str) -> tuple[str, int]:
+    """'host:port' -> (host, port); InputError for anything else."""
+    if "://" in url:
+        raise InputError(f"--url {url}: give host:port without the scheme, e.g. --url 10.0.0.2:8001.")
+    host, _, port = url.strip().rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdecimal() or not 0 < int(port) < 65536:
+        raise InputError(f"--url {url}: give host:port, e.g. --url 127.0.0.1:8001 (gRPC) or 127.0.0.1:8000 (HTTP).")
+    return host, int(port)
+
+
+class ServingMonitor(HardwareMonitor):
+    """The hardware monitor plus the client's and the server's own resident memory and CPU.
+
+    `host_rss_mb` counts the profiler with its children (so a local server too); `client_*` is the
+    profiler alone, `server_*` the server program with its tree (tritonserver, the Python backend).
+    CPU is in percent of one core, so it can exceed 100.
+    """
+
+    EXTRA = ("client_rss_mb", "client_cpu", "server_rss_mb", "server_cpu")
+
+    def __init__(self, gpu_index: int | None = None, interval_s: float = 0.1):
+        super().__init__(gpu_index=gpu_index, interval_s=interval_s)
+        self.server_pid: int | None = None
+        self._client = psutil.Process()
+        self._known: dict[int, psutil.Process] = {}  # cpu_percent needs the same object between readings
+        self._tree: tuple[int | None, list[psutil.Process], int] = (None, [], 0)
+
+    def sample(self) -> dict[str, float]:
+        values = super().sample()
+        values["client_rss_mb"], values["client_cpu"] = _usage([self._client])
+        server = self._server_tree()
+        values["server_rss_mb"], values["server_cpu"] = _usage(server) if server else (math.nan, math.nan)
+        return values
+
+    def _server_tree(self) -> list[psutil.Process]:
+        pid = self.server_pid
+        root, procs, age = self._tree
+        if pid is None:
+            return []
+        if root != pid or age % 20 == 0:  # re-read the tree now and then; it changes only at start
+            try:
+                parent = self._known.setdefault(pid, psutil.Process(pid))
+                procs = [parent, *(self._known.setdefault(c.pid, c) for c in parent.children(recursive=True))]
+            except psutil.Error:
+                procs = []
+        self._tree = (pid, procs, age + 1)
+        return procs
+
+    def summary(self, since: int) -> dict[str, float]:
+        out = super().summary(since)
+        with self._lock:
+            window = self._samples[since:] or [self.sample()]
+        for name in self.EXTRA:
+            values = np.array([s.get(name, math.nan) for s in window], dtype=float)
+            values = values[~np.isnan(values)]
+            out[f"{name}_max"] = float(values.max()) if len(values) else math.nan
+            if name.endswith("cpu"):
+                out[f"{name}_avg"] = float(values.mean()) if len(values) else math.nan
+        return out
+
+
+def _usage(procs: list[psutil.Process]) -> tuple[float, float]:
+    rss = cpu = 0.0
+    for proc in procs:
+        try:
+            rss += proc.memory_info().rss
+            cpu += proc.cpu_percent(interval=None)
+        except psutil.Error:
+            pass
+    return rss / 2**20, cpu
+
+
+@dataclass
+class _Target:
+    """The server being measured now: addresses, token, and how to tell that it died."""
+
+    urls: dict[str, str]
+    model_name: str
+    access_token: str | None
+    warmup_method: str
+    load_ms: float
+    threads: int | None
+    provenance: dict
+    local: LocalTritonServer | None = None
+    inputs: dict = field(default_factory=dict)  # protocol -> ModelInput
+
+    def died(self) -> str | None:
+        if self.local is not None and not self.local.is_alive():
+            return "the server process exited"
+        return None
+
+
+def run_triton_profile(config, out: str | os.PathLike, resume: bool, notify: Callable[[SweepEvent], None]):
+    """The `--backend triton` sweep of `config` (a ProfileConfig with `triton` set); returns the profile."""
+    opts: TritonOptions = config.triton
+    spec = resolve_model(config.model)
+    if config.batch_sizes is None:
+        raise InputError("--batch-sizes auto is for the in-process backend; with --backend triton give a list, e.g. 1,2,4.")
+    if config.cuda_graphs:
+        raise InputError("--cuda-graphs is for the in-process backend; leave it out with --backend triton.")
+    out = check_writable(out)
+    existing = _existing_rows(out, resume)
+    sweep = _TritonSweep(config, opts, spec, out, existing, notify)
+    return sweep.run()
+
+
+class _TritonSweep:
+    def __init__(self, config, opts: TritonOptions, spec, out: Path, existing, notify):
+        self.config, self.opts, self.spec, self.out, self.notify = config, opts, spec, out, notify
+        self.architecture = opts.resolved_architecture
+        self.is_cuda = config.device.strip().lower().startswith("cuda")
+        self.hardware = config.hardware or self._hardware_key()
+        self.rows: list[dict] = [] if existing is None else existing.to_dict("records")
+        self.index = {point_key(row): i for i, row in enumerate(self.rows)}
+        self.existing = existing
+        self.rule = ThroughputRule(window_s=opts.window_s, rel_ci=config.rule.rel_ci,
+                                   min_samples=config.rule.min_samples, max_time_s=config.rule.max_time_s)
+        self.done = self.measured = 0
+        self.checked: set[str] = set()
+
+    def _hardware_key(self) -> str:
+        if not self.is_cuda:
+            return "cpu"
+        if self.opts.url is not None:
+            raise InputError("with --url on a GPU server, name its pool key with --hardware (e.g. --hardware h100).")
+        index = int(self.config.device.partition(":")[2] or 0)
+        nvml, reason = open_nvml(index)
+        if nvml is None:
+            raise InputError(f"cannot read the GPU's name ({reason}); name its pool key with --hardware.")
+        try:
+            return hardware_key(nvml.info().name, True)
+        finally:
+            nvml.close()
+
+    def _identity(self, protocol: str, mode: str, concurrency: int, size: int, batch: int) -> dict:
+        return {"hardware": self.hardware, "model": self.spec.name, "backend": f"triton-{protocol}",
+                "precision": self.config.precision, "architecture": self.architecture, "protocol": protocol,
+                "mode": mode, "concurrency": concurrency, "input_size": size, "batch_size": batch}
+
+    def run(self):
+        c, o = self.config, self.opts
+        groups = [(size, batch) for size in c.input_sizes for batch in c.batch_sizes]
+        loads = [(p, m, k) for p in o.protocols for m in o.modes for k in o.concurrencies]
+        total = len(groups) * len(loads)
+        self.notify(SweepEvent("start", total=total))
+        gpu_index = int(c.device.partition(":")[2] or 0) if self.is_cuda and self.architecture == "local-server" else None
+        target: _Target | None = None
+        with ServingMonitor(gpu_index=gpu_index) as monitor:
+            self.monitor = monitor
+            try:
+                for size, batch in groups:
+                    pending = []
+                    for load in loads:
+                        identity = self._identity(*load, size, batch)
+                        if point_key(identity) in self.index:
+                            self._announce(identity, self.rows[self.index[point_key(identity)]], resumed=True)
+                        else:
+                            pending.append(identity)
+                    if not pending:
+                        continue
+                    if target is None or c.warmup == "fresh-process" and target.local is not None:
+                        if target is not None:
+                            target.local.stop()
+                        target = self._open_target()
+                    self._measure_group(target, size, batch, pending)
+            finally:
+                if target is not None and target.local is not None:
+                    target.local.stop()
+        return validate_profile(self._frame(), str(self.out))
+
+    def _frame(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
+    def _announce(self, identity: dict, row: dict, resumed: bool) -> None:
+        self.done += 1
+        load = f"{identity['protocol']} {identity['mode']} x{identity['concurrency']}"
+        self.notify(SweepEvent("point", self.done, self._total(), identity["input_size"],
+                               identity["batch_size"], row["status"], resumed, load))
+
+    def _total(self) -> int:
+        c, o = self.config, self.opts
+        return len(c.input_sizes) * len(c.batch_sizes) * len(o.protocols) * len(o.modes) * len(o.concurrencies)
+
+    # -- the server ---------------------------------------------------------------------------
+
+    def _open_target(self) -> _Target:
+        c, o = self.config, self.opts
+        if o.url is not None:
+            target = _Target(urls={o.protocols[0]: o.url}, model_name=o.server_model or self.spec.name,
+                             access_token=os.environ.get("PERFMODEL_TRITON_ACCESS_TOKEN"),
+                             warmup_method="running-server", load_ms=math.nan, threads=None,
+                             provenance={"device_name": "", "torch": ""})
+        else:
+            settings = ServerSettings(
+                model=self.spec.path or self.spec.name, device=c.device, precision=c.precision,
+                channels_last=c.channels_last, compile=c.compile, threads=c.threads,
+                max_batch_size=max(c.batch_sizes), seed=c.seed, model_name=o.server_model,
+            )
+            server = LocalTritonServer(settings, start_timeout_s=o.server_timeout_s)
+            try:
+                info: ServerInfo = server.start()
+            except PerfmodelError as exc:
+                raise self._with_resume_hint(exc) from None
+            self.monitor.server_pid = info.pid
+            target = _Target(urls={p: info.url(p) for p in PROTOCOLS}, model_name=info.model_name,
+                             access_token=info.access_token,
+                             warmup_method="fresh-server" if c.warmup == "fresh-process" else "same-server",
+                             load_ms=info.start_ms, threads=info.threads, provenance=info.provenance, local=server)
+        try:
+            for protocol in o.protocols:
+                with ServerConnection(protocol, target.urls[protocol], target.access_token) as conn:
+                    target.inputs[protocol] = conn.check_model(target.model_name)
+        except BaseException as exc:
+            if target.local is not None:
+                target.local.stop()
+            if isinstance(exc, PerfmodelError):
+                raise self._with_resume_hint(exc) from None
+            raise
+        return target
+
+    def _with_resume_hint(self, exc: PerfmodelError) -> PerfmodelError:
+        if not self.measured:
+            return exc
+        return type(exc)(f"{exc} The {self.measured} point(s) finished are saved in {self.out}; run the same command "
+                         "with --resume to measure the rest.")
+
+    def _fixed(self, target: _Target, protocol: str) -> dict:
+        fixed = {"warmup_method": target.warmup_method, "threads": target.threads, "load_ms": target.load_ms,
+                 "server_version": target.inputs[protocol].server_version, "perfmodel": __version__,
+                 "host": platform.node(), "schema_version": SCHEMA_VERSION, **target.provenance}
+        backend = f"triton-{protocol}"
+        if backend not in self.checked:  # once per backend: resuming must not mix two kinds of measurement
+            identity = {"hardware": self.hardware, "model": self.spec.name, "backend": backend,
+                        "precision": self.config.precision}
+            _check_resumable(self.existing, identity, fixed, self.out)
+            self.checked.add(backend)
+        return fixed
+
+    # -- the points ---------------------------------------------------------------------------
+
+    def _measure_group(self, target: _Target, size: int, batch: int, pending: list[dict]) -> None:
+        first = pending[0]["protocol"]
+        warmup = self._workload(target, first, "sync", 1, size, batch)
+        try:
+            warmup_ms, warmup_error = first_request_ms(warmup), None
+        except Exception as exc:
+            self._raise_if_dead(target, first, exc, f"{size} px, batch {batch}: the first request")
+            warmup_ms, warmup_error = math.nan, self._describe(exc)
+        for identity in pending:
+            row = {**self._fixed(target, identity["protocol"]), **identity, "warmup_ms": warmup_ms,
+                   "load_avg_1m": os.getloadavg()[0], "created_at": now_utc()}
+            if warmup_error is not None:
+                row.update(status="error", error=f"the first request failed: {warmup_error}")
+            else:
+                row.update(self._measure(target, identity))
+            self.index[point_key(row)] = len(self.rows)
+            self.rows.append(row)
+            self.measured += 1
+            write_profile(validate_profile(self._frame(), str(self.out)), self.out)
+            self._announce(identity, row, resumed=False)
+
+    def _workload(self, target: _Target, protocol: str, mode: str, concurrency: int, size: int, batch: int) -> Workload:
+        model_input = target.inputs[protocol]
+        dtype = np.float16 if model_input.datatype == "FP16" else np.float32
+        return Workload(protocol, target.urls[protocol], target.model_name, model_input.name, model_input.datatype,
+                        mode, concurrency, random_batches(batch, size, dtype, seed=self.config.seed),
+                        self.opts.request_timeout_s)
+
+    def _measure(self, target: _Target, identity: dict) -> dict:
+        protocol, batch = identity["protocol"], identity["batch_size"]
+        limit = target.inputs[protocol].max_batch_size
+        if limit and batch > limit:
+            return {"status": "error", "error": f"batch size {batch} is above the served model's max_batch_size {limit}"}
+        workload = self._workload(target, protocol, identity["mode"], identity["concurrency"],
+                                  identity["input_size"], batch)
+        url, token, model = target.urls[protocol], target.access_token, target.model_name
+        stats: dict = {}
+
+        def snapshot(key: str) -> None:
+            with ServerConnection(protocol, url, token) as conn:
+                stats[key] = conn.statistics(model)
+
+        snapshot("before")
+        mark = self.monitor.window()
+        try:
+            result = run_load(workload, self.rule, on_ramp_done=lambda: snapshot("ramp"))
+        except Exception as exc:
+            where = f"{identity['input_size']} px, batch {batch}, {protocol} {identity['mode']} x{identity['concurrency']}"
+            self._raise_if_dead(target, protocol, exc, where)
+            return {"status": "error", "error": self._describe(exc), **self.monitor.summary(mark)}
+        counters = self.monitor.summary(mark)
+        snapshot("after")
+        row = {
+            **result.latency.columns(),
+            "samples": result.requests,
+            "stable": result.stable,
+            "throughput_ips": result.throughput_ips,
+            "throughput_spread_rel": result.throughput_spread_rel,
+            **server_times_ms(stats.get("ramp") or stats.get("before"), stats.get("after")),
+            **counters,
+            "status": "ok",
+        }
+        row["memory_mb"] = self._memory_mb(counters)
+        return row
+
+    def _memory_mb(self, counters: dict) -> float:
+        """Peak memory of serving: the GPU's used memory on CUDA, the server's resident memory on a CPU.
+
+        NaN for a server given by --url: its processes are not ours to watch.
+        """
+        key = "gpu_mem_used_mb_max" if self.is_cuda else "server_rss_mb_max"
+        return counters.get(key, math.nan)
+
+    def _describe(self, exc: BaseException) -> str:
+        if is_timeout(exc):
+            return f"a request took longer than the request timeout of {self.opts.request_timeout_s:g} s (--request-timeout)"
+        text = str(exc).strip().splitlines()
+        return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+    def _raise_if_dead(self, target: _Target, protocol: str, exc: BaseException, where: str) -> None:
+        """A failed request on a healthy server fails one point; on a dead server it ends the sweep."""
+        problem = target.died()
+        if problem is None:
+            with ServerConnection(protocol, target.urls[protocol], target.access_token) as conn:
+                problem = conn.problem(target.model_name)
+        if problem is not None:
+            raise self._with_resume_hint(BackendError(
+                f"the Triton server stopped serving while measuring {where}: {problem} ({self._describe(exc)})."
+            )) from None

@@ -1,0 +1,221 @@
+"""The life of a local Triton server: start the server program, wait until it is ready, stop it.
+
+The server program (triton_server.py) runs in its own session, so a Ctrl-C in the terminal reaches
+only the profiler, which then stops the server itself. Stopping is SIGTERM (the program stops
+Triton cleanly), a bounded wait, then SIGKILL for every process of the server's tree that is still
+alive (tritonserver, the Python backend stub and its helpers), and finally the removal of what a
+killed server leaves behind: the private workspace, Triton's model copy in /tmp and the Python
+backend's shared-memory regions. Every wait has a bound.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from perfmodel.errors import DeviceError
+from perfmodel.profile.backends.triton_server import TOKEN_ENV
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """What the local server serves and how it runs the model (the in-process TorchOptions, as flags)."""
+
+    model: str  # --model as given: a built-in name or a TorchScript path
+    device: str = "cpu"
+    precision: str = "fp32"
+    channels_last: bool = False
+    compile: bool = False
+    threads: int | None = None
+    max_batch_size: int = 64
+    seed: int = 0
+    model_name: str | None = None
+
+    def arguments(self) -> list[str]:
+        args = ["--model", self.model, "--device", self.device, "--precision", self.precision,
+                "--max-batch-size", str(self.max_batch_size), "--seed", str(self.seed)]
+        if self.channels_last:
+            args.append("--channels-last")
+        if self.compile:
+            args.append("--compile")
+        if self.threads is not None:
+            args += ["--threads", str(self.threads)]
+        if self.model_name:
+            args += ["--model-name", self.model_name]
+        return args
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """A ready server: where it listens and what it reported."""
+
+    pid: int
+    host: str
+    http_port: int
+    grpc_port: int
+    model_name: str
+    access_token: str
+    start_ms: float  # from launching the program until the model answered ready (the user's wait)
+    model_load_ms: float  # building the torch model alone
+    threads: int
+    provenance: dict = field(default_factory=dict)
+
+    def url(self, protocol: str) -> str:
+        return f"{self.host}:{self.http_port if protocol == 'http' else self.grpc_port}"
+
+
+class LocalTritonServer:
+    """`with LocalTritonServer(settings) as server:` starts a server on 127.0.0.1 and always stops it."""
+
+    def __init__(self, settings: ServerSettings, start_timeout_s: float = 180.0, stop_timeout_s: float = 30.0):
+        self.settings = settings
+        self.start_timeout_s = start_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self.info: ServerInfo | None = None
+        self.directory: Path | None = None
+        self._proc: subprocess.Popen | None = None
+        self._log = None
+        self._leftovers: set[Path] = set()
+
+    def __enter__(self) -> LocalTritonServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def is_alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> ServerInfo:
+        try:
+            return self._start()
+        except BaseException:  # an error or Ctrl-C while starting: leave nothing behind
+            self.stop()
+            raise
+
+    def _start(self) -> ServerInfo:
+        self.directory = Path(tempfile.mkdtemp(prefix="perfmodel-triton-"))
+        ready_file = self.directory / "ready.json"
+        token = secrets.token_urlsafe(24)
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parents[3])  # the server imports this same perfmodel
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        env[TOKEN_ENV] = token  # in the environment, not on the command line that `ps` shows
+        self._log = open(self.directory / "server.log", "wb")
+        t0 = time.perf_counter()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "perfmodel.profile.backends.triton_server", *self.settings.arguments(),
+             "--host", "127.0.0.1", "--workspace", str(self.directory / "pytriton"),
+             "--ready-file", str(ready_file), "--exit-with-parent"],
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        )
+        deadline = t0 + self.start_timeout_s
+        while not ready_file.exists():
+            if self._proc.poll() is not None:
+                raise DeviceError(f"the local Triton server did not start ({self._log_tail()}).")
+            if time.perf_counter() > deadline:
+                raise DeviceError(
+                    f"the local Triton server was not ready within {self.start_timeout_s:g} s ({self._log_tail()}); "
+                    "allow more time with --server-timeout."
+                )
+            time.sleep(0.05)
+        ready = json.loads(ready_file.read_text())
+        self._remember_leftovers()
+        self.info = ServerInfo(
+            pid=self._proc.pid, host=ready["host"], http_port=ready["http_port"], grpc_port=ready["grpc_port"],
+            model_name=ready["model_name"], access_token=token, start_ms=(time.perf_counter() - t0) * 1e3,
+            model_load_ms=ready["model_load_ms"], threads=ready["threads"], provenance=ready["provenance"],
+        )
+        return self.info
+
+    def _remember_leftovers(self) -> None:
+        """Triton copies the Python model to /tmp/folderXXXXXX, outside our workspace; note it for cleanup."""
+        for proc in self._tree():
+            try:
+                cmdline = proc.cmdline()
+            except psutil.Error:
+                continue
+            if cmdline and cmdline[0].endswith("triton_python_backend_stub") and len(cmdline) > 1:
+                model_file = Path(cmdline[1])  # <copy>/<version>/model.py
+                copy = model_file.parent.parent
+                if model_file.name == "model.py" and copy.parent == Path("/tmp") and copy.name.startswith("folder"):
+                    self._leftovers.add(copy)
+
+    def _tree(self) -> list[psutil.Process]:
+        if self._proc is None:
+            return []
+        try:
+            root = psutil.Process(self._proc.pid)
+            return [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return []
+
+    def _log_tail(self, lines: int = 3) -> str:
+        if self.directory is None:
+            return "no log"
+        try:
+            text = (self.directory / "server.log").read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "no log"
+        useful = [line.strip() for line in text if line.strip()][-lines:]
+        return " | ".join(useful)[-600:] if useful else "no output"
+
+    def stop(self) -> None:
+        """Stop the server and remove everything it made. Safe to call twice; bounded in time."""
+        interrupted = None
+        if self._proc is not None:
+            tree = self._tree()
+            try:
+                if self._proc.poll() is None:
+                    self._proc.send_signal(signal.SIGTERM)
+                    self._proc.wait(timeout=self.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+            except KeyboardInterrupt as exc:  # a second Ctrl-C: skip the graceful wait, still clean up
+                interrupted = exc
+            self._kill(tree + self._tree())
+            for region in Path("/dev/shm").glob(f"pytrtion{self._proc.pid}-*"):  # pytriton's spelling
+                region.unlink(missing_ok=True)
+            self._proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        self._remove_leftovers()
+        if interrupted is not None:
+            raise interrupted
+
+    @staticmethod
+    def _kill(procs: list[psutil.Process]) -> None:
+        alive = []
+        for proc in procs:
+            try:
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    proc.kill()
+                    alive.append(proc)
+            except psutil.Error:
+                pass
+        psutil.wait_procs(alive, timeout=5)
+
+    def _remove_leftovers(self) -> None:
+        for path in self._leftovers:
+            shutil.rmtree(path, ignore_errors=True)
+        self._leftovers.clear()
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self.directory = None
