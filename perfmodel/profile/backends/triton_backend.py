@@ -46,7 +46,7 @@ from perfmodel.profile.models import resolve_model
 from perfmodel.profile.monitor import HardwareMonitor, open_nvml
 from perfmodel.profile.provenance import hardware_key, now_utc
 from perfmodel.profile.sweep import SweepEvent, _check_resumable, _existing_rows, point_key
-from perfmodel.schema import SCHEMA_VERSION, validate_profile, write_profile
+from perfmodel.schema import REQUIRED_COLUMNS, SCHEMA_VERSION, validate_profile, write_profile
 
 ARCHITECTURES = ("local-server", "remote-server")
 
@@ -274,7 +274,9 @@ class _TritonSweep:
     def _frame(self):
         import pandas as pd
 
-        return pd.DataFrame(self.rows)
+        # A sweep whose points all failed still writes a valid profile (status error, times empty).
+        df = pd.DataFrame(self.rows)
+        return df.reindex(columns=[*REQUIRED_COLUMNS, *(c for c in df.columns if c not in REQUIRED_COLUMNS)])
 
     def _announce(self, identity: dict, row: dict, resumed: bool) -> None:
         self.done += 1
@@ -388,15 +390,18 @@ class _TritonSweep:
         snapshot("before")
         mark = self.monitor.window()
         try:
-            result = run_load(workload, self.rule, on_ramp_done=lambda: snapshot("ramp"))
+            result = run_load(workload, self.rule, on_ramp_done=lambda: snapshot("ramp"), abort=target.died)
         except Exception as exc:
             where = f"{identity['input_size']} px, batch {batch}, {protocol} {identity['mode']} x{identity['concurrency']}"
             self._raise_if_dead(target, protocol, exc, where)
             return {"status": "error", "error": self._describe(exc), **self.monitor.summary(mark)}
         counters = self.monitor.summary(mark)
         snapshot("after")
+        latency = result.latency.columns()
+        if not math.isfinite(latency["latency_ci_rel"]):  # too few requests to bound the median
+            latency["latency_ci_rel"] = math.nan
         row = {
-            **result.latency.columns(),
+            **latency,
             "samples": result.requests,
             "stable": result.stable,
             "throughput_ips": result.throughput_ips,

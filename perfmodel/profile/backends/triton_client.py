@@ -166,11 +166,18 @@ class _Windows:
         self.done = threading.Event()
         self.ramp_done = threading.Event()  # the first (ramp-up) window has closed
         self._lock = threading.Lock()
-        self._start = time.perf_counter_ns()
-        self._window_start = self._start
+        self._start = self._window_start = time.perf_counter_ns()
+        self._begun = False
         self._current: list[float] = []
         self.closed: list[tuple[float, list[float]]] = []  # (duration s, latencies ms), ramp-up first
         self.stable = False
+
+    def begin(self) -> None:
+        """Start the clock at the first request, after the driver's set-up (imports, connections)."""
+        with self._lock:
+            if not self._begun:
+                self._begun = True
+                self._start = self._window_start = time.perf_counter_ns()
 
     def record(self, t0_ns: int, t1_ns: int) -> None:
         with self._lock:
@@ -233,12 +240,21 @@ class _Windows:
 # The load drivers
 
 
-def run_load(workload: Workload, rule: ThroughputRule, on_ramp_done: Callable[[], None] | None = None) -> LoadResult:
+POLL_S = 0.25  # how often a wait looks up from a request to check that the server still lives
+
+Abort = Callable[[], "str | None"]
+
+
+def run_load(workload: Workload, rule: ThroughputRule, on_ramp_done: Callable[[], None] | None = None,
+             abort: Abort | None = None) -> LoadResult:
     """Send requests until the rule says the point is steady; raise the first request error.
 
     `on_ramp_done` is called (from a helper thread) when ramp-up ends, e.g. to snapshot server statistics.
+    `abort` is asked every POLL_S while requests are out; a reason (text) ends the load with a
+    BackendError at once, instead of after the request timeout (e.g. the server process died).
     """
     windows = _Windows(rule, workload)
+    check = abort or (lambda: None)
     helper = None
     if on_ramp_done is not None:
         def after_ramp() -> None:
@@ -249,11 +265,11 @@ def run_load(workload: Workload, rule: ThroughputRule, on_ramp_done: Callable[[]
         helper.start()
     try:
         if workload.mode == "sync":
-            _run_sync(workload, windows)
+            _run_sync(workload, windows, check)
         elif workload.protocol == "grpc":
-            _run_async_grpc(workload, windows)
+            _run_async_grpc(workload, windows, check)
         else:
-            _run_async_http(workload, windows)
+            _run_async_http(workload, windows, check)
     finally:
         windows.done.set()
         windows.ramp_done.set()
@@ -262,11 +278,13 @@ def run_load(workload: Workload, rule: ThroughputRule, on_ramp_done: Callable[[]
     return windows.result()
 
 
-def _bound_s(workload: Workload, rule_max_s: float) -> float:
-    return rule_max_s + 2 * workload.request_timeout_s + 10
+def _check(abort: Abort) -> None:
+    reason = abort()
+    if reason:
+        raise BackendError(reason)
 
 
-def _run_sync(workload: Workload, windows: _Windows) -> None:
+def _run_sync(workload: Workload, windows: _Windows, abort: Abort) -> None:
     inputs = _inputs(workload)
     kwargs = _infer_kwargs(workload)
     errors: list[BaseException] = []
@@ -281,6 +299,7 @@ def _run_sync(workload: Workload, windows: _Windows) -> None:
             return
         try:
             i = k
+            windows.begin()
             while not windows.done.is_set():
                 t0 = clock()
                 client.infer(workload.model_name, inputs[i % len(inputs)], **kwargs)
@@ -296,17 +315,21 @@ def _run_sync(workload: Workload, windows: _Windows) -> None:
                for k in range(workload.concurrency)]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + _bound_s(workload, windows.rule.max_time_s)
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    if any(thread.is_alive() for thread in threads):
-        windows.done.set()
-        raise BackendError("requests did not finish within their time bound; the server may be hung.")
+    # Each request is bounded by the request timeout, and the rule by max_time_s: so is this loop.
+    deadline = time.monotonic() + windows.rule.max_time_s + 2 * workload.request_timeout_s + 10
+    try:
+        while alive := [thread for thread in threads if thread.is_alive()]:
+            if time.monotonic() > deadline:
+                raise BackendError("requests did not finish within their time bound; the server may be hung.")
+            _check(abort)
+            alive[0].join(POLL_S)
+    finally:
+        windows.done.set()  # the daemon threads stop after their current request
     if errors:
         raise errors[0]
 
 
-def _run_async_grpc(workload: Workload, windows: _Windows) -> None:
+def _run_async_grpc(workload: Workload, windows: _Windows, abort: Abort) -> None:
     inputs = _inputs(workload)
     client = make_client("grpc", workload.url, workload.request_timeout_s)
     finished: queue.SimpleQueue = queue.SimpleQueue()
@@ -319,14 +342,21 @@ def _run_async_grpc(workload: Workload, windows: _Windows) -> None:
                            client_timeout=workload.request_timeout_s)
 
     try:
+        windows.begin()
         for i in range(workload.concurrency):
             submit(i)
         in_flight, i = workload.concurrency, workload.concurrency
+        waited = 0.0
         while in_flight:
             try:
-                t0, t1, error = finished.get(timeout=workload.request_timeout_s + 5)
+                t0, t1, error = finished.get(timeout=POLL_S)
             except queue.Empty:
-                raise BackendError("a request did not come back within its timeout; the server may be hung.") from None
+                _check(abort)
+                waited += POLL_S
+                if waited > workload.request_timeout_s + 5:  # the client's own deadline should have fired
+                    raise BackendError("a request did not come back within its timeout; the server may be hung.") from None
+                continue
+            waited = 0.0
             in_flight -= 1
             if error is not None:
                 raise error
@@ -338,7 +368,7 @@ def _run_async_grpc(workload: Workload, windows: _Windows) -> None:
         client.close()
 
 
-def _run_async_http(workload: Workload, windows: _Windows) -> None:
+def _run_async_http(workload: Workload, windows: _Windows, abort: Abort) -> None:
     # tritonclient.http's own async_infer runs on gevent and, measured here, does not overlap
     # requests (4 in flight took as long as 4 in a row); its asyncio client (aiohttp) does.
     import asyncio
@@ -351,26 +381,33 @@ def _run_async_http(workload: Workload, windows: _Windows) -> None:
 
     async def worker(client, k: int) -> None:
         i = k
-        try:
-            while not windows.done.is_set():
-                t0 = clock()
-                await asyncio.wait_for(client.infer(workload.model_name, inputs[i % len(inputs)]), timeout)
-                windows.record(t0, clock())
-                i += 1
-        except BaseException:
-            windows.done.set()  # the other workers stop after their current request
-            raise
+        while not windows.done.is_set():
+            t0 = clock()
+            await asyncio.wait_for(client.infer(workload.model_name, inputs[i % len(inputs)]), timeout)
+            windows.record(t0, clock())
+            i += 1
+
+    async def watch() -> None:
+        while not windows.done.is_set():
+            await asyncio.sleep(POLL_S)
+            _check(abort)
 
     async def main() -> None:
         client = aio.InferenceServerClient(workload.url, conn_limit=workload.concurrency, conn_timeout=timeout)
+        windows.begin()
+        tasks = [asyncio.ensure_future(worker(client, k)) for k in range(workload.concurrency)]
+        tasks.append(asyncio.ensure_future(watch()))
         try:
-            results = await asyncio.gather(*(worker(client, k) for k in range(workload.concurrency)),
-                                           return_exceptions=True)
+            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            windows.done.set()
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            errors = [task.exception() for task in done if task.exception() is not None]
+            if errors:
+                raise errors[0]
         finally:
             await client.close()
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            raise errors[0]
 
     asyncio.run(main())
 

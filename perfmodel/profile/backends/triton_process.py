@@ -87,6 +87,7 @@ class LocalTritonServer:
         self._proc: subprocess.Popen | None = None
         self._log = None
         self._leftovers: set[Path] = set()
+        self._started: list[psutil.Process] = []  # the tree when ready: its members may outlive a killed parent
 
     def __enter__(self) -> LocalTritonServer:
         self.start()
@@ -145,8 +146,10 @@ class LocalTritonServer:
         return self.info
 
     def _remember_leftovers(self) -> None:
-        """Triton copies the Python model to /tmp/folderXXXXXX, outside our workspace; note it for cleanup."""
-        for proc in self._tree():
+        """Note the server's processes, and Triton's copy of the Python model in /tmp/folderXXXXXX
+        (outside our workspace), so that stop() finds them even after the server program was killed."""
+        self._started = self._tree()
+        for proc in self._started:
             try:
                 cmdline = proc.cmdline()
             except psutil.Error:
@@ -189,10 +192,11 @@ class LocalTritonServer:
                 pass
             except KeyboardInterrupt as exc:  # a second Ctrl-C: skip the graceful wait, still clean up
                 interrupted = exc
-            self._kill(tree + self._tree())
+            self._kill(self._started + tree + self._tree())
             for region in Path("/dev/shm").glob(f"pytrtion{self._proc.pid}-*"):  # pytriton's spelling
                 region.unlink(missing_ok=True)
             self._proc = None
+            self._started = []
         if self._log is not None:
             self._log.close()
             self._log = None
