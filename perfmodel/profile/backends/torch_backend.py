@@ -98,7 +98,11 @@ class TorchRunner:
         self.is_cuda = self.device.type == "cuda"
         if options.threads is not None:
             torch.set_num_threads(options.threads)
-        if not self.is_cuda:
+        if self.is_cuda:
+            # Let cuDNN pick the fastest kernels per shape, as serving stacks do; that autotuning
+            # is part of the first call's warm-up.
+            torch.backends.cudnn.benchmark = True
+        else:
             torch.set_flush_denormal(True)  # random weights can make denormals, which slow CPUs down
         self.baseline_rss_mb = memory.rss_mb()  # before the model: CPU memory counts from here
         self.model = None
