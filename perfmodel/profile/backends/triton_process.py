@@ -76,10 +76,15 @@ class ServerInfo:
 
 
 class LocalTritonServer:
-    """`with LocalTritonServer(settings) as server:` starts a server on 127.0.0.1 and always stops it."""
+    """`with LocalTritonServer(settings) as server:` starts a server on this machine and always stops it.
 
-    def __init__(self, settings: ServerSettings, start_timeout_s: float = 180.0, stop_timeout_s: float = 30.0):
+    It binds 127.0.0.1 unless told another address of this machine (an experiment's veth link).
+    """
+
+    def __init__(self, settings: ServerSettings, start_timeout_s: float = 180.0, stop_timeout_s: float = 30.0,
+                 host: str = "127.0.0.1"):
         self.settings = settings
+        self.host = host
         self.start_timeout_s = start_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.info: ServerInfo | None = None
@@ -122,7 +127,7 @@ class LocalTritonServer:
         t0 = time.perf_counter()
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "perfmodel.profile.backends.triton_server", *self.settings.arguments(),
-             "--host", "127.0.0.1", "--workspace", str(self.directory / "pytriton"),
+             "--host", self.host, "--workspace", str(self.directory / "pytriton"),
              "--ready-file", str(ready_file), "--exit-with-parent"],
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
         )
