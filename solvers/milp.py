@@ -1,0 +1,228 @@
+"""The two optimization models over GPU counts, built with Pyomo and solved with HiGHS.
+
+x[k, s] = how many GPUs of type k serve input-size class s, each doing up to cap[k, s] images
+(capacity.py). Because a GPU's best batch size and batch count depend only on (k, s), these K*S
+integers are an exact reformulation of seeds/003's per-GPU models, however many GPUs there are.
+
+    min_gpus:    min sum_ks w_k x_ks   s.t.  sum_k cap_ks x_ks >= need_s,  sum_s x_ks <= avail_k
+    max_images:  max sum_s y_s         s.t.  y_s <= sum_k cap_ks x_ks,  y_s <= need_s,  sum_s x_ks <= avail_k
+
+Pyomo is imported on first use: it takes most of a second, and `import solvers` should not.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from solvers.errors import SolverFailure
+
+
+@dataclass(frozen=True, eq=False)
+class MilpResult:
+    """A solved model: GPU counts x[k, s], images per class (max_images), objective, and proof of optimality."""
+
+    x: np.ndarray
+    images: np.ndarray | None
+    objective: float
+    bound: float
+    gap: float  # relative gap proved between the objective and the best bound (0: proven optimal)
+    build_s: float  # Pyomo: building the model
+    solve_s: float  # HiGHS: its own run time
+    call_s: float  # the whole Pyomo solve call: HiGHS plus handing the model over and reading it back
+
+    @property
+    def optimal(self) -> bool:
+        return self.gap == 0.0
+
+
+def greedy_lower_bound(cap: np.ndarray, avail: np.ndarray, need: int) -> int:
+    """The fewest GPUs that cover `need` images of one class, ignoring the other classes: largest first.
+
+    Valid for every solution of the coupled model, so adding sum_k x_ks >= this bound cuts nothing off,
+    and it closes most of the LP gap of the covering knapsack (HiGHS proves optimality ~3x faster).
+    """
+    count, left = 0, need
+    for k in np.argsort(-cap, kind="stable"):
+        if left <= 0 or cap[k] <= 0:
+            break
+        use = min(avail[k], math.ceil(left / cap[k]))
+        count, left = count + int(use), left - int(use) * int(cap[k])
+    return count
+
+
+def min_gpus(cap, need, avail, weight, *, rel_gap: float = 0.0, time_limit: float = 10.0) -> MilpResult | None:
+    """Fewest (weighted) GPUs that cover every class's need; None when no choice of GPUs does."""
+    cap, need, avail, weight = _arrays(cap, need, avail, weight)
+    n_types, n_sizes = cap.shape
+    active = [s for s in range(n_sizes) if need[s] > 0]
+    if not active:
+        return _empty(n_types, n_sizes)
+    # No GPU can serve a class, or all of them together cannot: infeasible without asking HiGHS.
+    if any(np.sum(avail[cap[:, s] > 0] * cap[cap[:, s] > 0, s]) < need[s] for s in active):
+        return None
+    pairs = [(k, s) for s in active for k in range(n_types) if cap[k, s] > 0 and avail[k] > 0]
+    upper = {(k, s): _upper(avail[k], need[s], cap[k, s]) for k, s in pairs}
+
+    pyo, Highs = _pyomo()
+    t0 = time.perf_counter()
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(pairs, domain=pyo.NonNegativeIntegers, bounds=lambda m, k, s: (0, upper[k, s]))
+    m.cover = pyo.Constraint(active, rule=lambda m, s: sum(int(cap[k, s]) * m.x[k, s] for k in _types_of(pairs, s)) >= int(need[s]))
+    bounds = {s: greedy_lower_bound(cap[:, s], avail, int(need[s])) for s in active}
+    m.fewest = pyo.Constraint(active, rule=lambda m, s: sum(m.x[k, s] for k in _types_of(pairs, s)) >= bounds[s])
+    _add_availability(pyo, m, pairs, avail)
+    m.objective = pyo.Objective(expr=sum(float(weight[k]) * m.x[k, s] for k, s in pairs), sense=pyo.minimize)
+    build_s = time.perf_counter() - t0
+
+    results, call_s = _run(Highs, m, rel_gap, time_limit)
+    if results is None:
+        return None
+    x = _read_counts(m, pairs, n_types, n_sizes)
+    objective = float(np.sum(weight[:, None] * x))
+    integral = bool(np.all(weight == np.round(weight)))
+    gap = _gap(objective, results.objective_bound, minimize=True, integral=integral)
+    return MilpResult(x, None, objective, _bound(results, objective), gap, build_s,
+                      results.timing_info.highs_time, call_s)
+
+
+def max_images(cap, need, avail, *, time_limit: float = 10.0) -> MilpResult:
+    """Most images by the deadline with the GPUs available; need[s] = inf means no limit for that class."""
+    return _images_model(cap, need, avail, None, None, 0.0, time_limit)
+
+
+def fewest_for_images(cap, need, avail, weight, total: int, *, rel_gap: float = 0.0,
+                      time_limit: float = 10.0) -> MilpResult | None:
+    """Fewest (weighted) GPUs that finish `total` images in all, no class beyond its need.
+
+    Relaxed mode's second step. Which classes give the images is left free (fixing max_images's own
+    split could cost GPUs), so (most images, then fewest GPUs) is optimal lexicographically.
+    """
+    return _images_model(cap, need, avail, weight, total, rel_gap, time_limit)
+
+
+def _images_model(cap, need, avail, weight, total, rel_gap, time_limit):
+    cap, need, avail, weight = _arrays(cap, need, avail, np.zeros(len(avail)) if weight is None else weight)
+    n_types, n_sizes = cap.shape
+    pairs = [(k, s) for s in range(n_sizes) for k in range(n_types) if need[s] > 0 and cap[k, s] > 0 and avail[k] > 0]
+    if not pairs:
+        return _empty(n_types, n_sizes, images=True) if not total else None
+    upper = {(k, s): _upper(avail[k], need[s], cap[k, s]) for k, s in pairs}
+    served = sorted({s for _, s in pairs})
+
+    pyo, Highs = _pyomo()
+    t0 = time.perf_counter()
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(pairs, domain=pyo.NonNegativeIntegers, bounds=lambda m, k, s: (0, upper[k, s]))
+    m.y = pyo.Var(served, domain=pyo.NonNegativeReals, bounds=lambda m, s: (0, None if math.isinf(need[s]) else int(need[s])))
+    m.done = pyo.Constraint(served, rule=lambda m, s: m.y[s] <= sum(int(cap[k, s]) * m.x[k, s] for k in _types_of(pairs, s)))
+    _add_availability(pyo, m, pairs, avail)
+    if total is None:
+        m.objective = pyo.Objective(expr=sum(m.y[s] for s in served), sense=pyo.maximize)
+    else:
+        m.total = pyo.Constraint(expr=sum(m.y[s] for s in served) >= int(total))
+        m.objective = pyo.Objective(expr=sum(float(weight[k]) * m.x[k, s] for k, s in pairs), sense=pyo.minimize)
+    build_s = time.perf_counter() - t0
+
+    results, call_s = _run(Highs, m, rel_gap, time_limit)
+    if results is None:
+        if total is None:  # cannot happen (x = 0 is feasible), but never read values without a solution
+            raise SolverFailure("HiGHS found the max-images model infeasible, which it cannot be.")
+        return None
+    x = _read_counts(m, pairs, n_types, n_sizes)
+    images = np.minimum(need, (cap * x).sum(axis=0)).astype(np.int64)  # exact, from the rounded counts
+    if total is None:
+        objective = float(images.sum())
+        gap = _gap(objective, results.objective_bound, minimize=False, integral=True)
+    else:
+        objective = float(np.sum(weight[:, None] * x))
+        gap = _gap(objective, results.objective_bound, minimize=True, integral=bool(np.all(weight == np.round(weight))))
+    return MilpResult(x, images, objective, _bound(results, objective), gap, build_s,
+                      results.timing_info.highs_time, call_s)
+
+
+def _pyomo():
+    import pyomo.environ as pyo
+    from pyomo.contrib.solver.solvers.highs import Highs
+
+    return pyo, Highs
+
+
+def _arrays(cap, need, avail, weight):
+    return (np.asarray(cap, dtype=np.int64), np.asarray(need, dtype=float), np.asarray(avail, dtype=float),
+            np.asarray(weight, dtype=float))
+
+
+def _upper(avail: float, need: float, cap: int) -> int | None:
+    """No more GPUs than there are, nor more than the class's images need."""
+    bound = avail if math.isinf(need) else min(avail, math.ceil(need / cap))
+    return None if math.isinf(bound) else int(bound)
+
+
+def _types_of(pairs, s):
+    return [k for k, t in pairs if t == s]
+
+
+def _add_availability(pyo, m, pairs, avail) -> None:
+    """sum_s x_ks <= avail_k, only where the bounds on x do not already say so."""
+    limited = sorted({k for k, _ in pairs if not math.isinf(avail[k]) and sum(1 for j, _ in pairs if j == k) > 1})
+    sizes_of = {k: [s for j, s in pairs if j == k] for k in limited}
+    m.available = pyo.Constraint(limited, rule=lambda m, k: sum(m.x[k, s] for s in sizes_of[k]) <= int(avail[k]))
+
+
+def _run(Highs, m, rel_gap: float, time_limit: float):
+    """Solve; return (results, seconds), or (None, seconds) when HiGHS proves the model infeasible.
+
+    The status is read before any value: Pyomo raises on a non-optimal result unless told not to.
+    """
+    from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+
+    t0 = time.perf_counter()
+    results = Highs().solve(
+        m, load_solutions=False, raise_exception_on_nonoptimal_result=False,
+        rel_gap=rel_gap, time_limit=time_limit,
+    )
+    call_s = time.perf_counter() - t0
+    condition = results.termination_condition
+    if condition in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
+        return None, call_s
+    if results.solution_status not in (SolutionStatus.optimal, SolutionStatus.feasible):
+        raise SolverFailure(f"HiGHS stopped ({condition.name}) without a solution in {time_limit:g} s.")
+    results.solution_loader.load_vars()
+    return results, call_s
+
+
+def _read_counts(m, pairs, n_types: int, n_sizes: int) -> np.ndarray:
+    x = np.zeros((n_types, n_sizes), dtype=np.int64)
+    for k, s in pairs:
+        value = m.x[k, s].value or 0.0
+        if abs(value - round(value)) > 1e-6:
+            raise SolverFailure(f"HiGHS returned a fractional GPU count {value} for an integer variable.")
+        x[k, s] = round(value)
+    return x
+
+
+def _bound(results, objective: float) -> float:
+    return objective if results.objective_bound is None else float(results.objective_bound)
+
+
+def _gap(objective: float, bound, *, minimize: bool, integral: bool) -> float:
+    """The relative gap proved; with integral objective values, a bound within 1 of the objective proves 0."""
+    if bound is None:
+        return math.inf
+    bound = float(bound)
+    if integral:
+        bound = math.ceil(bound - 1e-6) if minimize else math.floor(bound + 1e-6)
+    slack = objective - bound if minimize else bound - objective
+    if slack <= 1e-9 * max(1.0, abs(objective)):
+        return 0.0
+    return slack / max(abs(objective), 1e-12)
+
+
+def _empty(n_types: int, n_sizes: int, images: bool = False) -> MilpResult:
+    """Nothing to do (no images, or no GPU can do any): zero GPUs, trivially optimal."""
+    zeros = np.zeros((n_types, n_sizes), dtype=np.int64)
+    return MilpResult(zeros, np.zeros(n_sizes, dtype=np.int64) if images else None, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
