@@ -24,7 +24,9 @@ def diagnose(problem: Problem, columns: Columns) -> Diagnosis:
     sizes = [problem.sizes[s] for s in active]
     fastest = {problem.sizes[s]: finite_or_none(first[:, s].min()) for s in active}
     unservable = tuple(problem.sizes[s] for s in active if cap[:, s].max() == 0)
-    most = milp.max_images(clip(cap, need), need, avail, time_limit=problem.time_limit_s)
+    # A hint, not the plan: within HiGHS's default gap unless the problem asks for another.
+    hint_gap = 1e-4 if problem.mip_rel_gap is None else problem.mip_rel_gap
+    most = milp.max_images(clip(cap, need), need, avail, rel_gap=hint_gap, time_limit=problem.time_limit_s)
     max_by_size = {problem.sizes[s]: int(most.images[s]) for s in active}
     counted = not np.isinf(need).any()
     total = int(need.sum()) if counted else None
@@ -54,6 +56,7 @@ def diagnose(problem: Problem, columns: Columns) -> Diagnosis:
         unservable=unservable,
         fastest_first_batch_s=fastest,
         max_images=int(most.objective),
+        max_images_gap=most.gap,
         max_images_by_size=max_by_size,
         extra_gpus=extra,
         min_deadline_s=None if shortest is None else shortest / (1.0 - problem.margin),
@@ -72,7 +75,7 @@ def shortest_limit(columns: Columns, need: np.ndarray, avail: np.ndarray, start:
 
     def feasible(limit: float) -> bool:
         cap = clip(columns.capacity(limit), need)
-        return greedy_cover(cap, need, avail) or milp.min_gpus(cap, need, avail, np.zeros(len(avail))) is not None
+        return greedy_cover(cap, need, avail) or milp.is_feasible(cap, need, avail)
 
     ceiling = columns.saturation_time()
     lo, hi = 0.0, start

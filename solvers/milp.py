@@ -54,8 +54,73 @@ def greedy_lower_bound(cap: np.ndarray, avail: np.ndarray, need: int) -> int:
     return count
 
 
-def min_gpus(cap, need, avail, weight, *, rel_gap: float = 0.0, time_limit: float = 10.0) -> MilpResult | None:
-    """Fewest (weighted) GPUs that cover every class's need; None when no choice of GPUs does."""
+def min_gpus(cap, need, avail, weight, *, rel_gap: float = 0.0, time_limit: float = 10.0,
+             strengthen: bool = True) -> MilpResult | None:
+    """Fewest (weighted) GPUs that cover every class's need; None when no choice of GPUs does.
+
+    strengthen=False leaves out the valid count cuts (greedy_lower_bound), only to measure what they bring.
+    """
+    built = _cover_model(cap, need, avail, weight, strengthen)
+    if built is None or isinstance(built, MilpResult):
+        return built
+    m, pairs, build_s = built
+    results, call_s = _run(m, rel_gap, time_limit)
+    if results is None:
+        return None
+    return _result(m, pairs, cap, need, weight, results, build_s, call_s, minimize=True)
+
+
+def is_feasible(cap, need, avail, *, time_limit: float = 10.0) -> bool:
+    """Whether some choice of GPUs covers every class's need: the LP relaxation first (often enough
+    to say no), then the integer model."""
+    built = _cover_model(cap, need, avail, np.zeros(len(avail)), strengthen=True)
+    if built is None or isinstance(built, MilpResult):
+        return built is not None
+    m, _, _ = built
+    if _run(m, 0.0, time_limit, relaxation=True)[0] is None:
+        return False
+    return _run(m, 0.0, time_limit)[0] is not None
+
+
+def max_images(cap, need, avail, *, rel_gap: float = 0.0, time_limit: float = 10.0) -> MilpResult:
+    """Most images by the deadline with the GPUs available; need[s] = inf means no limit for that class."""
+    m, pairs, build_s = _images_model(cap, need, avail, None, None)
+    if m is None:
+        return _empty(*np.shape(cap), images=True)
+    results, call_s = _run(m, rel_gap, time_limit)
+    if results is None:  # cannot happen (x = 0 is feasible), but never read values without a solution
+        raise SolverFailure("HiGHS found the max-images model infeasible, which it cannot be.")
+    return _result(m, pairs, cap, need, None, results, build_s, call_s, minimize=False)
+
+
+def fewest_for_images(cap, need, avail, weight, total: int, incumbent: MilpResult, *, rel_gap: float = 0.0,
+                      time_limit: float = 10.0) -> MilpResult:
+    """Fewest (weighted) GPUs that finish `total` images in all, no class beyond its need.
+
+    Relaxed mode's second step, given max_images's answer (`incumbent`, which does `total`). Which
+    classes give the images is left free, so (most images, then fewest GPUs) is optimal
+    lexicographically. When the LP bound already proves the incumbent's GPUs optimal (typical when
+    every GPU is busy), HiGHS's integer search is skipped.
+    """
+    m, pairs, build_s = _images_model(cap, need, avail, weight, total)
+    if m is None:
+        return incumbent
+    weight = np.asarray(weight, dtype=float)
+    have = float(np.sum(weight[:, None] * incumbent.x))
+    lp, lp_s = _run(m, 0.0, time_limit, relaxation=True)
+    if lp is not None and _gap(have, lp.incumbent_objective, minimize=True, integral=_integral(weight)) <= rel_gap:
+        gap = _gap(have, lp.incumbent_objective, minimize=True, integral=_integral(weight))
+        return MilpResult(incumbent.x, incumbent.images, have, float(lp.incumbent_objective), gap, build_s,
+                          lp.timing_info.highs_time, lp_s)
+    results, call_s = _run(m, rel_gap, time_limit)
+    if results is None:
+        return incumbent
+    found = _result(m, pairs, cap, need, weight, results, build_s, call_s + lp_s, minimize=True)
+    return found if found.objective <= have else incumbent
+
+
+def _cover_model(cap, need, avail, weight, strengthen: bool):
+    """The covering model, or None if plainly infeasible, or an empty result if there is nothing to cover."""
     cap, need, avail, weight = _arrays(cap, need, avail, weight)
     n_types, n_sizes = cap.shape
     active = [s for s in range(n_sizes) if need[s] > 0]
@@ -67,88 +132,69 @@ def min_gpus(cap, need, avail, weight, *, rel_gap: float = 0.0, time_limit: floa
     pairs = [(k, s) for s in active for k in range(n_types) if cap[k, s] > 0 and avail[k] > 0]
     upper = {(k, s): _upper(avail[k], need[s], cap[k, s]) for k, s in pairs}
 
-    pyo, Highs = _pyomo()
+    pyo = load_pyomo()
     t0 = time.perf_counter()
     m = pyo.ConcreteModel()
     m.x = pyo.Var(pairs, domain=pyo.NonNegativeIntegers, bounds=lambda m, k, s: (0, upper[k, s]))
     m.cover = pyo.Constraint(active, rule=lambda m, s: sum(int(cap[k, s]) * m.x[k, s] for k in _types_of(pairs, s)) >= int(need[s]))
-    bounds = {s: greedy_lower_bound(cap[:, s], avail, int(need[s])) for s in active}
-    m.fewest = pyo.Constraint(active, rule=lambda m, s: sum(m.x[k, s] for k in _types_of(pairs, s)) >= bounds[s])
+    if strengthen:
+        bounds = {s: greedy_lower_bound(cap[:, s], avail, int(need[s])) for s in active}
+        m.fewest = pyo.Constraint(active, rule=lambda m, s: sum(m.x[k, s] for k in _types_of(pairs, s)) >= bounds[s])
     _add_availability(pyo, m, pairs, avail)
     m.objective = pyo.Objective(expr=sum(float(weight[k]) * m.x[k, s] for k, s in pairs), sense=pyo.minimize)
-    build_s = time.perf_counter() - t0
-
-    results, call_s = _run(Highs, m, rel_gap, time_limit)
-    if results is None:
-        return None
-    x = _read_counts(m, pairs, n_types, n_sizes)
-    objective = float(np.sum(weight[:, None] * x))
-    integral = bool(np.all(weight == np.round(weight)))
-    gap = _gap(objective, results.objective_bound, minimize=True, integral=integral)
-    return MilpResult(x, None, objective, _bound(results, objective), gap, build_s,
-                      results.timing_info.highs_time, call_s)
+    return m, pairs, time.perf_counter() - t0
 
 
-def max_images(cap, need, avail, *, time_limit: float = 10.0) -> MilpResult:
-    """Most images by the deadline with the GPUs available; need[s] = inf means no limit for that class."""
-    return _images_model(cap, need, avail, None, None, 0.0, time_limit)
-
-
-def fewest_for_images(cap, need, avail, weight, total: int, *, rel_gap: float = 0.0,
-                      time_limit: float = 10.0) -> MilpResult | None:
-    """Fewest (weighted) GPUs that finish `total` images in all, no class beyond its need.
-
-    Relaxed mode's second step. Which classes give the images is left free (fixing max_images's own
-    split could cost GPUs), so (most images, then fewest GPUs) is optimal lexicographically.
-    """
-    return _images_model(cap, need, avail, weight, total, rel_gap, time_limit)
-
-
-def _images_model(cap, need, avail, weight, total, rel_gap, time_limit):
-    cap, need, avail, weight = _arrays(cap, need, avail, np.zeros(len(avail)) if weight is None else weight)
+def _images_model(cap, need, avail, weight, total):
+    """max sum y (weight None), or min weighted GPUs with sum y >= total; (None, ...) when no GPU can help."""
+    cap, need, avail, _ = _arrays(cap, need, avail, avail)
     n_types, n_sizes = cap.shape
     pairs = [(k, s) for s in range(n_sizes) for k in range(n_types) if need[s] > 0 and cap[k, s] > 0 and avail[k] > 0]
-    if not pairs:
-        return _empty(n_types, n_sizes, images=True) if not total else None
+    if not pairs or total == 0:
+        return None, pairs, 0.0
     upper = {(k, s): _upper(avail[k], need[s], cap[k, s]) for k, s in pairs}
     served = sorted({s for _, s in pairs})
 
-    pyo, Highs = _pyomo()
+    pyo = load_pyomo()
     t0 = time.perf_counter()
     m = pyo.ConcreteModel()
     m.x = pyo.Var(pairs, domain=pyo.NonNegativeIntegers, bounds=lambda m, k, s: (0, upper[k, s]))
     m.y = pyo.Var(served, domain=pyo.NonNegativeReals, bounds=lambda m, s: (0, None if math.isinf(need[s]) else int(need[s])))
     m.done = pyo.Constraint(served, rule=lambda m, s: m.y[s] <= sum(int(cap[k, s]) * m.x[k, s] for k in _types_of(pairs, s)))
     _add_availability(pyo, m, pairs, avail)
-    if total is None:
+    if weight is None:
         m.objective = pyo.Objective(expr=sum(m.y[s] for s in served), sense=pyo.maximize)
     else:
         m.total = pyo.Constraint(expr=sum(m.y[s] for s in served) >= int(total))
         m.objective = pyo.Objective(expr=sum(float(weight[k]) * m.x[k, s] for k, s in pairs), sense=pyo.minimize)
-    build_s = time.perf_counter() - t0
+    return m, pairs, time.perf_counter() - t0
 
-    results, call_s = _run(Highs, m, rel_gap, time_limit)
-    if results is None:
-        if total is None:  # cannot happen (x = 0 is feasible), but never read values without a solution
-            raise SolverFailure("HiGHS found the max-images model infeasible, which it cannot be.")
-        return None
-    x = _read_counts(m, pairs, n_types, n_sizes)
-    images = np.minimum(need, (cap * x).sum(axis=0)).astype(np.int64)  # exact, from the rounded counts
-    if total is None:
-        objective = float(images.sum())
-        gap = _gap(objective, results.objective_bound, minimize=False, integral=True)
+
+def _result(m, pairs, cap, need, weight, results, build_s, call_s, *, minimize: bool) -> MilpResult:
+    """Read the rounded GPU counts and recompute everything from them in whole numbers."""
+    cap, need = np.asarray(cap, dtype=np.int64), np.asarray(need, dtype=float)
+    x = _read_counts(m, pairs, *cap.shape)
+    images = np.minimum(need, (cap * x).sum(axis=0)).astype(np.int64)
+    if minimize:
+        weight = np.asarray(weight, dtype=float)
+        objective, integral = float(np.sum(weight[:, None] * x)), _integral(weight)
     else:
-        objective = float(np.sum(weight[:, None] * x))
-        gap = _gap(objective, results.objective_bound, minimize=True, integral=bool(np.all(weight == np.round(weight))))
+        objective, integral = float(images.sum()), True
+    gap = _gap(objective, results.objective_bound, minimize=minimize, integral=integral)
     return MilpResult(x, images, objective, _bound(results, objective), gap, build_s,
                       results.timing_info.highs_time, call_s)
 
 
-def _pyomo():
-    import pyomo.environ as pyo
-    from pyomo.contrib.solver.solvers.highs import Highs
+def _integral(weight: np.ndarray) -> bool:
+    return bool(np.all(weight == np.round(weight)))
 
-    return pyo, Highs
+
+def load_pyomo():
+    """Import Pyomo (most of a second, once per process) and its HiGHS interface."""
+    import pyomo.environ as pyo
+    from pyomo.contrib.solver.solvers.highs import Highs  # noqa: F401  (imported here, used in _run)
+
+    return pyo
 
 
 def _arrays(cap, need, avail, weight):
@@ -173,17 +219,19 @@ def _add_availability(pyo, m, pairs, avail) -> None:
     m.available = pyo.Constraint(limited, rule=lambda m, k: sum(m.x[k, s] for s in sizes_of[k]) <= int(avail[k]))
 
 
-def _run(Highs, m, rel_gap: float, time_limit: float):
+def _run(m, rel_gap: float, time_limit: float, relaxation: bool = False):
     """Solve; return (results, seconds), or (None, seconds) when HiGHS proves the model infeasible.
 
     The status is read before any value: Pyomo raises on a non-optimal result unless told not to.
+    relaxation=True solves the LP relaxation only (its objective is a bound; no values are loaded).
     """
     from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+    from pyomo.contrib.solver.solvers.highs import Highs
 
     t0 = time.perf_counter()
     results = Highs().solve(
         m, load_solutions=False, raise_exception_on_nonoptimal_result=False,
-        rel_gap=rel_gap, time_limit=time_limit,
+        rel_gap=rel_gap, time_limit=time_limit, solver_options={"solve_relaxation": relaxation},
     )
     call_s = time.perf_counter() - t0
     condition = results.termination_condition
@@ -191,7 +239,8 @@ def _run(Highs, m, rel_gap: float, time_limit: float):
         return None, call_s
     if results.solution_status not in (SolutionStatus.optimal, SolutionStatus.feasible):
         raise SolverFailure(f"HiGHS stopped ({condition.name}) without a solution in {time_limit:g} s.")
-    results.solution_loader.load_vars()
+    if not relaxation:
+        results.solution_loader.load_vars()
     return results, call_s
 
 

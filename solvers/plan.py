@@ -123,8 +123,10 @@ class Plan:
 class Diagnosis:
     """Why no plan meets the deadline, and what would make one.
 
-    extra_gpus: per GPU type with a count, how many more of that type alone (the others as given)
-    make the problem feasible; None where no number of that type does. min_deadline_s: the shortest
+    max_images: the most images the pool finishes by the deadline (a plan does that many; the true
+    most is at most max_images_gap higher, relatively). extra_gpus: per GPU type with a count, how
+    many more of that type alone (the others as given) make the problem feasible; None where no
+    number of that type does. min_deadline_s: the shortest
     deadline (before the margin is taken off) that the pool as given meets; None if none does.
     """
 
@@ -135,6 +137,7 @@ class Diagnosis:
     unservable: tuple[int, ...]
     fastest_first_batch_s: dict[int, float | None]
     max_images: int | None
+    max_images_gap: float  # max_images is within this relative gap of the true most (0: exact)
     max_images_by_size: dict[int, int]
     extra_gpus: dict[str, int | None]
     min_deadline_s: float | None
@@ -149,6 +152,7 @@ class Diagnosis:
             "unservable_sizes": list(self.unservable),
             "fastest_first_batch_s": {str(k): v for k, v in self.fastest_first_batch_s.items()},
             "max_images": self.max_images,
+            "max_images_gap": self.max_images_gap,
             "max_images_by_size": {str(k): v for k, v in self.max_images_by_size.items()},
             "extra_gpus": dict(self.extra_gpus),
             "min_deadline_s": self.min_deadline_s,

@@ -112,8 +112,9 @@ class Problem:
     soft: every image by the deadline, with the fewest GPUs (objective 'gpus') or the lowest cost ('cost').
     relaxed: as many images as possible by the deadline with the GPUs given; then the fewest GPUs
     (or the lowest cost) that still do that many.
-    The plan must finish by deadline_s * (1 - margin). mip_rel_gap None: 0 (proven optimal) for
-    GPU counts and images, HiGHS's default 1e-4 for cost, where proving 0 can take minutes.
+    The plan must finish by deadline_s * (1 - margin). mip_rel_gap None: 0 (proven optimal) for the
+    fewest GPUs; HiGHS's default 1e-4 for cost and for relaxed mode's images, knapsack-like objectives
+    where proving 0 can take minutes on thousands of GPUs (the gap proved is reported).
     """
 
     gpu_types: Sequence[GpuType]
@@ -194,7 +195,7 @@ class Problem:
     def rel_gap(self) -> float:
         if self.mip_rel_gap is not None:
             return self.mip_rel_gap
-        return 1e-4 if self.objective == "cost" else 0.0
+        return 1e-4 if self.objective == "cost" or self.mode == "relaxed" else 0.0
 
 
 def _check_whole(value, what: str, minimum: int) -> None:
