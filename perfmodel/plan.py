@@ -153,15 +153,15 @@ def _gather(profiles, predictors, model, sizes, use, backend, precision) -> tupl
         _from_profiles(options, frame, model, sizes, use, backend, precision)
     for predictor in loaded:
         _from_predictor(options, predictor, model, sizes, use, backend, precision)
-    if not options:
-        what = " ".join(x for x in (backend, precision) if x)
-        raise InputError(f"no measured point of {model}{' ' + what if what else ''} with status ok in the profiles or predictors given.")
     for size in sizes:
         if not any(size in o.columns for o in options.values()):
-            have = sorted({s for o in options.values() for s in o.columns} | _profile_sizes(frame, model))
+            measured = sorted(_profile_sizes(frame, model))
+            if size in measured:
+                what = " ".join(x for x in (backend, precision) if x)
+                raise InputError(f"no point of {model}{' ' + what if what else ''} at {size} px has status ok.")
             raise InputError(
-                f"nothing measured at input size {size} for {model}; sizes available: "
-                f"{', '.join(map(str, have)) or 'none'} (or give a predictor, which can extrapolate)."
+                f"nothing measured at input size {size} for {model}; sizes measured: "
+                f"{', '.join(map(str, measured)) or 'none'} (or give a predictor, which can extrapolate)."
             )
     return options, model
 
