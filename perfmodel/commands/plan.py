@@ -103,8 +103,7 @@ def run(args) -> int:
     if plan.assignments:
         console.table(None, PLAN_COLUMNS, plan_rows(plan))
     console.note(
-        f"each GPU: model load, first batch (warm-up), then further batches; finish = load + warm-up + "
-        f"(batches - 1) x batch time. Pyomo built the model in {plan.build_time_s * 1000:.1f} ms, "
-        f"HiGHS solved it in {plan.solver_time_s * 1000:.1f} ms."
+        f"finish = load + warm-up (the first batch) + (batches - 1) x batch time; Pyomo built the model in "
+        f"{plan.build_time_s * 1000:.1f} ms, HiGHS solved it in {plan.solver_time_s * 1000:.1f} ms."
     )
     return 0
