@@ -23,20 +23,15 @@ from solvers.errors import SolverFailure
 
 @dataclass(frozen=True, eq=False)
 class MilpResult:
-    """A solved model: GPU counts x[k, s], images per class (max_images), objective, and proof of optimality."""
+    """A solved model: GPU counts x[k, s], the images they do per class, the objective and its proof."""
 
     x: np.ndarray
-    images: np.ndarray | None
+    images: np.ndarray
     objective: float
-    bound: float
     gap: float  # relative gap proved between the objective and the best bound (0: proven optimal)
     build_s: float  # Pyomo: building the model
     solve_s: float  # HiGHS: its own run time
     call_s: float  # the whole Pyomo solve call: HiGHS plus handing the model over and reading it back
-
-    @property
-    def optimal(self) -> bool:
-        return self.gap == 0.0
 
 
 def greedy_lower_bound(cap: np.ndarray, avail: np.ndarray, need: int) -> int:
@@ -60,10 +55,12 @@ def min_gpus(cap, need, avail, weight, *, rel_gap: float = 0.0, time_limit: floa
 
     strengthen=False leaves out the valid count cuts (greedy_lower_bound), only to measure what they bring.
     """
-    built = _cover_model(cap, need, avail, weight, strengthen)
-    if built is None or isinstance(built, MilpResult):
-        return built
-    m, pairs, build_s = built
+    cap, need, avail = _arrays(cap, need, avail)
+    if not (need > 0).any():
+        return _empty(*cap.shape)
+    if _plainly_infeasible(cap, need, avail):
+        return None
+    m, pairs, build_s = _cover_model(cap, need, avail, np.asarray(weight, dtype=float), strengthen)
     results, call_s = _run(m, rel_gap, time_limit)
     if results is None:
         return None
@@ -73,10 +70,12 @@ def min_gpus(cap, need, avail, weight, *, rel_gap: float = 0.0, time_limit: floa
 def is_feasible(cap, need, avail, *, time_limit: float = 10.0) -> bool:
     """Whether some choice of GPUs covers every class's need: the LP relaxation first (often enough
     to say no), then the integer model."""
-    built = _cover_model(cap, need, avail, np.zeros(len(avail)), strengthen=True)
-    if built is None or isinstance(built, MilpResult):
-        return built is not None
-    m, _, _ = built
+    cap, need, avail = _arrays(cap, need, avail)
+    if not (need > 0).any():
+        return True
+    if _plainly_infeasible(cap, need, avail):
+        return False
+    m, _, _ = _cover_model(cap, need, avail, np.zeros(len(avail)), strengthen=True)
     if _run(m, 0.0, time_limit, relaxation=True)[0] is None:
         return False
     return _run(m, 0.0, time_limit)[0] is not None
@@ -86,7 +85,7 @@ def max_images(cap, need, avail, *, rel_gap: float = 0.0, time_limit: float = 10
     """Most images by the deadline with the GPUs available; need[s] = inf means no limit for that class."""
     m, pairs, build_s = _images_model(cap, need, avail, None, None)
     if m is None:
-        return _empty(*np.shape(cap), images=True)
+        return _empty(*np.shape(cap))
     results, call_s = _run(m, rel_gap, time_limit)
     if results is None:  # cannot happen (x = 0 is feasible), but never read values without a solution
         raise SolverFailure("HiGHS found the max-images model infeasible, which it cannot be.")
@@ -108,10 +107,9 @@ def fewest_for_images(cap, need, avail, weight, total: int, incumbent: MilpResul
     weight = np.asarray(weight, dtype=float)
     have = float(np.sum(weight[:, None] * incumbent.x))
     lp, lp_s = _run(m, 0.0, time_limit, relaxation=True)
-    if lp is not None and _gap(have, lp.incumbent_objective, minimize=True, integral=_integral(weight)) <= rel_gap:
-        gap = _gap(have, lp.incumbent_objective, minimize=True, integral=_integral(weight))
-        return MilpResult(incumbent.x, incumbent.images, have, float(lp.incumbent_objective), gap, build_s,
-                          lp.timing_info.highs_time, lp_s)
+    gap = math.inf if lp is None else _gap(have, lp.incumbent_objective, minimize=True, integral=_integral(weight))
+    if gap <= rel_gap:
+        return MilpResult(incumbent.x, incumbent.images, have, gap, build_s, lp.timing_info.highs_time, lp_s)
     results, call_s = _run(m, rel_gap, time_limit)
     if results is None:
         return incumbent
@@ -119,17 +117,15 @@ def fewest_for_images(cap, need, avail, weight, total: int, incumbent: MilpResul
     return found if found.objective <= have else incumbent
 
 
+def _plainly_infeasible(cap, need, avail) -> bool:
+    """A class that no GPU serves, or that all the GPUs together cannot cover: no need to ask HiGHS."""
+    return any(np.sum(avail[cap[:, s] > 0] * cap[cap[:, s] > 0, s]) < need[s] for s in np.flatnonzero(need > 0))
+
+
 def _cover_model(cap, need, avail, weight, strengthen: bool):
-    """The covering model, or None if plainly infeasible, or an empty result if there is nothing to cover."""
-    cap, need, avail, weight = _arrays(cap, need, avail, weight)
-    n_types, n_sizes = cap.shape
-    active = [s for s in range(n_sizes) if need[s] > 0]
-    if not active:
-        return _empty(n_types, n_sizes)
-    # No GPU can serve a class, or all of them together cannot: infeasible without asking HiGHS.
-    if any(np.sum(avail[cap[:, s] > 0] * cap[cap[:, s] > 0, s]) < need[s] for s in active):
-        return None
-    pairs = [(k, s) for s in active for k in range(n_types) if cap[k, s] > 0 and avail[k] > 0]
+    """The covering model (min_gpus): (model, its (k, s) pairs, seconds to build)."""
+    active = [int(s) for s in np.flatnonzero(need > 0)]
+    pairs = [(k, s) for s in active for k in range(cap.shape[0]) if cap[k, s] > 0 and avail[k] > 0]
     upper = {(k, s): _upper(avail[k], need[s], cap[k, s]) for k, s in pairs}
 
     pyo = load_pyomo()
@@ -147,7 +143,7 @@ def _cover_model(cap, need, avail, weight, strengthen: bool):
 
 def _images_model(cap, need, avail, weight, total):
     """max sum y (weight None), or min weighted GPUs with sum y >= total; (None, ...) when no GPU can help."""
-    cap, need, avail, _ = _arrays(cap, need, avail, avail)
+    cap, need, avail = _arrays(cap, need, avail)
     n_types, n_sizes = cap.shape
     pairs = [(k, s) for s in range(n_sizes) for k in range(n_types) if need[s] > 0 and cap[k, s] > 0 and avail[k] > 0]
     if not pairs or total == 0:
@@ -181,8 +177,7 @@ def _result(m, pairs, cap, need, weight, results, build_s, call_s, *, minimize: 
     else:
         objective, integral = float(images.sum()), True
     gap = _gap(objective, results.objective_bound, minimize=minimize, integral=integral)
-    return MilpResult(x, images, objective, _bound(results, objective), gap, build_s,
-                      results.timing_info.highs_time, call_s)
+    return MilpResult(x, images, objective, gap, build_s, results.timing_info.highs_time, call_s)
 
 
 def _integral(weight: np.ndarray) -> bool:
@@ -197,9 +192,8 @@ def load_pyomo():
     return pyo
 
 
-def _arrays(cap, need, avail, weight):
-    return (np.asarray(cap, dtype=np.int64), np.asarray(need, dtype=float), np.asarray(avail, dtype=float),
-            np.asarray(weight, dtype=float))
+def _arrays(cap, need, avail):
+    return np.asarray(cap, dtype=np.int64), np.asarray(need, dtype=float), np.asarray(avail, dtype=float)
 
 
 def _upper(avail: float, need: float, cap: int) -> int | None:
@@ -254,10 +248,6 @@ def _read_counts(m, pairs, n_types: int, n_sizes: int) -> np.ndarray:
     return x
 
 
-def _bound(results, objective: float) -> float:
-    return objective if results.objective_bound is None else float(results.objective_bound)
-
-
 def _gap(objective: float, bound, *, minimize: bool, integral: bool) -> float:
     """The relative gap proved; with integral objective values, a bound within 1 of the objective proves 0."""
     if bound is None:
@@ -271,7 +261,7 @@ def _gap(objective: float, bound, *, minimize: bool, integral: bool) -> float:
     return slack / max(abs(objective), 1e-12)
 
 
-def _empty(n_types: int, n_sizes: int, images: bool = False) -> MilpResult:
+def _empty(n_types: int, n_sizes: int) -> MilpResult:
     """Nothing to do (no images, or no GPU can do any): zero GPUs, trivially optimal."""
-    zeros = np.zeros((n_types, n_sizes), dtype=np.int64)
-    return MilpResult(zeros, np.zeros(n_sizes, dtype=np.int64) if images else None, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    return MilpResult(np.zeros((n_types, n_sizes), dtype=np.int64), np.zeros(n_sizes, dtype=np.int64), 0.0, 0.0,
+                      0.0, 0.0, 0.0)
