@@ -287,9 +287,10 @@ def explain(d: solvers.Diagnosis) -> str:
     if more:
         fixes.append("add " + " or ".join(more))
     if d.max_images and d.images:
-        fixes.append(f"ask for at most {d.max_images:,} images by this deadline (or use --mode relaxed)")
+        fixes.append(f"ask for no more than {d.max_images:,} images by this deadline (or use --mode relaxed)")
     if d.min_deadline_s is not None:
-        fixes.append(f"allow a deadline of at least {format_seconds(d.min_deadline_s, up=True)}")
+        shortest = format_seconds(d.min_deadline_s, up=True)
+        fixes.append(f"allow a deadline of at least {shortest}" if d.exact else f"allow a deadline of {shortest}")
     message = f"no plan meets the deadline: {d.reason}."
     if fixes:
         message += " To make it feasible: " + "; or ".join(fixes) + "."

@@ -13,8 +13,8 @@ import numpy as np
 
 from solvers.problem import Problem
 
-# Floor at the deadline: (1.7 - 1.0) / 0.1 is 6.999... in floating point. A finish time within this
-# relative tolerance of the limit counts as on time, here and in every re-check.
+# Floor at the deadline: (1.7 - 1.0) / 0.1 is 6.999... in floating point. A finish time over the limit
+# by at most this much (relative; absolute in seconds below 1 s) counts as on time, here and in every re-check.
 TOLERANCE = 1e-9
 _MAX_BATCHES = float(2**40)  # keeps images = batches * b inside int64 for absurd deadlines
 
@@ -28,7 +28,6 @@ class Columns:
     """Every candidate of every (GPU type k, input-size class s) pair, in flat arrays grouped by pair."""
 
     def __init__(self, problem: Problem) -> None:
-        self.problem = problem
         self.n_types, self.n_sizes = len(problem.gpu_types), len(problem.sizes)
         parts: list[tuple] = []
         self.start = np.zeros(self.n_types * self.n_sizes, dtype=np.int64)

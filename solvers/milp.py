@@ -67,18 +67,21 @@ def min_gpus(cap, need, avail, weight, *, rel_gap: float = 0.0, time_limit: floa
     return _result(m, pairs, cap, need, weight, results, build_s, call_s, minimize=True)
 
 
-def is_feasible(cap, need, avail, *, time_limit: float = 10.0) -> bool:
-    """Whether some choice of GPUs covers every class's need: the LP relaxation first (often enough
-    to say no), then the integer model."""
+def is_feasible(cap, need, avail, *, time_limit: float = 10.0) -> bool | None:
+    """Whether some choice of GPUs covers every class's need (None: not decided within the time limit).
+    The LP relaxation first, which is often enough to say no, then the integer model."""
     cap, need, avail = _arrays(cap, need, avail)
     if not (need > 0).any():
         return True
     if _plainly_infeasible(cap, need, avail):
         return False
     m, _, _ = _cover_model(cap, need, avail, np.zeros(len(avail)), strengthen=True)
-    if _run(m, 0.0, time_limit, relaxation=True)[0] is None:
-        return False
-    return _run(m, 0.0, time_limit)[0] is not None
+    try:
+        if _run(m, 0.0, time_limit, relaxation=True)[0] is None:
+            return False
+        return _run(m, 0.0, time_limit)[0] is not None
+    except SolverFailure:  # stopped by the time limit with no solution and no proof
+        return None
 
 
 def max_images(cap, need, avail, *, rel_gap: float = 0.0, time_limit: float = 10.0) -> MilpResult:

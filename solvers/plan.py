@@ -141,6 +141,7 @@ class Diagnosis:
     max_images_by_size: dict[int, int]
     extra_gpus: dict[str, int | None]
     min_deadline_s: float | None
+    exact: bool = True  # False: a time limit stopped some hint early; each is still enough, maybe not the least
 
     def to_dict(self) -> dict:
         return {
@@ -156,6 +157,7 @@ class Diagnosis:
             "max_images_by_size": {str(k): v for k, v in self.max_images_by_size.items()},
             "extra_gpus": dict(self.extra_gpus),
             "min_deadline_s": self.min_deadline_s,
+            "exact": self.exact,
         }
 
 

@@ -73,30 +73,30 @@ def assign(problem: Problem, columns: Columns, x: np.ndarray, targets: np.ndarra
         types = [int(k) for k in np.flatnonzero(x[:, s])]
         if target == 0 or not types:
             continue
-
-        def capacity(tau: float) -> np.ndarray:
-            return np.array([columns.pair_capacity(k, s, tau) for k in types], dtype=np.int64)
-
-        lo, hi = 0.0, limit
-        for _ in range(_BISECTION_STEPS):
-            mid = (lo + hi) / 2
-            if int(np.dot(x[types, s], capacity(mid))) >= target:
-                hi = mid
-            else:
-                lo = mid
-            if hi - lo <= 1e-12 * hi:
-                break
-        per_gpu = capacity(hi)
-        for k, share in zip(types, split(target, x[types, s] * per_gpu)):
+        tau = _shortest_time(columns, s, types, x[types, s], target, limit)
+        per_gpu = [columns.pair_capacity(k, s, tau) for k in types]
+        for k, share in zip(types, split(target, x[types, s] * np.array(per_gpu))):
             count = int(x[k, s])
             q, r = divmod(share, count)
             for images, gpus in ((q + 1, r), (q, count - r)):
                 if gpus and images:
-                    column = columns.best_column(k, s, images, hi)
+                    column = columns.best_column(k, s, images, tau)
                     if column is None:
-                        raise SolverFailure(f"no candidate finishes {images} images by {hi} s, though capacity says so.")
+                        raise SolverFailure(f"no candidate finishes {images} images by {tau} s, though capacity says so.")
                     groups[(k, s, column, images)] += gpus
     return [_assignment(problem, columns, key, count) for key, count in sorted(groups.items())]
+
+
+def _shortest_time(columns: Columns, s: int, types: list[int], counts: np.ndarray, target: int, limit: float) -> float:
+    """The shortest time (within 1e-12, relative) by which `counts` GPUs of `types` can do `target` images."""
+    lo, hi = 0.0, limit
+    for _ in range(_BISECTION_STEPS):
+        mid = (lo + hi) / 2
+        done = sum(int(n) * columns.pair_capacity(k, s, mid) for k, n in zip(types, counts))
+        lo, hi = (lo, mid) if done >= target else (mid, hi)
+        if hi - lo <= 1e-12 * hi:
+            break
+    return hi
 
 
 def split(total: int, capacities: np.ndarray) -> list[int]:
