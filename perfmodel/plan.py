@@ -53,8 +53,8 @@ class _Options:
 
 
 def make_plan(
-    images: int | str | None = None,
-    deadline: float | str = 60.0,
+    images: int | str | None,
+    deadline: float | str,
     *,
     input_size: int | None = None,
     mix: Mapping[int, int] | None = None,
