@@ -111,7 +111,9 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
             "there is nothing to fit; profile at least two batch sizes that fit in memory."
         )
     if ok["batch_size"].nunique() < 2:
-        what = "a single measured point" if len(ok) == 1 else f"points at only one batch size ({int(ok['batch_size'].iloc[0])})"
+        first = ok.iloc[0]
+        what = (f"a single measured point (batch {int(first['batch_size'])} at {int(first['input_size'])} px)" if len(ok) == 1
+                else f"points at only one batch size ({int(first['batch_size'])})")
         raise InputError(f"group {name} has {what}: a fit needs at least two batch sizes (better four or more); profile more.")
 
     models = {}
