@@ -39,7 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already reported in one line
+        return exc.code if isinstance(exc.code, int) else 2
     if not hasattr(args, "run"):
         parser.print_help(sys.stderr)
         return 2

@@ -17,10 +17,14 @@ def check_writable(path: str | os.PathLike) -> Path:
         raise InputError(f"{path} is a directory: give a file name to write to.")
     if not parent.is_dir():
         raise InputError(f"cannot write {path}: the directory {parent} does not exist.")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"cannot write {path}: no permission to write in {parent}.")
     if path.exists() and not os.access(path, os.W_OK):
         raise InputError(f"cannot write {path}: the file is read-only.")
+    try:  # the real test (os.access is optimistic for root and for special file systems)
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: cannot create files in {parent} ({exc.strerror or exc}).") from None
     return path
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,7 +54,9 @@ def build_model(spec: ModelSpec, seed: int = 0):
     torch.manual_seed(seed)
     if spec.path is not None:
         try:
-            model = torch.jit.load(spec.path, map_location="cpu")
+            with warnings.catch_warnings():  # torch 2.13 deprecates TorchScript; users still have such files
+                warnings.simplefilter("ignore", DeprecationWarning)
+                model = torch.jit.load(spec.path, map_location="cpu")
         except Exception as exc:  # torch raises several kinds for a file that is not TorchScript
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise InputError(f"cannot load {spec.path} as a TorchScript model ({reason}); save it with torch.jit.save.") from None

@@ -206,7 +206,7 @@ class _Sweep:
         extra = None if self.memory_limit is None else self.memory_limit - runner.used_memory_mb()
         measured: dict = {}
         try:
-            with memory.data_limit(extra):
+            with memory.data_limit(extra), runner.inference():
                 call = runner.bind(runner.inputs(batch_size, input_size))
                 if timed_first_call:
                     t0 = time.perf_counter()

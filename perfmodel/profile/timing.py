@@ -77,7 +77,7 @@ class LatencySummary:
             "latency_mean_ms": self.mean_ms,
             "latency_std_ms": self.std_ms,
             "latency_min_ms": self.min_ms,
-            "latency_ci_rel": self.ci_rel,
+            "latency_ci_rel": self.ci_rel if math.isfinite(self.ci_rel) else float("nan"),  # too few samples: unknown
             "samples": self.samples,
             "stable": self.stable,
         }

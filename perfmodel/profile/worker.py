@@ -30,7 +30,7 @@ def measure_first_call(spec: ModelSpec, options: TorchOptions, batch_size: int, 
     load_ms = runner.load()
     extra = None if runner.is_cuda or memory_limit_mb is None else memory_limit_mb - runner.used_memory_mb()
     try:
-        with memory.data_limit(extra):
+        with memory.data_limit(extra), runner.inference():
             call = runner.bind(runner.inputs(batch_size, input_size))
             t0 = time.perf_counter()
             call(0)
