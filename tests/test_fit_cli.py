@@ -25,6 +25,7 @@ def test_fit_writes_a_predictor_and_prints_the_report(profile_csv, tmp_path, cap
     printed = capsys.readouterr()
     assert "CV MAPE %" in printed.out and "latency_ms" in printed.out and "max_batch" in printed.out
     assert "wrote 1 group(s)" in printed.err
+    assert "latency medians are known to +-1.0%" in printed.err
     predictor = Predictor.load(out)
     assert predictor.latency_ms(8, 224) > 0
     assert set(predictor.provenance["families"]) == {"linear", "piecewise", "tree"}

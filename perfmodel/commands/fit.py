@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from perfmodel.files import check_writable
-    from perfmodel.fit.report import MAX_BATCH_HEADERS, QUANTITY_HEADERS, REPORT_LEGEND, max_batch_rows, quantity_rows, report_json
+    from perfmodel.fit.report import MAX_BATCH_HEADERS, QUANTITY_HEADERS, REPORT_LEGEND, max_batch_rows, noise_note, quantity_rows, report_json
     from perfmodel.fit.train import fit
 
     check_writable(args.out)
@@ -56,6 +56,8 @@ def run(args) -> int:
         for group in predictor.groups:
             console.table(group.name, QUANTITY_HEADERS, quantity_rows(group))
             console.table(f"{group.name}: max_batch", MAX_BATCH_HEADERS, max_batch_rows(group))
+            if noise_note(group):
+                console.note(noise_note(group))
         console.note(REPORT_LEGEND)
     console.note(f"wrote {len(predictor.groups)} group(s) to {args.out}")
     return 0

@@ -36,6 +36,15 @@ def quantity_rows(group: GroupPredictor) -> list[tuple]:
     return rows
 
 
+def noise_note(group: GroupPredictor) -> str | None:
+    """One line on the measurement noise of latency, when the profile recorded it."""
+    report = group.models["latency_ms"].report
+    if "measured_ci_pct_median" not in report:
+        return None
+    return (f"{group.name}: the measured latency medians are known to +-{report['measured_ci_pct_median']:.1f}% "
+            f"(median over points; worst +-{report['measured_ci_pct_max']:.1f}%): smaller model errors cannot be told from noise.")
+
+
 def max_batch_rows(group: GroupPredictor) -> list[tuple]:
     ok, oom = dict(group.ok_batches), dict(group.oom_batches)
     sizes = sorted(set(ok) | set(oom))

@@ -66,7 +66,7 @@ def gpu_like_profile(curve: GpuLikeCurve = GpuLikeCurve(), batch_sizes=DEFAULT_B
             noisy = {q: float(getattr(curve, q)(b, s) * (1 + noise * rng.standard_normal()))
                      for q in ("latency_ms", "warmup_ms", "memory_mb")}
             p99 = max(float(curve.latency_p99_ms(b, s) * (1 + noise * rng.standard_normal())), noisy["latency_ms"])
-            rows.append({**row, **noisy, "latency_p99_ms": p99, "status": "ok"})
+            rows.append({**row, **noisy, "latency_p99_ms": p99, "status": "ok", "latency_ci_rel": noise})
     df = pd.DataFrame(rows)
     df["throughput_ips"] = df["batch_size"] / df["latency_ms"] * 1000.0
     return df

@@ -128,7 +128,8 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
             models[quantity] = QuantityModel(None, {"family": None, "reason": reason, "rows": int(usable.sum())})
             continue
         result = fit_quantity(batches, ok["input_size"].to_numpy(dtype=float)[usable], values[usable], families)
-        models[quantity] = QuantityModel(result.estimator, result.report)
+        report = {**result.report, **(_measurement_noise(ok) if quantity == "latency_ms" else {})}
+        models[quantity] = QuantityModel(result.estimator, report)
 
     memory = ok["memory_mb"].to_numpy(dtype=float)
     memory = memory[np.isfinite(memory) & (memory > 0)]
@@ -142,6 +143,17 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
         memory_capacity_mb=float(memory.max()) if len(memory) else None,
         provenance=MappingProxyType(_provenance(rows)),
     )
+
+
+def _measurement_noise(ok: pd.DataFrame) -> dict:
+    """How well the profiler knew each median (no model can be more accurate than the data it fits)."""
+    if "latency_ci_rel" not in ok.columns:
+        return {}
+    ci = ok["latency_ci_rel"].to_numpy(dtype=float)
+    ci = ci[np.isfinite(ci)]
+    if not len(ci):
+        return {}
+    return {"measured_ci_pct_median": float(np.median(ci) * 100), "measured_ci_pct_max": float(np.max(ci) * 100)}
 
 
 def _per_size(rows: pd.DataFrame, how: str) -> tuple[tuple[int, int], ...]:
