@@ -39,7 +39,7 @@ def test_inside_the_measured_range_within_3_percent_of_the_truth(group, quantity
 
 
 def test_latency_extrapolates_to_twice_the_largest_batch_within_8_percent(profile):
-    half = fit(profile[profile["batch_size"] <= 256]).groups[0]
+    half = fit(profile[profile["batch_size"] <= 256], families=("linear", "piecewise")).groups[0]
     b = np.arange(257, 513)
     for s in SIZES:
         with pytest.warns(Warning, match="extrapolates"):
