@@ -26,12 +26,18 @@ EXTRAPOLATE = 2.0  # the dashed part of a curve goes this many times past the la
 _DENSE_LIMIT = 4096  # up to this batch, draw every integer batch (wave steps such as ceil(b/k) show)
 
 
+def group_key(group) -> dict:
+    """The group's key: perfmodel.fit's `key` (which may name architecture, protocol ...) or the four basics."""
+    key = getattr(group, "key", None)
+    return dict(key) if key else {k: getattr(group, k) for k in ("hardware", "model", "backend", "precision")}
+
+
 def group_name(group) -> str:
-    return " / ".join(str(getattr(group, k)) for k in ("hardware", "model", "backend", "precision"))
+    return " / ".join(str(v) for v in group_key(group).values())
 
 
 def _file_name(group) -> str:
-    slug = "-".join(str(getattr(group, k)) for k in ("hardware", "model", "backend", "precision"))
+    slug = "-".join(str(v) for v in group_key(group).values())
     return "fit-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", slug) + ".png"
 
 
@@ -41,13 +47,14 @@ def _batch_grid(hi: float) -> np.ndarray:
     return np.unique(np.round(np.geomspace(1, hi, 2000)))
 
 
-def measured_points(group, profile: pd.DataFrame | None) -> pd.DataFrame:
-    """The profile rows measured ok in this predictor's group (empty when no profile was given)."""
+def group_rows(group, profile: pd.DataFrame | None) -> pd.DataFrame:
+    """The profile rows of this predictor's group, every status (empty when no profile was given)."""
     if profile is None or profile.empty:
-        return pd.DataFrame(columns=["input_size", "batch_size"])
-    mask = profile["status"] == "ok"
-    for column in ("hardware", "model", "backend", "precision"):
-        mask &= profile[column].astype(str) == str(getattr(group, column))
+        return pd.DataFrame(columns=["input_size", "batch_size", "status"])
+    mask = pd.Series(True, index=profile.index)
+    for column, value in group_key(group).items():
+        if column in profile.columns:
+            mask &= profile[column].astype(str) == str(value)
     return profile[mask]
 
 
@@ -62,22 +69,19 @@ def _predict(group, quantity: str, b: np.ndarray, s: int) -> np.ndarray | None:
     return values if values.shape == b.shape and np.isfinite(values).any() else None
 
 
-def _largest_batch(group, s: int, hi: float) -> float:
-    """Where the curve stops: 2x the largest measured batch, or earlier where the batch no longer fits."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PerfmodelWarning)
-            fits = float(np.asarray(group.max_batch(np.array([float(s)]))).reshape(-1)[0])
-    except (PerfmodelError, AttributeError, ValueError, TypeError, IndexError):
-        return hi
-    return min(hi, fits) if fits >= 1 else hi
+def _smallest_oom(group, rows: pd.DataFrame, s: int) -> float:
+    """The smallest batch measured out of memory at size s: in the profile, or as the predictor records it."""
+    measured = rows.loc[(rows["status"] == "oom") & (rows["input_size"] == s), "batch_size"].astype(float).tolist()
+    measured += [float(b) for size, b in getattr(group, "oom_batches", ()) if int(size) == s]
+    return min(measured, default=np.inf)
 
 
 def predictor_figure(group, profile: pd.DataFrame | None) -> Figure:
     """Four panels (median, p99, warm-up, memory): per input size the fitted curve, solid over the measured
     batches and dashed beyond them, with the measured points on top."""
     lo_b, hi_b = (float(x) for x in group.batch_range)
-    points = measured_points(group, profile)
+    rows = group_rows(group, profile)
+    points = rows[rows["status"] == "ok"]
     sizes = sorted({int(s) for s in group.input_sizes} | {int(s) for s in points["input_size"]})
     fig, axes = style.new_figure(ncols=2, nrows=2, width=12, height=7.6)
     extrapolated = False
@@ -85,7 +89,7 @@ def predictor_figure(group, profile: pd.DataFrame | None) -> Figure:
         drawn, right = False, hi_b
         for j, s in enumerate(sizes):
             c, marker = style.colour(j), style.style_for(j)["marker"]
-            b = _batch_grid(_largest_batch(group, s, hi_b * EXTRAPOLATE))
+            b = _batch_grid(max(1.0, min(hi_b * EXTRAPOLATE, _smallest_oom(group, rows, s) - 1)))
             curve = _predict(group, quantity, b, s)
             if curve is not None:
                 ax.plot(b[b <= hi_b], curve[b <= hi_b], color=c, linewidth=1.6)
@@ -126,7 +130,7 @@ def predictor_figure(group, profile: pd.DataFrame | None) -> Figure:
     style.legend_outside(fig, (("input size", sizes_legend), ("lines", tuple(lines))))
     caption = (f"Predictions of the fitted models for {group_name(group)} over every batch size from 1 to "
                f"{EXTRAPOLATE:g}x the largest measured batch ({style.number(hi_b)}; dashed beyond it, where the model "
-               "extrapolates), stopping where the predictor says the batch no longer fits; points: the measured profile.")
+               "extrapolates), stopping short of a batch measured out of memory; points: the measured profile.")
     if points.empty:
         caption += " No profile of this group was given, so no measured points are shown."
     return Figure(_file_name(group), f"Fitted predictor: {group_name(group)}", caption, style.to_png(fig))
