@@ -83,7 +83,7 @@ def timeline_figure(plan: dict) -> Figure | None:
         ax.axvline(makespan, color="black", linewidth=1, linestyle=":")
         legend.append((f"predicted makespan {style.number(makespan)} s", {"color": "black", "linewidth": 1, "linestyle": ":"}))
     ax.set_xlabel("time from the start (s)")
-    ax.set_title(_title(plan, len(assignments)))
+    ax.set_title(_title(plan) + (f"\n(the first {rows} of {len(assignments)} groups)" if len(assignments) > rows else ""))
     style.legend_outside(fig, (("", tuple(legend)),))
     caption = ("One row per group of identical GPUs (count x type, input size, batch size): each GPU loads the model, runs its "
                "first batch (warm-up, slower than the rest), then the further batches back to back; the plan must finish "
@@ -103,7 +103,7 @@ def _batch_ticks(ax, y: int, a: dict) -> None:
     ax.vlines(ticks, y - 0.3, y + 0.3, color="white", linewidth=0.6)
 
 
-def _title(plan: dict, groups: int) -> str:
+def _title(plan: dict) -> str:
     head = "Plan: " + ", ".join(x for x in (f"{plan['mode']} mode" if plan.get("mode") else "", plan.get("status", "")) if x)
     facts = []
     if plan.get("total_gpus") is not None:

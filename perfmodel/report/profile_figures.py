@@ -93,7 +93,7 @@ def memory_figure(lay: Layout) -> Figure | None:
         marks.append(("smallest batch out of memory", {"color": "0.25", "linestyle": ":", "linewidth": 1.6}))
     marks += _capacity_lines(ax, lay, top)
     style.batch_axis(ax, _all_batches(lay))
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.06)  # room above the top star
     ax.yaxis.set_major_formatter(style.FuncFormatter(lambda v, _: style.number(v)))
     ax.set_ylabel("peak memory (MiB)")
     ax.set_title(_title("Memory vs batch size, and where it stops fitting", lay))
