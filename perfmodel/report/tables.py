@@ -55,7 +55,7 @@ PROVENANCE = (
 
 def provenance(df: pd.DataFrame) -> Table:
     """Per profile file: where and when it was measured, and how busy the machine was."""
-    present = [(c, h) for c, h in PROVENANCE if c in df.columns]
+    present = [(c, h) for c, h in PROVENANCE if c in df.columns and _span(df[c]) != "-"]
     headers = ("profile", "points (ok / oom / error)", *(h for _, h in present))
     rows = []
     for source, frame in df.groupby(SOURCE, sort=False):
