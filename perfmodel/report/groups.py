@@ -31,6 +31,14 @@ class Series:
     linestyle: str
 
     @property
+    def throughput_ips(self) -> pd.Series:
+        """Images per second: the measured column where there is one, else batch / median latency."""
+        computed = self.rows["batch_size"] / self.rows["latency_ms"].astype(float) * 1000.0
+        if "throughput_ips" not in self.rows.columns:
+            return computed
+        return self.rows["throughput_ips"].astype(float).fillna(computed)
+
+    @property
     def label(self) -> str:
         return f"{self.group}, {self.input_size} px" if self.group else f"{self.input_size} px"
 

@@ -18,11 +18,10 @@ def _title(what: str, lay: Layout) -> str:
 
 
 def _finite(s: Series, *columns: str) -> pd.DataFrame:
-    present = [c for c in columns if c in s.rows.columns]
-    if len(present) < len(columns):
+    """The series' rows where every one of the columns holds a number."""
+    if any(c not in s.rows.columns for c in columns):
         return s.rows.iloc[0:0]
-    values = s.rows[list(present)].astype(float)
-    return s.rows[np.isfinite(values).all(axis=1)]
+    return s.rows[np.isfinite(s.rows[list(columns)].astype(float)).all(axis=1)]
 
 
 def _all_batches(lay: Layout) -> list[float]:
@@ -55,13 +54,8 @@ def throughput_figure(lay: Layout) -> Figure | None:
     fig, axes = style.new_figure(width=8.5)
     ax = axes[0, 0]
     for s in lay.series:
-        rows = _finite(s, "latency_ms")
-        b = rows["batch_size"].to_numpy(float)
-        ips = b / rows["latency_ms"].to_numpy(float) * 1000.0
-        if "throughput_ips" in rows.columns:  # the measured value where the profile has one
-            measured = rows["throughput_ips"].to_numpy(float)
-            ips = np.where(np.isfinite(measured), measured, ips)
-        ax.plot(b, ips, color=s.colour, marker=s.marker, linestyle=s.linestyle, markersize=4)
+        ax.plot(s.rows["batch_size"].astype(float), s.throughput_ips, color=s.colour, marker=s.marker,
+                linestyle=s.linestyle, markersize=4)
     style.batch_axis(ax, _all_batches(lay))
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_formatter(style.FuncFormatter(lambda v, _: style.number(v)))

@@ -29,8 +29,7 @@ def key_numbers(lay: Layout) -> Table:
         r = s.rows
         b = r["batch_size"].astype(int)
         first, last = r.index[0], r.index[-1]
-        ips = r["throughput_ips"].astype(float) if "throughput_ips" in r.columns else pd.Series(np.nan, index=r.index)
-        ips = ips.fillna(b / r["latency_ms"].astype(float) * 1000.0)
+        ips = s.throughput_ips
         best = ips.idxmax()
         ratio = (r["warmup_ms"].astype(float) / r["latency_ms"].astype(float)).dropna()
         rows.append((
