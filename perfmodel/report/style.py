@@ -89,19 +89,22 @@ def _label_powers(ax, step: int) -> None:
 
 def _thin_batch_labels(fig) -> None:
     """Label every 2nd (4th ...) power of two on batch axes whose labels would otherwise touch."""
-    steps = {ax: 1 for ax in fig.axes if ax in _BATCH_POWERS}
+    batch_axes = [ax for ax in fig.axes if ax in _BATCH_POWERS]
+    if not batch_axes:
+        return
+    fig.draw_without_rendering()  # lay out first: label and axes widths are final only then
     gap = 0.08 * fig.dpi  # about 6 points of white between two labels
-    while steps:
-        fig.canvas.draw()  # lay out first: label and axes widths are final only then
-        crowded = []
-        for ax, step in steps.items():
-            boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
-            if step < len(_BATCH_POWERS[ax]) and any(a.x1 + gap > b.x0 for a, b in zip(boxes, boxes[1:])):
-                crowded.append(ax)
-        for ax in crowded:
-            steps[ax] *= 2
-            _label_powers(ax, steps[ax])
-        steps = {ax: steps[ax] for ax in crowded}
+    for ax in batch_axes:
+        boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+        if len(boxes) < 2:
+            continue
+        spacing = min((b.x0 + b.x1 - a.x0 - a.x1) / 2 for a, b in zip(boxes, boxes[1:]))  # one power apart
+        widest = max(b.width for b in boxes)
+        step = 1
+        while step * spacing < widest + gap and step < len(_BATCH_POWERS[ax]):
+            step *= 2
+        if step > 1:
+            _label_powers(ax, step)
 
 
 def plain_log_y(ax) -> None:
