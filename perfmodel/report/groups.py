@@ -60,6 +60,8 @@ def group_columns(df: pd.DataFrame) -> list[str]:
 
 
 def _describe(column: str, value) -> str:
+    if pd.isna(value):  # e.g. no concurrency in a profile compared with one that has it
+        return ""
     if column == "concurrency":
         return f"concurrency {value}"
     return str(value)
@@ -69,7 +71,7 @@ def label_groups(keys: list[tuple], columns: list[str]) -> tuple[str, list[str]]
     """(what all keys share, one label per key naming only what varies)."""
     varying = [i for i in range(len(columns)) if len({k[i] for k in keys}) > 1]
     common = ", ".join(_describe(columns[i], keys[0][i]) for i in range(len(columns)) if i not in varying and columns[i] != SOURCE)
-    labels = [" ".join(_describe(columns[i], k[i]) for i in varying) for k in keys]
+    labels = [" ".join(filter(None, (_describe(columns[i], k[i]) for i in varying))) for k in keys]
     return common, labels
 
 
