@@ -81,7 +81,7 @@ def memory_figure(lay: Layout) -> Figure | None:
                     markeredgecolor="black", markeredgewidth=0.6, linestyle="none", zorder=5)
         if s.smallest_oom:
             ax.axvline(s.smallest_oom, color=s.colour, linestyle=":", linewidth=1.6)
-    marks = [("largest batch that fits (ok)", {"color": "0.4", "marker": "*", "markersize": 12, "markeredgecolor": "black",
+    marks = [("largest batch measured ok", {"color": "0.4", "marker": "*", "markersize": 12, "markeredgecolor": "black",
                                                 "markeredgewidth": 0.6, "linestyle": "none"})]
     if any(s.smallest_oom for s in lay.series):
         marks.append(("smallest batch out of memory", {"color": "0.25", "linestyle": ":", "linewidth": 1.6}))
@@ -92,9 +92,10 @@ def memory_figure(lay: Layout) -> Figure | None:
     ax.set_ylabel("peak memory (MiB)")
     ax.set_title(_title("Memory vs batch size, and where it stops fitting", lay))
     style.legend_outside(fig, (*lay.legend, ("memory", tuple(marks))))
-    caption = ("Peak memory while serving one batch, model weights included (on a CPU: the growth of the process's resident "
-               "memory). The star marks the largest batch measured ok; a dotted vertical line the smallest batch that ran "
-               "out of memory; a dash-dotted horizontal line the device's memory.")
+    caption = ("Peak memory while serving one batch, model weights included (on a CPU: the growth of the process's "
+               "resident memory). The star marks the largest batch measured ok (larger ones may fit too, unless one ran "
+               "out of memory); a dotted vertical line the smallest batch that ran out of memory; a dash-dotted "
+               "horizontal line the device's memory.")
     return Figure("memory.png", "Memory vs batch size", caption, style.to_png(fig))
 
 
@@ -105,7 +106,9 @@ def _capacity_lines(ax, lay: Layout, top: float) -> list[tuple[str, dict]]:
         if "device_memory_mb" in s.rows.columns:
             values = s.rows["device_memory_mb"].astype(float).dropna()
             if len(values):
-                capacities.setdefault(float(values.max()), s.colour if s.group else "black")
+                capacities.setdefault(float(values.max()), s.colour)
+    if len(capacities) == 1:  # one device (or several alike): black, not the colour of one group
+        capacities = {c: "black" for c in capacities}
     entries = []
     for capacity, colour in capacities.items():
         if capacity <= top * CAPACITY_SCALE:
