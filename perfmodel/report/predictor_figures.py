@@ -69,6 +69,14 @@ def _predict(group, quantity: str, b: np.ndarray, s: int) -> np.ndarray | None:
     return values if values.shape == b.shape and np.isfinite(values).any() else None
 
 
+def _largest_ok(group, points: pd.DataFrame, s: int, default: float) -> float:
+    """The largest batch measured ok at size s (in the profile, or as the predictor records it): the curve is
+    solid up to there, dashed beyond."""
+    measured = points.loc[points["input_size"] == s, "batch_size"].astype(float).tolist()
+    measured += [float(b) for size, b in getattr(group, "ok_batches", ()) if int(size) == s]
+    return max(measured, default=default)
+
+
 def _smallest_oom(group, rows: pd.DataFrame, s: int) -> float:
     """The smallest batch measured out of memory at size s: in the profile, or as the predictor records it."""
     measured = rows.loc[(rows["status"] == "oom") & (rows["input_size"] == s), "batch_size"].astype(float).tolist()
@@ -90,11 +98,12 @@ def predictor_figure(group, profile: pd.DataFrame | None) -> Figure:
         for j, s in enumerate(sizes):
             c, marker = style.colour(j), style.style_for(j)["marker"]
             b = _batch_grid(max(1.0, min(hi_b * EXTRAPOLATE, _smallest_oom(group, rows, s) - 1)))
+            hi_s = _largest_ok(group, points, s, hi_b)
             curve = _predict(group, quantity, b, s)
             if curve is not None:
-                ax.plot(b[b <= hi_b], curve[b <= hi_b], color=c, linewidth=1.6)
-                if b[-1] > hi_b:
-                    ax.plot(b[b >= hi_b], curve[b >= hi_b], color=c, linewidth=1.6, linestyle="--")
+                ax.plot(b[b <= hi_s], curve[b <= hi_s], color=c, linewidth=1.6)
+                if b[-1] > hi_s:
+                    ax.plot(b[b >= hi_s], curve[b >= hi_s], color=c, linewidth=1.6, linestyle="--")
                     extrapolated = True
                 drawn, right = True, max(right, b[-1])
             at_size = points[points["input_size"] == s]
@@ -117,20 +126,21 @@ def predictor_figure(group, profile: pd.DataFrame | None) -> Figure:
         ax.set_ylabel(label)
         title = label.split(" (")[0]
         ax.set_title(title[0].upper() + title[1:] + ("" if drawn else ": no fitted model"))
-    fig.suptitle(f"Fitted predictor vs measured points: {group_name(group)}")
+    style.suptitle(fig, f"Fitted predictor vs measured points: {group_name(group)}")
     sizes_legend = tuple((f"{s} px", {"color": style.colour(j), "marker": style.style_for(j)["marker"], "markeredgecolor": "black",
                                       "markeredgewidth": 0.5}) for j, s in enumerate(sizes))
-    lines = [("fitted, inside the measured batches", {"color": "0.25", "linewidth": 1.6})]
+    lines = [("fitted (inside measured)", {"color": "0.25", "linewidth": 1.6})]
     if extrapolated:
-        lines.append(("extrapolated (beyond the measured)", {"color": "0.25", "linewidth": 1.6, "linestyle": "--"}))
+        lines.append(("extrapolated (beyond measured)", {"color": "0.25", "linewidth": 1.6, "linestyle": "--"}))
     if not points.empty:
         lines.append(("measured (profile)", {"color": "0.6", "marker": "o", "linestyle": "none", "markeredgecolor": "black",
                                              "markeredgewidth": 0.5}))
     lines.append((f"largest measured batch ({style.number(hi_b)})", {"color": "0.5", "linewidth": 0.8}))
     style.legend_outside(fig, (("input size", sizes_legend), ("lines", tuple(lines))))
     caption = (f"Predictions of the fitted models for {group_name(group)} over every batch size from 1 to "
-               f"{EXTRAPOLATE:g}x the largest measured batch ({style.number(hi_b)}; dashed beyond it, where the model "
-               "extrapolates), stopping short of a batch measured out of memory; points: the measured profile.")
+               f"{EXTRAPOLATE:g}x the largest measured batch ({style.number(hi_b)}), stopping short of a batch measured "
+               "out of memory; dashed beyond the largest batch measured at that input size, where the model "
+               "extrapolates; points: the measured profile.")
     if points.empty:
         caption += " No profile of this group was given, so no measured points are shown."
     return Figure(_file_name(group), f"Fitted predictor: {group_name(group)}", caption, style.to_png(fig))

@@ -143,7 +143,7 @@ def warmup_figure(lay: Layout) -> Figure | None:
     ratios.set_ylabel("warm-up ÷ steady-state latency (×, log scale)")
     ratios.axhline(1, color="0.5", linewidth=0.8)
     ratios.set_title("How much slower the first call is")
-    fig.suptitle(_title("Warm-up vs batch size", lay))
+    style.suptitle(fig, _title("Warm-up vs batch size", lay))
     lines = (("warm-up: first call", {"color": "0.25", "marker": "o", "markersize": 4}),
              ("steady-state median", {"color": "0.25", "linestyle": (0, (1, 1.5)), "linewidth": 1.2}))
     style.legend_outside(fig, (*lay.legend, ("left panel", lines)))

@@ -47,6 +47,11 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = 7.5, height: float
     return fig, axes
 
 
+def suptitle(fig, text: str) -> None:
+    """A figure title from the left edge: centred, a long one would run into the legend on the right."""
+    fig.suptitle(text, x=0.01, ha="left")
+
+
 def to_png(fig) -> bytes:
     """Render and close the figure (pyplot keeps every open figure alive otherwise)."""
     buffer = io.BytesIO()
