@@ -9,6 +9,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from perfmodel.cli import main
@@ -197,3 +199,55 @@ def test_batch_labels_never_touch():
 def test_import_perfmodel_does_not_import_matplotlib():
     code = "import sys, perfmodel, perfmodel.cli; assert 'matplotlib' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+_values = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(allow_nan=True, allow_infinity=True),
+                    st.text(max_size=5), st.lists(st.integers(), max_size=2))
+_assignment = st.dictionaries(
+    st.sampled_from(["hardware", "batch_size", "finish_s", "count", "load_s", "warmup_s", "latency_s", "batches",
+                     "input_size", "option"]), _values, max_size=10)
+_plan = st.fixed_dictionaries(
+    {"status": st.sampled_from(["optimal", "feasible"]), "assignments": st.lists(_assignment, max_size=3)},
+    optional={k: _values for k in ("mode", "deadline_s", "usable_s", "margin", "makespan_s", "total_gpus",
+                                   "images", "images_planned")})
+
+
+@settings(max_examples=200, deadline=None)
+@given(plan=_plan)
+def test_any_plan_json_is_read_or_refused_in_one_sentence(tmp_path_factory, plan):
+    from perfmodel.errors import InputError
+    from perfmodel.report import plan_figures, tables
+    from perfmodel.report.inputs import read_plan
+
+    path = tmp_path_factory.mktemp("plan") / "plan.json"
+    path.write_text(json.dumps(plan))
+    try:
+        checked = read_plan(path)
+    except InputError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(str(path))
+        return
+    for a in checked["assignments"]:  # what the timeline draws from an accepted plan
+        assert all(width > 0 and start >= 0 for start, width, _ in plan_figures._segments(a))
+        assert plan_figures.assignment_label(a)
+    assert plan_figures._title(checked).startswith("Plan: ")
+    assert tables.plan_summary(checked).rows and tables.plan_assignments(checked) is not None or not checked["assignments"]
+
+
+@settings(max_examples=15, deadline=None)
+@given(plan=_plan)
+def test_any_accepted_plan_draws(tmp_path_factory, plan):
+    from hypothesis import assume
+
+    from perfmodel.errors import InputError
+    from perfmodel.report.inputs import read_plan
+    from perfmodel.report.plan_figures import timeline_figure
+
+    path = tmp_path_factory.mktemp("plan") / "plan.json"
+    path.write_text(json.dumps(plan))
+    try:
+        checked = read_plan(path)
+    except InputError:
+        assume(False)
+    figure = timeline_figure(checked)
+    assert (figure is None) == (not checked["assignments"])
+    assert figure is None or figure.png.startswith(b"\x89PNG")

@@ -103,10 +103,14 @@ def _unique(sections: list[Section]) -> tuple[Section, ...]:
     return tuple(out)
 
 
-def write_report(sections: tuple[Section, ...], out_dir, inputs: list[str]) -> Report:
-    out = Path(out_dir)
+def _check_out_dir(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file: give a directory to write the report into.")
+
+
+def write_report(sections: tuple[Section, ...], out_dir, inputs: list[str]) -> Report:
+    out = Path(out_dir)
+    _check_out_dir(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -132,8 +136,7 @@ def make_report(profiles=(), predictors=(), plan=None, out_dir=".") -> Report:
     profiles, predictors = [os.fspath(p) for p in profiles], [os.fspath(p) for p in predictors]
     if not profiles and not predictors and plan is None:
         raise InputError("nothing to report: give at least one profile CSV, a --predictor or a --plan.")
-    if Path(out_dir).exists() and not Path(out_dir).is_dir():
-        raise InputError(f"--out {out_dir} is a file: give a directory to write the report into.")
+    _check_out_dir(Path(out_dir))  # before the work of drawing
     profile = read_profiles(profiles)
     loaded = read_predictors(predictors)
     plan_data = read_plan(plan)

@@ -7,6 +7,8 @@ assignment; count, input_size, load_s, warmup_s, latency_s and batches are drawn
 
 from __future__ import annotations
 
+import math
+
 from perfmodel.report import style
 from perfmodel.report.content import Figure
 
@@ -44,7 +46,10 @@ def _segments(a: dict) -> list[tuple[float, float, str]]:
 
 
 def _number(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """A finite number from the plan, or None for anything else (absent, text, NaN ...)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
 
 
 def timeline_figure(plan: dict) -> Figure | None:
@@ -104,13 +109,13 @@ def _batch_ticks(ax, y: int, a: dict) -> None:
 
 
 def _title(plan: dict) -> str:
-    head = "Plan: " + ", ".join(x for x in (f"{plan['mode']} mode" if plan.get("mode") else "", plan.get("status", "")) if x)
+    head = "Plan: " + ", ".join(str(x) for x in (f"{plan['mode']} mode" if plan.get("mode") else "", plan.get("status")) if x)
+    gpus, planned, requested, makespan = (_number(plan.get(k)) for k in ("total_gpus", "images_planned", "images", "makespan_s"))
     facts = []
-    if plan.get("total_gpus") is not None:
-        facts.append(f"{plan['total_gpus']:,} GPUs")
-    if plan.get("images_planned") is not None:
-        requested = plan.get("images")
-        facts.append(f"{plan['images_planned']:,} images" + (f" of {requested:,}" if isinstance(requested, int) else ""))
-    if _number(plan.get("makespan_s")) is not None:
-        facts.append(f"makespan {style.number(plan['makespan_s'])} s")
+    if gpus is not None:
+        facts.append(f"{style.number(gpus)} GPUs")
+    if planned is not None:
+        facts.append(f"{style.number(planned)} images" + (f" of {style.number(requested)}" if requested is not None else ""))
+    if makespan is not None:
+        facts.append(f"makespan {style.number(makespan)} s")
     return head + ("\n" + ", ".join(facts) if facts else "")

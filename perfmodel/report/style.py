@@ -150,7 +150,7 @@ def colour(index: int) -> str:
 
 
 def legend_outside(fig, sections: Sequence[tuple[str, Sequence[tuple[str, dict]]]]) -> None:
-    """One legend right of the axes, in titled sections; entries are (label, Line2D keyword arguments).
+    """One legend right of the axes, in sections under a bold title (none if empty); entries are (label, Line2D kwargs).
 
     Outside the axes it never hides a data point, and constrained layout makes room for it.
     """
