@@ -112,10 +112,11 @@ def test_oom_never_ends_a_fixed_grid(tmp_path, tiny_config, monkeypatch):
 
 
 def test_real_cpu_out_of_memory_under_a_memory_limit(tmp_path, tiny_config):
-    # A budget of 150 MiB: large batches at 256 px fail with a real allocation error, caught as OOM,
-    # and the points after it still run (the memory was freed).
+    # A budget of 150 MiB: large batches at 640 px fail with a real allocation error in the fresh
+    # worker, caught as OOM, and the points after it still run.
     df = run_profile(
-        tiny_config(batch_sizes=None, input_sizes=(256,), memory_limit_mb=150, max_call_ms=1e9, max_batch_size=4096),
+        tiny_config(batch_sizes=None, input_sizes=(640,), memory_limit_mb=150, max_call_ms=1e9,
+                    warmup="fresh-process"),
         tmp_path / "p.csv",
     )
     assert (df["status"] == "oom").any()

@@ -183,27 +183,35 @@ class _Sweep:
         return row
 
     def _measure(self, batch_size: int, input_size: int) -> dict:
+        """One point. With fresh-process warm-up, the worker goes first and decides whether the batch
+        fits at all; on a CPU it also gives the memory figure, since only a fresh process's peak RSS
+        growth is free of the memory that earlier points left to the C allocator."""
         row = {**self.fixed, "input_size": input_size, "batch_size": batch_size, "load_avg_1m": os.getloadavg()[0],
                "created_at": now_utc()}
-        fresh = {}
-        if self.config.warmup == "fresh-process":
-            fresh = run_in_fresh_process(self.spec, self.options, batch_size, input_size, self.memory_limit,
+        fresh_process = self.config.warmup == "fresh-process"
+        if fresh_process:
+            first = run_in_fresh_process(self.spec, self.options, batch_size, input_size, self.memory_limit,
                                          self.config.worker_timeout_s, self.config.seed)
-            row["load_ms"] = fresh.get("load_ms")
-            if fresh["status"] != "ok":
-                return {**row, **_failed(fresh["status"], fresh.get("error", ""))}
-            row["warmup_ms"] = fresh["warmup_ms"]
+            row["load_ms"] = first.get("load_ms")
+            if first["status"] != "ok":
+                return {**row, **_failed(first["status"], first.get("error", ""))}
+            row["warmup_ms"] = first["warmup_ms"]
+            if not self.runner.is_cuda:
+                row["memory_mb"] = first["memory_mb"]
         else:
             row["load_ms"] = self.runner.load_ms
-        row.update(self._steady_state(batch_size, input_size, timed_first_call=not fresh))
+        in_process_cpu = not fresh_process and not self.runner.is_cuda
+        row.update(self._steady_state(batch_size, input_size, timed_first_call=not fresh_process,
+                                      memory_limit=self.memory_limit if in_process_cpu else None,
+                                      measure_memory=self.runner.is_cuda or in_process_cpu))
         return row
 
-    def _steady_state(self, batch_size: int, input_size: int, timed_first_call: bool) -> dict:
+    def _steady_state(self, batch_size: int, input_size: int, timed_first_call: bool,
+                      memory_limit: float | None, measure_memory: bool) -> dict:
         runner = self.runner
         runner.release()
-        runner.reset_peak()
         mark = self.monitor.window()
-        extra = None if self.memory_limit is None else self.memory_limit - runner.used_memory_mb()
+        extra = None if memory_limit is None else memory_limit - runner.used_memory_mb()
         measured: dict = {}
         try:
             with memory.data_limit(extra), runner.inference():
@@ -212,9 +220,10 @@ class _Sweep:
                     t0 = time.perf_counter()
                     call(0)
                     measured["warmup_ms"] = (time.perf_counter() - t0) * 1e3
-                summary = measure_latency(call, self.config.rule)
+                summary = measure_latency(call, self.config.rule, on_steady=runner.reset_peak)
             measured.update(summary.columns())
-            measured["memory_mb"] = runner.peak_memory_mb()
+            if measure_memory:
+                measured["memory_mb"] = runner.peak_memory_mb()
             measured["throughput_ips"] = batch_size / summary.median_ms * 1e3
             measured["status"] = "ok"
         except Exception as exc:

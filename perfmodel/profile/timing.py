@@ -103,10 +103,16 @@ def measure_latency(
     call: Callable[[int], object],
     rule: StabilityRule = StabilityRule(),
     clock: Callable[[], int] = time.perf_counter_ns,
+    on_steady: Callable[[], object] | None = None,
 ) -> LatencySummary:
-    """Time `call(i)` (i counts up, so the callable can rotate inputs) until the rule says stop."""
+    """Time `call(i)` (i counts up, so the callable can rotate inputs) until the rule says stop.
+
+    `on_steady` runs once after the untimed warm-up calls, before sampling (e.g. a memory peak reset).
+    """
     for i in range(rule.warmup_calls):
         call(i)
+    if on_steady is not None:
+        on_steady()
     samples: list[float] = []
     start = clock()
     next_check = rule.min_samples

@@ -22,7 +22,12 @@ from perfmodel.profile.models import ModelSpec
 
 def measure_first_call(spec: ModelSpec, options: TorchOptions, batch_size: int, input_size: int,
                        memory_limit_mb: float | None, seed: int = 0) -> dict:
-    """Load the model in this process and time its first call; report ok, oom or error."""
+    """Load the model in this process and time its first call; report ok, oom or error.
+
+    Two more calls follow the timed one, so that `memory_mb` (the process's peak since before the
+    model was loaded: RSS growth on a CPU, the allocator's peak on CUDA) covers serving, not only
+    the first call.
+    """
     from perfmodel.profile import memory
     from perfmodel.profile.backends.torch_backend import TorchRunner, is_oom
 
@@ -35,7 +40,9 @@ def measure_first_call(spec: ModelSpec, options: TorchOptions, batch_size: int, 
             t0 = time.perf_counter()
             call(0)
             warmup_ms = (time.perf_counter() - t0) * 1e3
-        return {"status": "ok", "warmup_ms": warmup_ms, "load_ms": load_ms}
+            call(1)
+            call(2)
+        return {"status": "ok", "warmup_ms": warmup_ms, "load_ms": load_ms, "memory_mb": runner.peak_memory_mb()}
     except Exception as exc:
         if is_oom(exc):
             return {"status": "oom", "load_ms": load_ms, "error": _one_line(exc)}
