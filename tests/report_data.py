@@ -42,7 +42,7 @@ def write_gpu_like(path, **kwargs) -> str:
 
 @dataclass(frozen=True, eq=False)
 class FakeGroup:
-    """The Predictor interface (perfmodel.fit) over the same curves as gpu_like_profile."""
+    """The Predictor interface (perfmodel.fitting) over the same curves as gpu_like_profile."""
 
     hardware: str = "h100"
     model: str = "resnet50"

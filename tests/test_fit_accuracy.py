@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfmodel import fit
-from perfmodel.fit.synthetic import DEFAULT_BATCH_SIZES, GpuLikeCurve, gpu_like_profile
+from perfmodel.fitting.synthetic import DEFAULT_BATCH_SIZES, GpuLikeCurve, gpu_like_profile
 
 CURVE = GpuLikeCurve()
 SIZES = (160, 224, 288)

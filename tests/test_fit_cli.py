@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from perfmodel.cli import main
-from perfmodel.fit import Predictor
-from perfmodel.fit.synthetic import GpuLikeCurve, gpu_like_profile
+from perfmodel.fitting import Predictor
+from perfmodel.fitting.synthetic import GpuLikeCurve, gpu_like_profile
 from perfmodel.schema import write_profile
 
 

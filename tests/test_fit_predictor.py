@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import perfmodel
 from perfmodel.errors import InputError, PerfmodelWarning, PredictorFormatError
-from perfmodel.fit import GroupPredictor, Predictor
-from perfmodel.fit.synthetic import GpuLikeCurve, gpu_like_profile
+from perfmodel.fitting import GroupPredictor, Predictor
+from perfmodel.fitting.synthetic import GpuLikeCurve, gpu_like_profile
 
 CURVE = GpuLikeCurve(capacity_mb=6000.0)
 BATCHES = (1, 2, 4, 8, 16, 32, 48, 64, 128, 256, 384, 512)
@@ -39,12 +39,13 @@ def saved(predictor, tmp_path_factory):
     return path
 
 
-def test_fit_is_the_function_and_the_package():
-    import perfmodel.fit.predictor as module
-    from perfmodel import fit
+def test_public_api_exports_fit_and_the_predictor():
+    from perfmodel import GroupPredictor as exported_group, Predictor as exported, fit
 
-    assert callable(fit) and module.Predictor is Predictor
-    assert perfmodel.fit.predictor is module
+    assert callable(fit) and exported is Predictor and exported_group is GroupPredictor
+    assert {"fit", "Predictor", "GroupPredictor", "load_profile"} <= set(perfmodel.__all__)
+    for name in perfmodel.__all__:
+        assert getattr(perfmodel, name) is not None
 
 
 def test_the_file_is_json_with_schema_provenance_and_report(saved, predictor):

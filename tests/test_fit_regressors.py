@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from sklearn.base import clone
 
 from perfmodel.errors import InputError
-from perfmodel.fit.features import pixels
-from perfmodel.fit.regressors import (
+from perfmodel.fitting.features import pixels
+from perfmodel.fitting.regressors import (
     FAMILIES,
     FeatureLinearRegression,
     MonotonePiecewiseLinear,

@@ -165,9 +165,9 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, case)
 
 def test_bad_predictor_file_is_one_line_exit_2(tmp_path, capsys):
     try:
-        from perfmodel.fit import Predictor  # noqa: F401
+        from perfmodel.fitting import Predictor  # noqa: F401
     except ImportError:
-        pytest.skip("needs perfmodel.fit (branch fit)")
+        pytest.skip("needs perfmodel.fitting")
     (tmp_path / "plan-as-predictor.json").write_text(json.dumps(plan_json()))
     for path, words in ((tmp_path / "missing.json", "missing.json does not exist"),
                         (tmp_path / "plan-as-predictor.json", "not a perfmodel predictor")):

@@ -1,6 +1,6 @@
 """How accurate are perfmodel's fitted predictors, and how fast does a loaded one answer?
 
-1. Synthetic GPU-like curve (perfmodel.fit.synthetic: near-flat latency while a wave of 32 images
+1. Synthetic GPU-like curve (perfmodel.fitting.synthetic: near-flat latency while a wave of 32 images
    is not full, then steps of one wave, 1% noise, oom above 16 GiB), several noise seeds:
    - the report's own numbers (cross-validated MAPE inside the range, extrapolation splits);
    - the error against the known truth: every batch size 1..largest measured, at the measured
@@ -34,9 +34,9 @@ import numpy as np
 
 import perfmodel
 from perfmodel.errors import PerfmodelWarning
-from perfmodel.fit import Predictor
-from perfmodel.fit.predictor import QUANTITIES
-from perfmodel.fit.synthetic import DEFAULT_BATCH_SIZES, GpuLikeCurve, gpu_like_profile
+from perfmodel.fitting import Predictor
+from perfmodel.fitting.predictor import QUANTITIES
+from perfmodel.fitting.synthetic import DEFAULT_BATCH_SIZES, GpuLikeCurve, gpu_like_profile
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

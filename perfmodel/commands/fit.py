@@ -35,8 +35,8 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from perfmodel.files import check_writable
-    from perfmodel.fit.report import MAX_BATCH_HEADERS, QUANTITY_HEADERS, REPORT_LEGEND, max_batch_rows, noise_note, quantity_rows, report_json
-    from perfmodel.fit.train import fit
+    from perfmodel.fitting.report import MAX_BATCH_HEADERS, QUANTITY_HEADERS, REPORT_LEGEND, max_batch_rows, noise_note, quantity_rows, report_json
+    from perfmodel.fitting.train import fit
 
     check_writable(args.out)
     families = [f.strip() for f in args.families.split(",") if f.strip()]

@@ -33,9 +33,9 @@ def read_predictors(paths) -> list:
     if not paths:
         return []
     try:
-        from perfmodel.fit import Predictor
+        from perfmodel.fitting import Predictor
     except ImportError:
-        raise InputError("this perfmodel cannot read predictors (perfmodel.fit is missing); report profiles and plans only.") from None
+        raise InputError("this perfmodel cannot read predictors (perfmodel.fitting is missing); report profiles and plans only.") from None
     return [Predictor.load(p) for p in paths]
 
 

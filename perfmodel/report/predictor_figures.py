@@ -1,6 +1,6 @@
 """A fitted predictor's curves over the points it was fitted on, one figure per group.
 
-Codes against the Predictor interface (perfmodel.fit): groups with hardware/model/backend/precision,
+Codes against the Predictor interface (perfmodel.fitting): groups with hardware/model/backend/precision,
 input_sizes, batch_range, latency_ms(b, s) ... and a `report` dict; nothing else is assumed.
 """
 
@@ -27,7 +27,7 @@ _DENSE_LIMIT = 4096  # up to this batch, draw every integer batch (wave steps su
 
 
 def group_key(group) -> dict:
-    """The group's key: perfmodel.fit's `key` (which may name architecture, protocol ...) or the four basics."""
+    """The group's key: perfmodel.fitting's `key` (which may name architecture, protocol ...) or the four basics."""
     key = getattr(group, "key", None)
     return dict(key) if key else {k: getattr(group, k) for k in ("hardware", "model", "backend", "precision")}
 

@@ -25,8 +25,8 @@ import numpy as np
 from perfmodel import __version__
 from perfmodel.errors import InputError, PerfmodelWarning, PredictorFormatError
 from perfmodel.files import atomic_write_text
-from perfmodel.fit.features import pixels
-from perfmodel.fit.regressors import _Estimator
+from perfmodel.fitting.features import pixels
+from perfmodel.fitting.regressors import _Estimator
 
 FORMAT = "perfmodel-predictor"
 SCHEMA_VERSION = 1

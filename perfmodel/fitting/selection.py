@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfmodel.fit.folds import batch_folds, percent_errors, summarise
-from perfmodel.fit.regressors import FAMILIES, _Estimator
+from perfmodel.fitting.folds import batch_folds, percent_errors, summarise
+from perfmodel.fitting.regressors import FAMILIES, _Estimator
 
 DEFAULT_FAMILIES: tuple[str, ...] = ("linear", "piecewise", "tree")
 

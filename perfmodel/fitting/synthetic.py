@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from perfmodel.fit.features import pixels
+from perfmodel.fitting.features import pixels
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from typing import ClassVar
 import numpy as np
 
 from perfmodel.errors import InputError, PerfmodelError, PredictorFormatError
-from perfmodel.fit.features import INTERCEPT, candidate_features, check_feature, design_matrix, pixels
-from perfmodel.fit.folds import batch_folds
+from perfmodel.fitting.features import INTERCEPT, candidate_features, check_feature, design_matrix, pixels
+from perfmodel.fitting.folds import batch_folds
 
 
 class NotFittedError(PerfmodelError):

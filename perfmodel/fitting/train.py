@@ -19,9 +19,9 @@ import pandas as pd
 
 from perfmodel import __version__
 from perfmodel.errors import InputError
-from perfmodel.fit.predictor import EXTRA_KEY_COLUMNS, KEY_COLUMNS, QUANTITIES, GroupPredictor, Predictor, QuantityModel
-from perfmodel.fit.regressors import FAMILIES
-from perfmodel.fit.selection import DEFAULT_FAMILIES, fit_quantity
+from perfmodel.fitting.predictor import EXTRA_KEY_COLUMNS, KEY_COLUMNS, QUANTITIES, GroupPredictor, Predictor, QuantityModel
+from perfmodel.fitting.regressors import FAMILIES
+from perfmodel.fitting.selection import DEFAULT_FAMILIES, fit_quantity
 from perfmodel.schema import load_profile, validate_profile
 
 # Profile columns worth keeping beside each group: where and how it was measured.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfmodel.fit.predictor import QUANTITIES, GroupPredictor, Predictor
+from perfmodel.fitting.predictor import QUANTITIES, GroupPredictor, Predictor
 
 QUANTITY_HEADERS = ("quantity", "family", "features", "rows", "CV MAPE %", "CV worst %",
                     "batch x2 MAPE %", "batch x2 worst %", "batch half MAPE %", "input size MAPE %")
