@@ -218,7 +218,7 @@ def _label(row) -> str:
 def _load_predictor(source):
     if hasattr(source, "select"):  # already a Predictor
         return source
-    from perfmodel.fit import Predictor
+    from perfmodel.fitting import Predictor
 
     return Predictor.load(source)
 
@@ -239,7 +239,12 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision) -
                 continue
             b = np.arange(1, largest + 1)
             latency = np.broadcast_to(np.asarray(getattr(group, LATENCY_COLUMNS[use])(b, size), dtype=float), b.shape)
-            warmup = np.broadcast_to(np.asarray(group.warmup_ms(b, size), dtype=float), b.shape)
+            try:
+                warmup = np.broadcast_to(np.asarray(group.warmup_ms(b, size), dtype=float), b.shape)
+            except InputError:  # the profile had no warm-up times, so the predictor has no model for them
+                warnings.warn(f"{group.hardware} {group.backend} {group.precision}: the predictor has no warm-up "
+                              "model; planning with the latency instead.", PerfmodelWarning, stacklevel=3)
+                warmup = latency
             good = np.isfinite(latency) & (latency > 0) & np.isfinite(warmup) & (warmup >= 0)
             if not good.all():
                 warnings.warn(f"{group.hardware}: the predictor gives no usable time for {int((~good).sum())} batch "
