@@ -34,6 +34,9 @@ _LAZY = {
     "StabilityRule": "perfmodel.profile",
     "run_profile": "perfmodel.profile",
     "make_report": "perfmodel.report",
+    "make_plan": "perfmodel.plan",
+    "NoPlanError": "perfmodel.plan",
+    "Plan": "solvers",
 }
 
 __all__ = [

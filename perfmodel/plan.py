@@ -272,13 +272,13 @@ def _problem(options, workload, deadline_s, pool, prices, mode, objective, margi
         if unpriced:
             raise InputError(f"--objective cost needs a price per GPU-hour for {', '.join(unpriced)}: "
                              f"add e.g. --price {unpriced[0]}=2.5.")
-    types = []
-    for name, count in counts.items():
-        o = options[name]
-        candidates = [c for c in (o.candidates(size) for size in workload) if c is not None]
-        load = load_s if load_s is not None else (float(np.median(o.load_s)) if o.load_s else 0.0)
-        types.append(solvers.GpuType(name, count, candidates, cost_per_hour=prices.get(name), load_s=load))
     try:
+        types = []
+        for name, count in counts.items():
+            o = options[name]
+            candidates = [c for c in (o.candidates(size) for size in workload) if c is not None]
+            load = load_s if load_s is not None else (float(np.median(o.load_s)) if o.load_s else 0.0)
+            types.append(solvers.GpuType(name, count, candidates, cost_per_hour=prices.get(name), load_s=load))
         return solvers.Problem(types, workload, deadline_s, mode=mode, objective=objective, margin=margin,
                                max_batches=max_batches, mip_rel_gap=gap, time_limit_s=time_limit)
     except solvers.ProblemError as exc:

@@ -9,7 +9,7 @@ import numpy as np
 
 from solvers import milp
 from solvers.capacity import TOLERANCE, Columns, availability, clip, fits, needs
-from solvers.plan import Diagnosis, finite_or_none
+from solvers.plan import Diagnosis
 from solvers.problem import Problem
 
 _BISECTION_STEPS = 60
@@ -29,7 +29,7 @@ def diagnose(problem: Problem, columns: Columns) -> Diagnosis:
     first = columns.first_finish()
     active = [s for s in range(len(problem.sizes)) if need[s] > 0]
     sizes = [problem.sizes[s] for s in active]
-    fastest = {problem.sizes[s]: finite_or_none(first[:, s].min()) for s in active}
+    fastest = {problem.sizes[s]: float(first[:, s].min()) if np.isfinite(first[:, s].min()) else None for s in active}
     unservable = tuple(problem.sizes[s] for s in active if cap[:, s].max() == 0)
     # A hint, not the plan: within HiGHS's default gap unless the problem asks for another.
     hint_gap = 1e-4 if problem.mip_rel_gap is None else problem.mip_rel_gap

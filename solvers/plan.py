@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 # Above this many GPUs, Plan.to_dict lists groups only (each with its count), not every GPU.
@@ -160,6 +159,3 @@ class Diagnosis:
             "exact": self.exact,
         }
 
-
-def finite_or_none(value: float) -> float | None:
-    return None if value is None or math.isinf(value) else float(value)

@@ -220,3 +220,13 @@ def test_cli_uses_the_shipped_profiles_by_default(capsys, tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     code, out, _ = run_cli(capsys, "--images", "100000", "--deadline", "60s")
     assert code == 0 and "x cpu, 100,000 images by" in out
+
+
+def test_plan_json_is_what_perfmodel_report_reads(capsys, profile, tmp_path):
+    from perfmodel.report.inputs import read_plan
+
+    for images, pool, status in (("1000", "cpu=4", "optimal"), ("10M", "cpu=1", "infeasible")):
+        _, out, _ = run_cli(capsys, "--images", images, "--pool", pool, "--deadline", "10s", "--profile", profile, "--json")
+        path = tmp_path / f"{status}.json"
+        path.write_text(out)
+        assert read_plan(path)["status"] == status

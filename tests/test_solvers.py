@@ -207,3 +207,12 @@ def test_malformed_candidates_are_refused(args, match):
 def test_relaxed_without_counts_needs_a_finite_pool():
     with pytest.raises(ProblemError, match="GPU count"):
         Problem([GpuType("gpu", None, [Candidates(224, [1], [1.0], [1.0])])], {224: None}, 10.0, mode="relaxed")
+
+
+def test_solvers_imports_neither_perfmodel_nor_torch_nor_pyomo_until_it_solves():
+    import subprocess
+    import sys
+
+    code = "import sys, solvers; print(sorted(m for m in ('perfmodel', 'torch', 'pyomo') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
