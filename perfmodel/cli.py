@@ -7,6 +7,7 @@ each with the exit code it stands for (commands/common.py lists them).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from perfmodel import __version__, console
@@ -55,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.error("interrupted.")
         return 130
+    except BrokenPipeError:  # `perfmodel ... | head`: the reader left; stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":
