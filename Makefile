@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
-	$(BIN)/perfmodel profile --model tiny --batch-sizes 1,2,4,8 --input-sizes 32,64 --out /tmp/perfmodel-demo.csv --max-time-per-point 2 --resume
+	$(BIN)/perfmodel plan --images 100000 --deadline 60s
 
 test: setup
 	$(BIN)/python -m pytest -q

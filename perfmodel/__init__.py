@@ -1,3 +1,62 @@
-"""perfmodel: how fast a ready-made neural network serves on GPUs, and how to meet a deadline."""
+"""perfmodel: how fast a ready-made neural network serves on GPUs, and how to meet a deadline.
+
+    profile = perfmodel.load_profile("profiles/cpu-resnet50-torch.csv")   # validated DataFrame
+    predictor = perfmodel.fit(profile)                                     # or Predictor.load(path)
+    predictor.latency_ms(b, s)                                             # vectorised over numpy arrays
+
+`import perfmodel` loads numpy only: the profiler (torch), fitting (pandas, scikit-learn) and reports
+(matplotlib) load when first used, so a scheduler that only queries predictors stays light.
+"""
+
+import importlib
 
 __version__ = "0.1.0"
+
+from perfmodel.errors import (  # noqa: E402
+    BackendError,
+    DeviceError,
+    InfeasibleError,
+    InputError,
+    PerfmodelError,
+    PerfmodelWarning,
+    PredictorFormatError,
+    ProfileFormatError,
+)
+from perfmodel.fitting import GroupPredictor, Predictor, fit  # noqa: E402
+
+# Exported names whose modules are heavy: imported on first access (PEP 562).
+_LAZY = {
+    "load_profile": "perfmodel.schema",
+    "load_profiles": "perfmodel.schema",
+    "validate_profile": "perfmodel.schema",
+    "write_profile": "perfmodel.schema",
+    "ProfileConfig": "perfmodel.profile",
+    "StabilityRule": "perfmodel.profile",
+    "run_profile": "perfmodel.profile",
+    "make_report": "perfmodel.report",
+    "make_plan": "perfmodel.plan",
+    "NoPlanError": "perfmodel.plan",
+    "Plan": "solvers",
+}
+
+__all__ = [
+    "BackendError",
+    "DeviceError",
+    "GroupPredictor",
+    "InfeasibleError",
+    "InputError",
+    "PerfmodelError",
+    "PerfmodelWarning",
+    "Predictor",
+    "PredictorFormatError",
+    "ProfileFormatError",
+    "__version__",
+    "fit",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'perfmodel' has no attribute {name!r}")

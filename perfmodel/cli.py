@@ -7,10 +7,11 @@ each with the exit code it stands for (commands/common.py lists them).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from perfmodel import __version__, console
-from perfmodel.commands import profile
+from perfmodel.commands import fit, plan, profile, report
 from perfmodel.commands.common import EXIT_CODES, formatter
 from perfmodel.errors import PerfmodelError
 
@@ -32,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"perfmodel {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
-    for command in (profile,):
+    for command in (profile, fit, plan, report):
         command.add_parser(sub)
     return parser
 
@@ -55,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.error("interrupted.")
         return 130
+    except BrokenPipeError:  # `perfmodel ... | head`: the reader left; stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -1,0 +1,109 @@
+"""perfmodel plan: how many GPUs, and which batch sizes, meet a deadline (or how much fits in one)."""
+
+from __future__ import annotations
+
+from perfmodel import console
+from perfmodel.commands.common import EXIT_CODES, formatter
+
+PLAN_EXAMPLES = """examples:
+  perfmodel plan --images 100000 --deadline 60s
+  perfmodel plan --images 100k --deadline 1.5m --profile profiles/cpu-resnet50-torch.csv --input-size 64 --json
+  perfmodel plan --mode relaxed --deadline 60s --pool cpu=8 --profile profiles/cpu-resnet50-torch.csv --input-size 64
+  perfmodel plan --mix 224=70000,512=30000 --deadline 2m --pool h100=8,a100=16 --margin 5% --use p99
+  perfmodel plan --images 1M --deadline 10m --objective cost --price h100=4.5,a100=2.2
+
+units: deadlines 60s, 1.5m, 250ms, 2h (a bare number is seconds); images 100000, 100k, 1.5M;
+margins 5% or 0.05. Each GPU loads the model once, runs its first batch (its warm-up time) and then
+further batches; the last batch may be partly filled. With no --pool, every hardware type found is
+available in any number and the plan says how many are needed. --objective cost assumes each GPU
+used is paid for the whole deadline window.
+"""
+
+PLAN_EXIT_CODES = EXIT_CODES.replace(
+    "3    no feasible plan (perfmodel plan)",
+    "3    no plan meets the deadline: the message says why, and how many more GPUs,\n"
+    "       how many images, or how long a deadline would make one",
+)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "plan",
+        help="choose how many GPUs and which batch sizes meet a deadline",
+        description="Choose how many GPUs of which type, and which mini-batch size on each, finish the images by "
+        "the deadline (soft real-time), or finish as many as possible (relaxed). The answer is proven "
+        "optimal by an integer program (Pyomo + HiGHS).",
+        epilog=PLAN_EXAMPLES + "\n" + PLAN_EXIT_CODES,
+        formatter_class=formatter,
+    )
+    p.add_argument("--images", metavar="N", help="images to finish, e.g. 100000, 100k, 1.5M (relaxed mode: an upper limit)")
+    p.add_argument("--deadline", required=True, metavar="T", help="e.g. 60s, 1.5m, 250ms, 2h")
+    p.add_argument("--input-size", metavar="PX", help="side of the square images in pixels (default: 224)")
+    p.add_argument("--mix", metavar="SIZE=N,...", help="several input sizes: 224=70000,512=30000, or 224=70%%,512=30%% of --images")
+    p.add_argument("--mode", default="soft", choices=["soft", "relaxed"],
+                   help="soft: all images by the deadline; relaxed: as many as possible (default: soft)")
+    p.add_argument("--objective", default="gpus", choices=["gpus", "cost"], help="fewest GPUs, or lowest cost (needs --price) (default: gpus)")
+    p.add_argument("--pool", metavar="TYPE=N,...", help="GPUs available, e.g. h100=8,a100=4 (default: any number of every type found)")
+    p.add_argument("--price", metavar="TYPE=P,...", help="price per GPU-hour, e.g. h100=4.5,a100=2.2")
+    p.add_argument("--profile", action="append", default=[], metavar="FILE", help="a profile CSV: plan over its measured batch sizes (repeatable)")
+    p.add_argument("--predictor", action="append", default=[], metavar="FILE", help="a predictor JSON: plan over every batch size up to max_batch (repeatable)")
+    p.add_argument("--model", help="which model of the profiles or predictors (default: the only one, else resnet50)")
+    p.add_argument("--backend", help="only this backend (default: every backend measured; the solver picks)")
+    p.add_argument("--precision", help="only this precision (default: every precision measured)")
+    p.add_argument("--use", default="p50", choices=["p50", "p99"], help="plan on the median or the 99th-percentile latency (default: p50)")
+    p.add_argument("--margin", default="0", metavar="PCT", help="safety margin: finish by deadline x (1 - margin), e.g. 5%% (default: 0)")
+    p.add_argument("--load-time", metavar="T", help="model load time per GPU (default: the profile's load_ms, else 0)")
+    p.add_argument("--max-batches", type=int, metavar="N", help="at most N batches per GPU, the first included")
+    p.add_argument("--gap", type=float, metavar="REL", help="relative optimality gap the solver may stop at (default: 0, or 1e-4 for cost)")
+    p.add_argument("--time-limit", default="10s", metavar="T", help="solver time limit (default: 10s)")
+    p.add_argument("--json", action="store_true", help="print the plan (or why there is none) as JSON")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from perfmodel.errors import InputError
+    from perfmodel.plan import PLAN_COLUMNS, NoPlanError, make_plan, plan_rows, summary
+    from perfmodel.units import parse_count, parse_duration, parse_input_size, parse_mix, parse_pool, parse_prices
+
+    images = None if args.images is None else parse_count(args.images, "--images")
+    if args.max_batches is not None and args.max_batches < 1:
+        raise InputError("--max-batches must be a whole number >= 1 (the first batch counts).")
+    if args.gap is not None and not 0 <= args.gap < 1:
+        raise InputError("--gap must be a fraction in [0, 1), e.g. 1e-4.")
+    try:
+        plan = make_plan(
+            images=images,
+            deadline=parse_duration(args.deadline, "--deadline"),
+            input_size=None if args.input_size is None else parse_input_size(args.input_size, "--input-size"),
+            mix=None if args.mix is None else parse_mix(args.mix, images),
+            pool=None if args.pool is None else parse_pool(args.pool),
+            profiles=args.profile,
+            predictors=args.predictor,
+            model=args.model,
+            mode=args.mode,
+            objective=args.objective,
+            margin=args.margin,
+            use=args.use,
+            load_time=args.load_time,
+            max_batches=args.max_batches,
+            prices=None if args.price is None else parse_prices(args.price),
+            backend=args.backend,
+            precision=args.precision,
+            gap=args.gap,
+            time_limit=parse_duration(args.time_limit, "--time-limit"),
+        )
+    except NoPlanError as exc:
+        if args.json:
+            console.print_json(console.clean_for_json(exc.diagnosis.to_dict()))
+        raise
+    if args.json:
+        console.print_json(console.clean_for_json(plan.to_dict()))
+        return 0
+    console.out.print(summary(plan), markup=False)
+    if plan.assignments:
+        console.table(None, PLAN_COLUMNS, plan_rows(plan))
+    console.note(
+        f"finish = load + warm-up (the first batch) + (batches - 1) x batch time; Pyomo built the model in "
+        f"{plan.build_time_s * 1000:.1f} ms, HiGHS solved it in {plan.solver_time_s * 1000:.1f} ms."
+    )
+    return 0

@@ -1,0 +1,22 @@
+"""Fitting: regression models of latency, warm-up and memory, and the predictors built from them.
+
+`perfmodel.fit(profiles, ...)` (the function, re-exported by perfmodel) returns a Predictor. Loading and
+querying a predictor imports numpy only; fitting (pandas, scikit-learn) loads on the first call of fit.
+"""
+
+from perfmodel.fitting.predictor import GroupPredictor, Predictor, QuantityModel
+
+__all__ = ["GroupPredictor", "Predictor", "QuantityModel", "fit"]
+
+
+def fit(profiles, *, families=None, on_progress=None) -> Predictor:
+    """Fit one GroupPredictor per (hardware, model, backend, precision) group of `profiles`.
+
+    profiles: a profile CSV path, a DataFrame following the profile contract, or a list of them.
+    families: the model families to choose from by cross-validation (default: linear, piecewise, tree).
+    on_progress(group, quantity) is called before each quantity is fitted.
+    """
+    from perfmodel.fitting import train  # pandas and scikit-learn load only when fitting
+
+    options = {} if families is None else {"families": families}
+    return train.fit(profiles, on_progress=on_progress, **options)

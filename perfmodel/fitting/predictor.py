@@ -1,0 +1,369 @@
+"""Predictor and GroupPredictor: fitted models that answer vectorised queries, and their JSON file.
+
+Loading and querying need numpy alone (no torch, no scikit-learn, no pickle). A query outside the
+measured range is answered and flagged: `extrapolates(b, s)` says which queries are, and each call
+that has any emits one PerfmodelWarning whose text is the same every time (so Python's warning
+filter shows it once, not once per query).
+
+max_batch rests on one assumption about memory: it grows with the batch and with the work b*s^2
+(weights + activations per pixel + a per-image part). Under it, a batch measured 'ok' at one size
+is safe at the sizes and batches that do less of both, and a batch measured 'oom' is out of reach
+at the sizes and batches that do more of both.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+from perfmodel import __version__
+from perfmodel.errors import InputError, PerfmodelWarning, PredictorFormatError
+from perfmodel.files import atomic_write_text
+from perfmodel.fitting.features import pixels
+from perfmodel.fitting.regressors import _Estimator
+
+FORMAT = "perfmodel-predictor"
+SCHEMA_VERSION = 1
+QUANTITIES: tuple[str, ...] = ("latency_ms", "latency_p99_ms", "warmup_ms", "memory_mb")
+KEY_COLUMNS: tuple[str, ...] = ("hardware", "model", "backend", "precision")
+EXTRA_KEY_COLUMNS: tuple[str, ...] = ("architecture", "protocol", "mode", "concurrency")
+_SEARCH_LIMIT = 2**20  # the largest batch max_batch will ever answer
+_EPS = 1e-9  # relative slack so that pixel ratios like 4.0000000001 do not round the wrong way
+
+
+@dataclass(frozen=True)
+class QuantityModel:
+    """The fitted model of one quantity (None when the group has no data for it) and its error report."""
+
+    estimator: _Estimator | None
+    report: dict
+
+
+@dataclass(frozen=True, eq=False)
+class GroupPredictor:
+    """The predictors of one (hardware, model, backend, precision[, architecture, protocol, mode, concurrency])."""
+
+    key: MappingProxyType  # hardware, model, backend, precision, and the extra key columns present
+    batch_sizes: tuple[int, ...]  # batch sizes measured 'ok'
+    input_sizes: tuple[int, ...]  # input sizes measured 'ok'
+    models: MappingProxyType  # quantity -> QuantityModel
+    ok_batches: tuple[tuple[int, int], ...]  # (input size, largest batch measured ok)
+    oom_batches: tuple[tuple[int, int], ...] = ()  # (input size, smallest batch measured oom)
+    memory_capacity_mb: float | None = None  # the most memory a point measured ok used
+    provenance: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def hardware(self) -> str:
+        return self.key["hardware"]
+
+    @property
+    def model(self) -> str:
+        return self.key["model"]
+
+    @property
+    def backend(self) -> str:
+        return self.key["backend"]
+
+    @property
+    def precision(self) -> str:
+        return self.key["precision"]
+
+    @property
+    def name(self) -> str:
+        return "/".join(str(v) for v in self.key.values())
+
+    @property
+    def batch_range(self) -> tuple[int, int]:
+        return self.batch_sizes[0], self.batch_sizes[-1]
+
+    @property
+    def report(self) -> dict:
+        """The error report: per quantity, the chosen family, its cross-validated and extrapolation errors."""
+        report = {q: m.report for q, m in self.models.items()}
+        report["max_batch"] = {
+            "memory_capacity_mb": self.memory_capacity_mb,
+            "largest_ok": [list(p) for p in self.ok_batches],
+            "smallest_oom": [list(p) for p in self.oom_batches],
+            "method": "memory model up to the measured capacity, capped below every measured oom"
+            if self.memory_capacity_mb is not None and self._has("memory_mb")
+            else "measured batches only (no memory model), capped below every measured oom",
+        }
+        return report
+
+    # --- queries -------------------------------------------------------------------------------
+
+    def latency_ms(self, b, s) -> np.ndarray:
+        """Median latency of one call of batch b at input size s, in milliseconds."""
+        return self._predict("latency_ms", b, s)
+
+    def latency_p99_ms(self, b, s) -> np.ndarray:
+        return self._predict("latency_p99_ms", b, s)
+
+    def warmup_ms(self, b, s) -> np.ndarray:
+        """Time of the first call at batch b on a freshly loaded model."""
+        return self._predict("warmup_ms", b, s)
+
+    def memory_mb(self, b, s) -> np.ndarray:
+        return self._predict("memory_mb", b, s)
+
+    def throughput_ips(self, b, s) -> np.ndarray:
+        """Images per second: b / latency."""
+        b = _positive(b, "batch sizes")
+        with np.errstate(divide="ignore"):
+            return b / self._predict("latency_ms", b, s) * 1000.0
+
+    def extrapolates(self, b, s, quantity: str = "latency_ms") -> np.ndarray:
+        """True where (b, s) lies outside the batch and input sizes the quantity was fitted on."""
+        (b_lo, b_hi), (s_lo, s_hi) = self._training_range(quantity)
+        b, s = np.asarray(b, dtype=float), np.asarray(s, dtype=float)
+        return (b < b_lo) | (b > b_hi) | (s < s_lo) | (s > s_hi)
+
+    def max_batch(self, s, memory_budget_mb: float | None = None) -> np.ndarray:
+        """The largest batch that fits at input size s (int array; 0 when not even one image fits).
+
+        Without a budget: the larger of the batches known safe from the measurements and of what the
+        memory model predicts fits in the most memory a measured point used; never at or above a batch
+        measured (or implied) out-of-memory. With memory_budget_mb: the memory model inverted at that
+        budget, again below every out-of-memory batch.
+        """
+        s = _positive(s, "input sizes")
+        sizes, inverse = np.unique(s, return_inverse=True)
+        limit = self._oom_limit(sizes)
+        if memory_budget_mb is not None:
+            budget = float(memory_budget_mb)
+            if not (math.isfinite(budget) and budget > 0):
+                raise InputError(f"memory_budget_mb must be a positive number of MiB, not {memory_budget_mb!r}.")
+            best = self._memory_fit(sizes, budget, limit)
+        else:
+            best = self._safe_measured(sizes)
+            if self.memory_capacity_mb is not None and self._has("memory_mb"):
+                best = np.maximum(best, self._memory_fit(sizes, self.memory_capacity_mb, limit))
+        best = np.minimum(best, limit)
+        lo, hi = self.input_sizes[0], self.input_sizes[-1]
+        if np.any(sizes < lo) or np.any(sizes > hi):
+            self._warn(f"max_batch for input sizes outside the measured {lo}-{hi} px extrapolates", stacklevel=3)
+        return best[inverse].reshape(s.shape).astype(np.int64)
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _has(self, quantity: str) -> bool:
+        model = self.models.get(quantity)
+        return model is not None and model.estimator is not None
+
+    def _model(self, quantity: str) -> _Estimator:
+        model = self.models.get(quantity)
+        if model is None or model.estimator is None:
+            reason = model.report.get("reason", "not measured") if model is not None else "not measured"
+            raise InputError(f"{self.name} has no {quantity} model ({reason}); profile it with {quantity} recorded and fit again.")
+        return model.estimator
+
+    def _training_range(self, quantity: str) -> tuple[tuple[float, float], tuple[float, float]]:
+        if quantity not in self.models:
+            raise InputError(f"unknown quantity {quantity!r}; one of {', '.join(QUANTITIES)}.")
+        ranges = self.models[quantity].report.get("training_range")
+        if ranges is None:
+            return (self.batch_sizes[0], self.batch_sizes[-1]), (self.input_sizes[0], self.input_sizes[-1])
+        return tuple(ranges["batch_size"]), tuple(ranges["input_size"])
+
+    def _predict(self, quantity: str, b, s) -> np.ndarray:
+        estimator = self._model(quantity)
+        b, s = _positive(b, "batch sizes"), _positive(s, "input sizes")
+        if np.any(self.extrapolates(b, s, quantity)):
+            (b_lo, b_hi), (s_lo, s_hi) = self._training_range(quantity)
+            self._warn(f"{quantity} outside the measured batch {b_lo:g}-{b_hi:g} and input size {s_lo:g}-{s_hi:g} px extrapolates")
+        return np.maximum(estimator.evaluate(b, s), 0.0)
+
+    def _warn(self, what: str, stacklevel: int = 4) -> None:
+        # The same text for every call, so Python shows it once per place in the caller's code.
+        warnings.warn(f"{self.name}: {what} (see GroupPredictor.extrapolates).", PerfmodelWarning, stacklevel=stacklevel)
+
+    def _safe_measured(self, sizes: np.ndarray) -> np.ndarray:
+        """Per size, the largest batch known to fit: a batch ok at size s_j fits at any size with no more
+        pixels per image, and at larger sizes as long as the batch does no more work b*s^2."""
+        measured_s = np.array([p[0] for p in self.ok_batches], dtype=float)[:, None]
+        measured_b = np.array([p[1] for p in self.ok_batches], dtype=float)[:, None]
+        scaled = np.floor(measured_b * pixels(measured_s) / pixels(sizes)[None, :] * (1 + _EPS))
+        return np.minimum(measured_b, scaled).max(axis=0)
+
+    def _oom_limit(self, sizes: np.ndarray) -> np.ndarray:
+        """Per size, the largest batch below every out-of-memory: an oom at (b_o, s_o) also happens at
+        any size and batch that do at least as much of both b and b*s^2."""
+        if not self.oom_batches:
+            return np.full(sizes.shape, float(_SEARCH_LIMIT))
+        oom_s = np.array([p[0] for p in self.oom_batches], dtype=float)[:, None]
+        oom_b = np.array([p[1] for p in self.oom_batches], dtype=float)[:, None]
+        scaled = np.ceil(oom_b * pixels(oom_s) / pixels(sizes)[None, :] * (1 - _EPS))
+        return np.minimum(np.maximum(oom_b, scaled).min(axis=0) - 1, _SEARCH_LIMIT)
+
+    def _memory_fit(self, sizes: np.ndarray, budget_mb: float, limit: np.ndarray) -> np.ndarray:
+        """Per size, the largest batch the memory model says fits in budget_mb (bisection, all sizes at once)."""
+        memory = self._model("memory_mb")
+        lo = np.zeros(sizes.shape)  # fits (0 images always do)
+        hi = np.maximum(limit, 0) + 1  # beyond the search
+        while np.any(hi - lo > 1):
+            mid = np.floor((lo + hi) / 2)
+            fits = memory.evaluate(np.maximum(mid, 1), sizes) <= budget_mb
+            lo, hi = np.where(fits, mid, lo), np.where(fits, hi, mid)
+        return lo
+
+    # --- JSON ------------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        return {
+            "key": dict(self.key),
+            "batch_sizes": list(self.batch_sizes),
+            "input_sizes": list(self.input_sizes),
+            "ok_batches": [list(p) for p in self.ok_batches],
+            "oom_batches": [list(p) for p in self.oom_batches],
+            "memory_capacity_mb": self.memory_capacity_mb,
+            "provenance": dict(self.provenance),
+            "quantities": {
+                q: {"model": m.estimator.to_dict() if m.estimator is not None else None, "report": m.report}
+                for q, m in self.models.items()
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "GroupPredictor":
+        key = {str(k): v for k, v in data["key"].items()}
+        missing = [k for k in KEY_COLUMNS if not isinstance(key.get(k), str)]
+        if missing:
+            raise PredictorFormatError(f"a group lacks its {', '.join(missing)}.")
+        models = {}
+        for quantity in QUANTITIES:
+            entry = data["quantities"][quantity]
+            estimator = _Estimator.from_dict(entry["model"]) if entry["model"] is not None else None
+            models[quantity] = QuantityModel(estimator, dict(entry["report"]))
+        batch_sizes = tuple(sorted(int(b) for b in data["batch_sizes"]))
+        input_sizes = tuple(sorted(int(s) for s in data["input_sizes"]))
+        ok_batches = tuple((int(s), int(b)) for s, b in data["ok_batches"])
+        if not batch_sizes or not input_sizes or not ok_batches:
+            raise PredictorFormatError("a group has no measured batch or input sizes.")
+        capacity = data["memory_capacity_mb"]
+        return cls(
+            key=MappingProxyType(key),
+            batch_sizes=batch_sizes,
+            input_sizes=input_sizes,
+            models=MappingProxyType(models),
+            ok_batches=ok_batches,
+            oom_batches=tuple((int(s), int(b)) for s, b in data["oom_batches"]),
+            memory_capacity_mb=None if capacity is None else float(capacity),
+            provenance=MappingProxyType(dict(data.get("provenance", {}))),
+        )
+
+
+def _positive(values, what: str) -> np.ndarray:
+    array = np.asarray(values, dtype=float)
+    if not np.all(array > 0) or not np.all(np.isfinite(array)):
+        raise InputError(f"{what} must be finite numbers > 0.")
+    return array
+
+
+class Predictor:
+    """All the groups of one predictor file. With a single group, its queries work here directly."""
+
+    def __init__(self, groups: tuple[GroupPredictor, ...], provenance: dict | None = None):
+        self.groups = tuple(groups)
+        self.provenance = dict(provenance or {})
+
+    def __repr__(self) -> str:
+        return f"Predictor({len(self.groups)} group(s): {', '.join(g.name for g in self.groups)})"
+
+    def select(self, hardware=None, model=None, backend=None, precision=None, **extra) -> tuple[GroupPredictor, ...]:
+        """The groups matching every key given (None matches anything)."""
+        wanted = {"hardware": hardware, "model": model, "backend": backend, "precision": precision, **extra}
+        wanted = {k: v for k, v in wanted.items() if v is not None}
+        return tuple(g for g in self.groups if all(k in g.key and str(g.key[k]) == str(v) for k, v in wanted.items()))
+
+    def _single(self) -> GroupPredictor:
+        if len(self.groups) != 1:
+            names = ", ".join(g.name for g in self.groups)
+            raise InputError(f"this predictor holds {len(self.groups)} groups ({names}); choose one with select(...).")
+        return self.groups[0]
+
+    def latency_ms(self, b, s) -> np.ndarray:
+        return self._single().latency_ms(b, s)
+
+    def latency_p99_ms(self, b, s) -> np.ndarray:
+        return self._single().latency_p99_ms(b, s)
+
+    def warmup_ms(self, b, s) -> np.ndarray:
+        return self._single().warmup_ms(b, s)
+
+    def memory_mb(self, b, s) -> np.ndarray:
+        return self._single().memory_mb(b, s)
+
+    def throughput_ips(self, b, s) -> np.ndarray:
+        return self._single().throughput_ips(b, s)
+
+    def max_batch(self, s, memory_budget_mb: float | None = None) -> np.ndarray:
+        return self._single().max_batch(s, memory_budget_mb)
+
+    def extrapolates(self, b, s, quantity: str = "latency_ms") -> np.ndarray:
+        return self._single().extrapolates(b, s, quantity)
+
+    @property
+    def report(self) -> dict:
+        return self._single().report
+
+    # --- JSON ------------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        return {
+            "format": FORMAT,
+            "schema_version": SCHEMA_VERSION,
+            "perfmodel": __version__,
+            "provenance": self.provenance,
+            "groups": [g.to_dict() for g in self.groups],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n"
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the predictor as JSON, atomically (a reader never sees half a file)."""
+        atomic_write_text(path, self.to_json())
+
+    @classmethod
+    def from_dict(cls, data, source: str = "the predictor") -> "Predictor":
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise PredictorFormatError(f"{source} is JSON but not a perfmodel predictor (no \"format\": \"{FORMAT}\"); "
+                                       "make one with `perfmodel fit`.")
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise PredictorFormatError(f"{source} has predictor schema version {version!r}, but this perfmodel "
+                                       f"{__version__} reads version {SCHEMA_VERSION}; fit it again with `perfmodel fit`.")
+        try:
+            groups = tuple(GroupPredictor.from_dict(g) for g in data["groups"])
+            provenance = dict(data.get("provenance", {}))
+        except PredictorFormatError as exc:
+            raise PredictorFormatError(f"{source} is a damaged predictor: {exc}") from None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            what = f"missing field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+            raise PredictorFormatError(f"{source} is a damaged predictor ({what}); fit it again with `perfmodel fit`.") from None
+        if not groups:
+            raise PredictorFormatError(f"{source} holds no groups; fit it again with `perfmodel fit`.")
+        return cls(groups, provenance)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Predictor":
+        """Read a predictor file; PredictorFormatError if it is not one this perfmodel reads."""
+        source = os.fspath(path)
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            raise PredictorFormatError(f"{source} does not exist: give the path of a predictor JSON file from `perfmodel fit`.") from None
+        except IsADirectoryError:
+            raise PredictorFormatError(f"{source} is a directory: give the path of a predictor JSON file.") from None
+        except PermissionError:
+            raise PredictorFormatError(f"cannot read {source}: permission denied.") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise PredictorFormatError(f"{source} is not a perfmodel predictor: it is not JSON ({exc}).") from None
+        return cls.from_dict(data, source)

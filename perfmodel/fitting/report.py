@@ -1,0 +1,56 @@
+"""The error report as table rows (for `perfmodel fit --report`) and as plain JSON (for --json)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from perfmodel.fitting.predictor import QUANTITIES, GroupPredictor, Predictor
+
+QUANTITY_HEADERS = ("quantity", "family", "features", "rows", "CV MAPE %", "CV worst %",
+                    "batch x2 MAPE %", "batch x2 worst %", "batch half MAPE %", "input size MAPE %")
+MAX_BATCH_HEADERS = ("input size px", "largest ok", "smallest oom", "max_batch")
+
+REPORT_LEGEND = """CV: leave-one-batch-size-out, on the batch sizes inside the measured range (interpolation).
+batch x2: fit on batch sizes <= half the largest, test on the rest (extrapolating up to 2x);
+batch half: fit on batch sizes <= the median, test on the larger; input size: fit on the smaller
+input sizes, test on the largest. MAPE = mean |predicted - measured| / measured; worst = its maximum."""
+
+
+def quantity_rows(group: GroupPredictor) -> list[tuple]:
+    rows = []
+    for quantity in QUANTITIES:
+        report = group.models[quantity].report
+        if report.get("family") is None:
+            rows.append((quantity, "-", report.get("reason", ""), report.get("rows", 0), None, None, None, None, None, None))
+            continue
+        extrapolation = report["extrapolation"]
+
+        def error(split: str, what: str = "mape"):
+            return extrapolation.get(split, {}).get(what)
+
+        rows.append((
+            quantity, report["family"], " + ".join(["1", *report["features"]]) if report["family"] == "linear" else "",
+            report["rows"], report["cv_mape"], report["cv_max_error"],
+            error("batch_2x"), error("batch_2x", "max_error"), error("batch_half"), error("input_size"),
+        ))
+    return rows
+
+
+def noise_note(group: GroupPredictor) -> str | None:
+    """One line on the measurement noise of latency, when the profile recorded it."""
+    report = group.models["latency_ms"].report
+    if "measured_ci_pct_median" not in report:
+        return None
+    return (f"{group.name}: the measured latency medians are known to +-{report['measured_ci_pct_median']:.1f}% "
+            f"(median over points; worst +-{report['measured_ci_pct_max']:.1f}%): smaller model errors cannot be told from noise.")
+
+
+def max_batch_rows(group: GroupPredictor) -> list[tuple]:
+    ok, oom = dict(group.ok_batches), dict(group.oom_batches)
+    sizes = sorted(set(ok) | set(oom))
+    predicted = group.max_batch(np.array(sizes, dtype=float))
+    return [(s, ok.get(s), oom.get(s), int(m)) for s, m in zip(sizes, predicted)]
+
+
+def report_json(predictor: Predictor) -> list[dict]:
+    return [{"key": dict(g.key), "report": g.report} for g in predictor.groups]

@@ -1,0 +1,179 @@
+"""fit(): from profiles to a Predictor, one GroupPredictor per group of rows.
+
+A group is one (hardware, model, backend, precision), plus architecture, protocol, mode and
+concurrency when the profiles have them (Triton sweeps). Rows with status 'ok' are fitted, 'oom'
+rows bound max_batch, 'error' rows are ignored. Each quantity is fitted on the rows that have it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+
+from perfmodel import __version__
+from perfmodel.errors import InputError
+from perfmodel.fitting.predictor import EXTRA_KEY_COLUMNS, KEY_COLUMNS, QUANTITIES, GroupPredictor, Predictor, QuantityModel
+from perfmodel.fitting.regressors import FAMILIES
+from perfmodel.fitting.selection import DEFAULT_FAMILIES, fit_quantity
+from perfmodel.schema import load_profile, validate_profile
+
+# Profile columns worth keeping beside each group: where and how it was measured.
+PROVENANCE_COLUMNS = ("device_name", "device_memory_mb", "driver", "cuda", "torch", "perfmodel", "host", "threads", "warmup_method")
+
+Profiles = str | os.PathLike | pd.DataFrame | Iterable[str | os.PathLike | pd.DataFrame]
+
+
+def fit(profiles: Profiles, *, families: Iterable[str] = DEFAULT_FAMILIES,
+        on_progress: Callable[[str, str], None] | None = None) -> Predictor:
+    """Fit latency, p99 latency, warm-up and memory models, and the max-batch bounds, per group.
+
+    profiles: a profile CSV path, a DataFrame following the profile contract, or a list of them.
+    families: the model families to choose from by cross-validation ("linear", "piecewise", "tree").
+    on_progress(group, quantity) is called before each quantity is fitted.
+    """
+    families = tuple(families)
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown or not families:
+        raise InputError(f"unknown model famil{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown) or '(none)'}; "
+                         f"choose from {', '.join(FAMILIES)}.")
+    frame, sources = _read(profiles)
+    keys = list(KEY_COLUMNS) + [c for c in EXTRA_KEY_COLUMNS if c in frame.columns and _present(frame[c]).any()]
+    frame = frame.copy()
+    for column in keys:  # a missing extra key (a profile without that column) groups as "" not NaN
+        frame[column] = frame[column].map(lambda v: "" if _missing(v) else v).astype(str)
+    groups = tuple(
+        _fit_group(_group_key(keys, values), rows, families, on_progress)
+        for values, rows in frame.groupby(keys, sort=True)
+    )
+    provenance = {
+        "sources": sources,
+        "perfmodel": __version__,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scikit-learn": _sklearn_version(),
+        "families": list(families),
+    }
+    return Predictor(groups, provenance)
+
+
+def _read(profiles: Profiles) -> tuple[pd.DataFrame, list[dict]]:
+    if isinstance(profiles, (str, os.PathLike, pd.DataFrame)):
+        profiles = [profiles]
+    frames, sources = [], []
+    for i, item in enumerate(profiles):
+        if isinstance(item, pd.DataFrame):
+            df = validate_profile(item, f"profile DataFrame {i + 1}")
+            digest = hashlib.sha256(item.to_csv(index=False).encode()).hexdigest()
+            sources.append({"source": f"DataFrame {i + 1}", "sha256": digest, "rows": len(df)})
+        else:
+            df = load_profile(item)
+            with open(item, "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()
+            sources.append({"source": os.fspath(item), "sha256": digest, "rows": len(df)})
+        frames.append(df)
+    if not frames:
+        raise InputError("no profile given: name at least one profile CSV.")
+    return pd.concat(frames, ignore_index=True, sort=False), sources
+
+
+def _missing(value) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)) or value == ""
+
+
+def _present(column: pd.Series) -> pd.Series:
+    return ~column.map(_missing).astype(bool)
+
+
+def _group_key(keys: list[str], values) -> dict:
+    key = {}
+    for column, value in zip(keys, values if isinstance(values, tuple) else (values,)):
+        if value == "" and column in EXTRA_KEY_COLUMNS:
+            continue  # this group's profile did not have the column
+        key[column] = int(float(value)) if column == "concurrency" else value
+    return key
+
+
+def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_progress) -> GroupPredictor:
+    name = "/".join(str(v) for v in key.values())
+    status = rows["status"]
+    ok, oom = rows[status == "ok"], rows[status == "oom"]
+    if ok.empty:
+        raise InputError(
+            f"group {name} has no point measured 'ok' ({(status == 'oom').sum()} oom, {(status == 'error').sum()} error): "
+            "there is nothing to fit; profile at least two batch sizes that fit in memory."
+        )
+    if ok["batch_size"].nunique() < 2:
+        first = ok.iloc[0]
+        what = (f"a single measured point (batch {int(first['batch_size'])} at {int(first['input_size'])} px)" if len(ok) == 1
+                else f"points at only one batch size ({int(first['batch_size'])})")
+        raise InputError(f"group {name} has {what}: a fit needs at least two batch sizes (better four or more); profile more.")
+
+    models = {}
+    for quantity in QUANTITIES:
+        if on_progress is not None:
+            on_progress(name, quantity)
+        values = ok[quantity].to_numpy(dtype=float)
+        usable = np.isfinite(values) & (values > 0)
+        batches = ok["batch_size"].to_numpy(dtype=float)[usable]
+        if len(np.unique(batches)) < 2:
+            reason = f"no row has {quantity}" if not usable.any() else f"{quantity} is measured at fewer than two batch sizes"
+            models[quantity] = QuantityModel(None, {"family": None, "reason": reason, "rows": int(usable.sum())})
+            continue
+        result = fit_quantity(batches, ok["input_size"].to_numpy(dtype=float)[usable], values[usable], families)
+        report = {**result.report, **(_measurement_noise(ok) if quantity == "latency_ms" else {})}
+        models[quantity] = QuantityModel(result.estimator, report)
+
+    memory = ok["memory_mb"].to_numpy(dtype=float)
+    memory = memory[np.isfinite(memory) & (memory > 0)]
+    return GroupPredictor(
+        key=MappingProxyType(key),
+        batch_sizes=tuple(sorted(int(b) for b in ok["batch_size"].unique())),
+        input_sizes=tuple(sorted(int(s) for s in ok["input_size"].unique())),
+        models=MappingProxyType(models),
+        ok_batches=_per_size(ok, "max"),
+        oom_batches=_per_size(oom, "min"),
+        memory_capacity_mb=float(memory.max()) if len(memory) else None,
+        provenance=MappingProxyType(_provenance(rows)),
+    )
+
+
+def _measurement_noise(ok: pd.DataFrame) -> dict:
+    """How well the profiler knew each median (no model can be more accurate than the data it fits)."""
+    if "latency_ci_rel" not in ok.columns:
+        return {}
+    ci = ok["latency_ci_rel"].to_numpy(dtype=float)
+    ci = ci[np.isfinite(ci)]
+    if not len(ci):
+        return {}
+    return {"measured_ci_pct_median": float(np.median(ci) * 100), "measured_ci_pct_max": float(np.max(ci) * 100)}
+
+
+def _per_size(rows: pd.DataFrame, how: str) -> tuple[tuple[int, int], ...]:
+    per_size = rows.groupby("input_size")["batch_size"].agg(how)
+    return tuple((int(s), int(b)) for s, b in per_size.items())
+
+
+def _provenance(rows: pd.DataFrame) -> dict:
+    found = {}
+    for column in PROVENANCE_COLUMNS:
+        if column in rows.columns:
+            values = sorted({str(v) for v in rows[column] if not _missing(v)})
+            if values:
+                found[column] = values[0] if len(values) == 1 else values
+    return found
+
+
+def _sklearn_version() -> str | None:
+    try:
+        from sklearn import __version__ as version
+    except ImportError:
+        return None
+    return version

@@ -1,0 +1,133 @@
+"""The report's tables, formatted for a person: a profile's key numbers and provenance, a predictor's
+error report, a plan's totals and assignments."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.report.content import Table
+from perfmodel.report.groups import SOURCE, Layout
+from perfmodel.report.plan_figures import assignment_label
+from perfmodel.report.style import number
+
+
+def _at(rows: pd.DataFrame, column: str, index) -> str:
+    if column not in rows.columns:
+        return "-"
+    return number(float(rows.loc[index, column]))
+
+
+def key_numbers(lay: Layout) -> Table:
+    headers = ("compared", "input size (px)", "batch sizes ok", "largest ok", "smallest OOM",
+               "latency at the smallest batch (ms)", "best throughput (images/s)", "warm-up ÷ latency",
+               "peak memory at largest ok (MiB)")
+    rows = []
+    for s in lay.series:
+        r = s.rows
+        b = r["batch_size"].astype(int)
+        first, last = r.index[0], r.index[-1]
+        ips = s.throughput_ips
+        best = ips.idxmax()
+        ratio = (r["warmup_ms"].astype(float) / r["latency_ms"].astype(float)).dropna()
+        rows.append((
+            s.group or lay.common, str(s.input_size), f"{b.min():,}–{b.max():,} ({len(r)})" if len(r) > 1 else f"{b.min():,}",
+            f"{b.max():,}", f"{s.smallest_oom:,}" if s.smallest_oom else "none measured",
+            f"{_at(r, 'latency_ms', first)} (batch {b[first]:,})",
+            f"{number(ips[best])} (batch {b[best]:,})",
+            f"{number(ratio.min())}–{number(ratio.max())}" if len(ratio) else "-",
+            _at(r, "memory_mb", last),
+        ))
+    note = "Points with status ok only; 'smallest OOM' is the smallest batch that ran out of memory at that input size."
+    return Table("Key numbers", headers, tuple(rows), note)
+
+
+PROVENANCE = (
+    ("hardware", "hardware"), ("device_name", "device"), ("device_memory_mb", "device memory (MiB)"),
+    ("torch", "torch"), ("cuda", "CUDA"), ("driver", "driver"), ("perfmodel", "perfmodel"), ("threads", "threads"),
+    ("warmup_method", "warm-up measured"), ("host", "host"), ("created_at", "created at"),
+    ("load_avg_1m", "load average (1 min)"),
+)
+
+
+def provenance(df: pd.DataFrame) -> Table:
+    """Per profile file: where and when it was measured, and how busy the machine was."""
+    present = [(c, h) for c, h in PROVENANCE if c in df.columns and _span(df[c]) != "-"]
+    headers = ("profile", "points (ok / oom / error)", *(h for _, h in present))
+    rows = []
+    for source, frame in df.groupby(SOURCE, sort=False):
+        counts = frame["status"].value_counts()
+        cells = [str(source), " / ".join(str(int(counts.get(s, 0))) for s in ("ok", "oom", "error"))]
+        cells += [_span(frame[c]) for c, _ in present]
+        rows.append(tuple(cells))
+    return Table("Provenance", headers, tuple(rows), "A range (first–last, or min–max for numbers) where rows differ.")
+
+
+def _span(values: pd.Series) -> str:
+    values = values.dropna()
+    values = values[values.astype(str).str.strip() != ""]
+    if values.empty:
+        return "-"
+    if pd.api.types.is_numeric_dtype(values):
+        lo, hi = float(values.min()), float(values.max())
+        return number(lo) if lo == hi else f"{number(lo)}–{number(hi)}"
+    unique = list(dict.fromkeys(values.astype(str)))
+    if len(unique) == 1:
+        return unique[0]
+    ordered = sorted(unique)
+    return f"{ordered[0]} – {ordered[-1]}" if len(unique) > 3 else ", ".join(unique)
+
+
+def _flatten(value, prefix: str = "") -> dict[str, object]:
+    """A nested dict as {'a › b': leaf}; lists stay leaves."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix} › {k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float, np.number)):
+        return "-" if isinstance(value, float) and math.isnan(value) else number(float(value))
+    if isinstance(value, (list, tuple)):
+        if value and all(isinstance(v, (list, tuple)) for v in value):
+            return "; ".join(" → ".join(_cell(x) for x in v) for v in value)
+        return ", ".join(_cell(v) for v in value) if value else "-"
+    return str(value)
+
+
+def error_report(title: str, report) -> Table:
+    """Whatever nested dict the predictor reports, as one table: a row per measure, a column per quantity."""
+    report = report if isinstance(report, dict) else {"report": report}
+    columns = [k for k, v in report.items() if isinstance(v, dict)]
+    loose = {k: v for k, v in report.items() if not isinstance(v, dict)}
+    flat = {c: _flatten(report[c]) for c in columns}
+    if loose:
+        columns.append("")
+        flat[""] = loose
+    measures = list(dict.fromkeys(m for c in columns for m in flat[c]))
+    rows = tuple((m, *(_cell(flat[c].get(m)) for c in columns)) for m in measures)
+    return Table(title, ("measure", *columns), rows, "As the predictor reports it (perfmodel fit --report explains each measure).")
+
+
+def plan_summary(plan: dict) -> Table:
+    skip = {"assignments", "gpus"}
+    rows = tuple((str(k), _cell(v) if not isinstance(v, dict) else _cell(list(v.items()))) for k, v in plan.items() if k not in skip)
+    return Table("Plan", ("", "value"), rows)
+
+
+def plan_assignments(plan: dict) -> Table | None:
+    assignments = plan.get("assignments") or []
+    if not assignments:
+        return None
+    keys = list(dict.fromkeys(k for a in assignments for k in a))
+    rows = tuple((assignment_label(a), *(_cell(a.get(k)) for k in keys)) for a in assignments)
+    return Table("Assignments (per GPU in each group)", ("group", *keys), rows)

@@ -1,0 +1,74 @@
+"""`perfmodel fit` on the command line: the report, JSON output, and one clear error per bad input."""
+
+import json
+
+import numpy as np
+import pytest
+
+from perfmodel.cli import main
+from perfmodel.fitting import Predictor
+from perfmodel.fitting.synthetic import GpuLikeCurve, gpu_like_profile
+from perfmodel.schema import write_profile
+
+
+@pytest.fixture(scope="module")
+def profile_csv(tmp_path_factory):
+    path = tmp_path_factory.mktemp("profiles") / "synthetic.csv"
+    curve = GpuLikeCurve(capacity_mb=4000.0)
+    write_profile(gpu_like_profile(curve, batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), input_sizes=(160, 224)), path)
+    return path
+
+
+def test_fit_writes_a_predictor_and_prints_the_report(profile_csv, tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert main(["fit", str(profile_csv), "--out", str(out), "--report"]) == 0
+    printed = capsys.readouterr()
+    assert "CV MAPE %" in printed.out and "latency_ms" in printed.out and "max_batch" in printed.out
+    assert "wrote 1 group(s)" in printed.err
+    assert "latency medians are known to +-1.0%" in printed.err
+    predictor = Predictor.load(out)
+    assert predictor.latency_ms(8, 224) > 0
+    assert set(predictor.provenance["families"]) == {"linear", "piecewise", "tree"}
+
+
+def test_fit_json_prints_the_report_as_json(profile_csv, tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert main(["fit", str(profile_csv), "--out", str(out), "--report", "--json", "--families", "linear"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["out"] == str(out)
+    report = result["groups"][0]["report"]
+    assert report["latency_ms"]["family"] == "linear"
+    assert {"cv_mape", "cv_max_error", "extrapolation"} <= set(report["memory_mb"])
+    assert json.loads(out.read_text())["groups"][0]["quantities"]["latency_ms"]["report"] == report["latency_ms"]
+
+
+def _rows(profile_csv, edit):
+    lines = profile_csv.read_text().splitlines()
+    return "\n".join(edit(lines)) + "\n"
+
+
+BAD_PROFILES = {
+    "empty": lambda lines: [],
+    "header only": lambda lines: lines[:1],
+    "single point": lambda lines: lines[:2],
+    "only oom": lambda lines: [lines[0]] + [l.replace(",ok,", ",oom,") for l in lines[1:]],
+    "nan": lambda lines: lines[:1] + [lines[1].replace(lines[1].split(",")[6], "NaN", 1)] + lines[2:],
+    "negative": lambda lines: lines[:1] + [lines[1].replace(lines[1].split(",")[9], "-5", 1)] + lines[2:],
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_PROFILES))
+def test_bad_profiles_exit_2_with_one_line_and_no_file(profile_csv, tmp_path, capsys, case):
+    bad = tmp_path / "bad.csv"
+    bad.write_text(_rows(profile_csv, BAD_PROFILES[case]) if case != "empty" else "")
+    out = tmp_path / "p.json"
+    assert main(["fit", str(bad), "--out", str(out), "--families", "linear"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "Traceback" not in err[0]
+    assert not out.exists()
+
+
+def test_unknown_family_and_unwritable_out_exit_2(profile_csv, tmp_path, capsys):
+    assert main(["fit", str(profile_csv), "--out", str(tmp_path / "p.json"), "--families", "neural"]) == 2
+    assert main(["fit", str(profile_csv), "--out", str(tmp_path / "missing" / "p.json")]) == 2
+    assert capsys.readouterr().err.count("error: ") == 2

@@ -1,0 +1,232 @@
+"""perfmodel.plan and `perfmodel plan`: profiles and predictors in, plans and clear errors out."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfmodel.cli import main
+from perfmodel.errors import InfeasibleError, InputError
+from perfmodel.plan import NoPlanError, make_plan, summary
+
+BATCHES = (1, 2, 4, 8)
+
+
+def profile_rows(hardware="cpu", model="tiny", speed=1.0, sizes=(64, 224), load_ms=50.0):
+    """Synthetic points: latency = (2 ms + 1 ms x b x (s/64)^2) / speed; p99 = 1.5 x median."""
+    rows = []
+    for s in sizes:
+        for b in BATCHES:
+            latency = (2.0 + 1.0 * b * (s / 64) ** 2) / speed
+            rows.append(dict(hardware=hardware, model=model, backend="torch", precision="fp32", input_size=s,
+                             batch_size=b, latency_ms=latency, latency_p99_ms=1.5 * latency, warmup_ms=3 * latency + 20,
+                             memory_mb=100.0 * b, status="ok", load_ms=load_ms))
+        rows.append(dict(hardware=hardware, model=model, backend="torch", precision="fp32", input_size=s, batch_size=16,
+                         latency_ms=np.nan, latency_p99_ms=np.nan, warmup_ms=np.nan, memory_mb=np.nan, status="oom",
+                         load_ms=load_ms))
+    return rows
+
+
+@pytest.fixture
+def profile(tmp_path):
+    path = tmp_path / "p.csv"
+    pd.DataFrame(profile_rows() + profile_rows("fast", speed=4.0, load_ms=500.0)).to_csv(path, index=False)
+    return str(path)
+
+
+def test_plan_from_a_profile_uses_measured_batches_and_load_time(profile):
+    plan = make_plan(10_000, "60s", profiles=[profile], input_size=64, pool={"cpu": 100})
+    assert plan.status == "optimal" and plan.total_images == 10_000
+    (a,) = plan.assignments
+    assert a.batch_size in BATCHES and a.label == "torch fp32"
+    assert a.load_s == pytest.approx(0.05)  # the profile's load_ms
+    assert plan.makespan_s <= 60
+
+
+def test_p99_plans_on_the_slower_latency(profile):
+    p50 = make_plan(200_000, 60, profiles=[profile], input_size=224, pool={"cpu": 1000})
+    p99 = make_plan(200_000, 60, profiles=[profile], input_size=224, pool={"cpu": 1000}, use="p99")
+    assert p99.total_gpus >= p50.total_gpus
+    b = p99.assignments[0].batch_size
+    assert p99.assignments[0].latency_s == pytest.approx(1.5 * (2.0 + b * (224 / 64) ** 2) / 1000)
+
+
+def test_without_a_pool_every_type_is_available_and_the_fewest_win(profile):
+    plan = make_plan(500_000, 60, profiles=[profile], input_size=64)
+    assert set(plan.gpus_by_type) == {"fast"}  # 4x faster, so fewer GPUs
+
+
+def test_mix_of_sizes_and_margin(profile):
+    plan = make_plan(None, "2m", profiles=[profile], mix={64: 30_000, 224: 10_000}, pool={"cpu": 50}, margin="10%")
+    assert plan.images_planned == {64: 30_000, 224: 10_000}
+    assert plan.makespan_s <= 120 * 0.9
+    assert "(margin 10%)" in summary(plan)
+
+
+def test_cost_objective_needs_prices_and_bills_the_window(profile):
+    with pytest.raises(InputError, match="price"):
+        make_plan(10_000, 60, profiles=[profile], objective="cost")
+    plan = make_plan(300_000, 60, profiles=[profile], input_size=64, objective="cost", prices={"cpu": 1.0, "fast": 10.0})
+    assert plan.cost == pytest.approx(sum(n * {"cpu": 1.0, "fast": 10.0}[k] for k, n in plan.gpus_by_type.items()) * 60 / 3600)
+
+
+def test_infeasible_says_why_and_what_would_help(profile):
+    with pytest.raises(NoPlanError) as raised:
+        make_plan(1_000_000, 10, profiles=[profile], input_size=224, pool={"cpu": 2})
+    error = raised.value
+    assert isinstance(error, InfeasibleError) and error.exit_code == 3
+    message = str(error)
+    assert "no more than" in message and "more cpu" in message and "deadline of at least" in message
+    assert error.diagnosis.extra_gpus["cpu"] > 0
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(pool={"h100": 4}), "no profile or predictor for h100"),
+    (dict(input_size=512), "nothing measured at input size 512"),
+    (dict(model="resnet50"), "no resnet50"),
+    (dict(images=None), "soft mode needs --images"),
+    (dict(mode="relaxed", images=None), "give --pool"),
+    (dict(mix={64: 5, 224: 5}, input_size=64), "either --input-size or --mix"),
+    (dict(deadline="soon"), "not a duration"),
+    (dict(prices={"h100": 1.0}), "--price names h100"),
+])
+def test_bad_requests_are_one_clear_input_error(profile, kwargs, match):
+    args = dict(images=1000, deadline=60, profiles=[profile])
+    args.update(kwargs)
+    with pytest.raises(InputError, match=match):
+        make_plan(**args)
+
+
+def test_several_models_need_a_choice(tmp_path):
+    path = tmp_path / "two.csv"
+    pd.DataFrame(profile_rows(model="a") + profile_rows(model="b")).to_csv(path, index=False)
+    with pytest.raises(InputError, match="several models"):
+        make_plan(100, 60, profiles=[str(path)], input_size=64)
+    assert make_plan(100, 60, profiles=[str(path)], input_size=64, model="b").total_images == 100
+
+
+class FakeGroup:
+    """The agreed GroupPredictor interface, with the synthetic curve of profile_rows (speed 1)."""
+
+    hardware, model, backend, precision = "gpu", "tiny", "torch", "fp16"
+    input_sizes = (64, 224)
+    batch_range = (1, 64)
+    report: dict = {}
+
+    def latency_ms(self, b, s):
+        return 2.0 + 1.0 * np.asarray(b) * (np.asarray(s) / 64) ** 2
+
+    def latency_p99_ms(self, b, s):
+        return 1.5 * self.latency_ms(b, s)
+
+    def warmup_ms(self, b, s):
+        return 3 * self.latency_ms(b, s) + 20
+
+    def memory_mb(self, b, s):
+        return 100.0 * np.asarray(b)
+
+    def throughput_ips(self, b, s):
+        return np.asarray(b) / self.latency_ms(b, s) * 1000
+
+    def max_batch(self, s, memory_budget_mb=None):
+        return np.asarray(64 * 64 * 64 // (np.asarray(s) ** 2) * 16)
+
+
+class FakePredictor:
+    groups = (FakeGroup(),)
+
+    def select(self, hardware=None, model=None, backend=None, precision=None):
+        return tuple(g for g in self.groups if model in (None, g.model) and backend in (None, g.backend)
+                     and precision in (None, g.precision) and hardware in (None, g.hardware))
+
+
+def test_plan_from_a_predictor_uses_every_batch_size_up_to_max_batch():
+    plan = make_plan(1_000_000, 60, predictors=[FakePredictor()], input_size=64, pool={"gpu": 100})
+    (a,) = plan.assignments[:1]
+    assert a.label == "torch fp16 (predicted)"
+    assert 1 <= a.batch_size <= 1024 and a.batch_size not in BATCHES  # not only the powers of two
+    assert plan.total_images == 1_000_000
+
+
+def test_predictor_extrapolation_is_warned_about():
+    with pytest.warns(Warning, match="extrapolates"):
+        make_plan(1000, 60, predictors=[FakePredictor()], input_size=512)
+
+
+# ---- the command line -------------------------------------------------------------------------
+
+
+def run_cli(capsys, *args):
+    code = main(["plan", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_json_has_the_documented_keys(capsys, profile):
+    code, out, _ = run_cli(capsys, "--images", "100k", "--deadline", "1.5m", "--profile", profile, "--input-size", "64",
+                           "--pool", "cpu=64", "--json")
+    assert code == 0
+    d = json.loads(out)
+    for key in ("status", "mode", "images", "deadline_s", "total_gpus", "images_planned", "makespan_s", "solve_time_s",
+                "assignments"):
+        assert key in d
+    assert d["images"] == 100_000 and d["deadline_s"] == 90
+    for key in ("hardware", "input_size", "batch_size", "batches", "images", "finish_s", "count"):
+        assert key in d["assignments"][0]
+
+
+def test_cli_readable_output_starts_with_a_summary(capsys, profile):
+    code, out, err = run_cli(capsys, "--mode", "relaxed", "--deadline", "60s", "--pool", "cpu=8", "--profile", profile,
+                             "--input-size", "64")
+    assert code == 0
+    first = out.splitlines()[0]
+    assert first.startswith("8 x cpu, ") and "images (as many as fit)" in first and "optimal" in first
+    assert "batch" in out and "finish s" in out
+    assert "HiGHS" in err
+
+
+def test_cli_infeasible_exits_3_and_explains(capsys, profile):
+    code, out, err = run_cli(capsys, "--images", "10M", "--deadline", "10s", "--profile", profile, "--pool", "cpu=1")
+    assert code == 3
+    assert err.startswith("error: no plan meets the deadline") and "To make it feasible" in err
+    code, out, err = run_cli(capsys, "--images", "10M", "--deadline", "10s", "--profile", profile, "--pool", "cpu=1", "--json")
+    assert code == 3 and json.loads(out)["status"] == "infeasible"
+
+
+@pytest.mark.parametrize("args, match", [
+    (["--images", "1.5m", "--deadline", "60s"], "use M for millions"),
+    (["--images", "100", "--deadline", "5x"], "not a duration"),
+    (["--images", "100", "--deadline", "60s", "--margin", "5"], "ambiguous"),
+    (["--images", "100", "--deadline", "60s", "--pool", "cpu"], "KEY=VALUE"),
+    (["--images", "100", "--deadline", "60s", "--max-batches", "0"], "max-batches"),
+])
+def test_cli_malformed_values_give_one_line_and_exit_2(capsys, profile, args, match):
+    code, out, err = run_cli(capsys, *args, "--profile", profile)
+    assert code == 2 and match in err and len(err.strip().splitlines()) == 1 and not out
+
+
+def test_cli_help_documents_exit_codes(capsys):
+    assert main(["plan", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "exit codes" in out and "3    no plan meets the deadline" in out
+
+
+def test_cli_uses_the_shipped_profiles_by_default(capsys, tmp_path, monkeypatch):
+    (tmp_path / "profiles").mkdir()
+    pd.DataFrame(profile_rows(model="resnet50")).to_csv(tmp_path / "profiles" / "cpu-resnet50-torch.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(capsys, "--images", "100000", "--deadline", "60s")
+    assert code == 0 and "x cpu, 100,000 images by" in out
+
+
+def test_plan_json_is_what_perfmodel_report_reads(capsys, profile, tmp_path):
+    from perfmodel.report.inputs import read_plan
+
+    for images, pool, status in (("1000", "cpu=4", "optimal"), ("10M", "cpu=1", "infeasible")):
+        _, out, _ = run_cli(capsys, "--images", images, "--pool", pool, "--deadline", "10s", "--profile", profile, "--json")
+        path = tmp_path / f"{status}.json"
+        path.write_text(out)
+        assert read_plan(path)["status"] == status

@@ -1,0 +1,254 @@
+"""`perfmodel report` as a user runs it: files written, figures valid and inline, bad input one line."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from perfmodel.cli import main
+from perfmodel.profile import run_profile
+from report_data import FakePredictor, gpu_like_profile, plan_json, write_gpu_like
+
+PROFILE_FIGURES = ("latency.png", "throughput.png", "memory.png", "warmup.png")
+
+
+def run_cli(capsys, *args):
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def embedded_pngs(page: str) -> list[bytes]:
+    return [base64.b64decode(data) for data in re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)]
+
+
+def check_page(out, figures) -> str:
+    """Every figure is a readable PNG file, and the page carries each one inline and nothing from outside."""
+    page = (out / "report.html").read_text(encoding="utf-8")
+    inline = embedded_pngs(page)
+    for name in figures:
+        path = out / name
+        with Image.open(path) as image:
+            image.verify()
+        with Image.open(path) as image:
+            assert image.format == "PNG" and min(image.size) > 300
+        assert path.read_bytes() in inline, f"{name} is not embedded in the page"
+    assert len(inline) == len(figures)
+    text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", page)
+    assert not re.search(r"https?:|//[a-z]|<script|<link|<iframe|@import|url\(", text, re.IGNORECASE)
+    assert not re.search(r'(src|href)="(?!data:image/png;base64,|#)', page)
+    return page
+
+
+@pytest.fixture
+def tiny_profile(tmp_path, tiny_config):
+    out = tmp_path / "tiny.csv"
+    run_profile(tiny_config(batch_sizes=(1, 2, 4), input_sizes=(32, 48)), out)
+    return out
+
+
+def test_report_of_a_measured_profile(tmp_path, capsys, tiny_profile):
+    out = tmp_path / "report" / "nested"  # created, parents too
+    code, stdout, stderr = run_cli(capsys, "report", tiny_profile, "--out", out)
+    assert code == 0, stderr
+    page = check_page(out, PROFILE_FIGURES)
+    assert "Key numbers" in page and "Provenance" in page
+    assert "tiny" in page and "load average" in page and "created at" in page
+    assert f"wrote {out / 'report.html'} and 4 figure(s)" in stderr
+
+
+def test_overlay_of_two_profiles_and_json_output(tmp_path, capsys):
+    h100 = write_gpu_like(tmp_path / "h100.csv")
+    a100 = write_gpu_like(tmp_path / "a100.csv", hardware="a100", capacity_mb=40_960, speed=0.45)
+    out = tmp_path / "cmp"
+    code, stdout, stderr = run_cli(capsys, "report", h100, a100, "--out", out, "--json")
+    assert code == 0, stderr
+    written = json.loads(stdout)
+    assert sorted(p.rsplit("/", 1)[1] for p in written["figures"]) == sorted(PROFILE_FIGURES)
+    page = check_page(out, PROFILE_FIGURES)
+    # one row per (hardware, input size) in the key numbers, each with its own largest batch and OOM
+    assert re.search(r"<td>h100</td><td>224</td>.*?<td>1,024</td><td>2,048</td>", page)
+    assert re.search(r"<td>a100</td><td>320</td>.*?<td>256</td><td>512</td>", page)
+
+
+def test_curves_are_grouped_by_what_differs():
+    from perfmodel.report.groups import layout
+    import pandas as pd
+
+    df = pd.concat([gpu_like_profile(), gpu_like_profile(hardware="a100"), gpu_like_profile(precision="fp32")])
+    lay = layout(df.assign(source="x.csv"))
+    assert lay.common == "resnet50, torch"
+    assert {s.group for s in lay.series} == {"h100 fp16", "a100 fp16", "h100 fp32"}
+    assert len({s.colour for s in lay.series}) == 3 and len({s.marker for s in lay.series}) == 2
+    assert {s.smallest_oom for s in lay.series if s.input_size == 224} == {2048}
+
+
+def test_predictor_curves_and_error_report(tmp_path):
+    from perfmodel.report import make_sections
+    from perfmodel.report.content import Table
+
+    profile = gpu_like_profile().assign(source="h100.csv")
+    sections = make_sections(profile, [FakePredictor()], None)
+    predictor = next(s for s in sections if s.title.startswith("Predictor"))
+    assert [f.name for f in predictor.figures] == ["fit-h100-resnet50-torch-fp16.png"]
+    table = next(i for i in predictor.items if isinstance(i, Table))
+    rows = {row[0]: row[1:] for row in table.rows}
+    assert table.headers[1:] == ("latency_ms", "warmup_ms", "memory_mb", "max_batch")
+    assert rows["cv_mape"][:2] == ("1.2", "8") and rows["extrapolation › batch_2x › max_error"][0] == "5.5"
+    assert rows["reason"][2] == "not measured" and rows["largest_ok"][3] == "224 → 1,024; 320 → 512"
+
+
+def test_plan_timeline(tmp_path, capsys):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(plan_json()))
+    out = tmp_path / "r"
+    code, _, stderr = run_cli(capsys, "report", "--plan", plan, "--out", out)
+    assert code == 0, stderr
+    page = check_page(out, ("plan-timeline.png",))
+    assert "3 x h100, 224 px, batch 256" in page and "a100, 320 px, batch 64" in page
+
+
+def test_plan_without_optional_keys_and_an_infeasible_plan(tmp_path, capsys):
+    bare = {"status": "feasible", "assignments": [{"hardware": "h100", "batch_size": 64, "finish_s": 12.5}]}
+    (tmp_path / "bare.json").write_text(json.dumps(bare))
+    code, _, stderr = run_cli(capsys, "report", "--plan", tmp_path / "bare.json", "--out", tmp_path / "a")
+    assert code == 0, stderr
+    check_page(tmp_path / "a", ("plan-timeline.png",))
+
+    infeasible = {"status": "infeasible", "reason": "1,000,000 images need 12 more h100", "deadline_s": 60}
+    (tmp_path / "no.json").write_text(json.dumps(infeasible))
+    code, _, stderr = run_cli(capsys, "report", "--plan", tmp_path / "no.json", "--out", tmp_path / "b")
+    assert code == 0, stderr
+    page = check_page(tmp_path / "b", ())
+    assert "No plan meets the deadline: 1,000,000 images need 12 more h100" in page
+
+
+def _bad_inputs(tmp_path):
+    good = write_gpu_like(tmp_path / "good.csv")
+    (tmp_path / "no-columns.csv").write_text("hardware,model\ncpu,tiny\n")
+    (tmp_path / "not-json.json").write_text("{ not json")
+    (tmp_path / "not-a-plan.json").write_text(json.dumps({"format": "perfmodel-predictor"}))
+    (tmp_path / "no-assignments.json").write_text(json.dumps({"status": "optimal"}))
+    bad_finish = plan_json()
+    bad_finish["assignments"][1]["finish_s"] = -3
+    (tmp_path / "bad-finish.json").write_text(json.dumps(bad_finish))
+    (tmp_path / "a-file").write_text("")
+    return [
+        ([tmp_path / "missing.csv"], "missing.csv does not exist"),
+        ([good, tmp_path / "no-columns.csv"], "lacks the required columns"),
+        ([good, "--plan", tmp_path / "not-json.json"], "is not a plan: it is not JSON"),
+        ([good, "--plan", tmp_path / "not-a-plan.json"], "is JSON but not a plan"),
+        (["--plan", tmp_path / "no-assignments.json"], "no \"assignments\" list"),
+        (["--plan", tmp_path / "bad-finish.json"], "assignment 2: \"finish_s\" is -3"),
+        (["--plan", tmp_path / "missing.json"], "missing.json does not exist"),
+        ([], "nothing to report"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, case):
+    args, words = _bad_inputs(tmp_path)[case]
+    out = tmp_path / "out"
+    code, stdout, stderr = run_cli(capsys, "report", *args, "--out", out)
+    assert code == 2, stderr
+    assert words in stderr and len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr
+    assert not out.exists()
+
+
+def test_bad_predictor_file_is_one_line_exit_2(tmp_path, capsys):
+    try:
+        from perfmodel.fitting import Predictor  # noqa: F401
+    except ImportError:
+        pytest.skip("needs perfmodel.fitting")
+    (tmp_path / "plan-as-predictor.json").write_text(json.dumps(plan_json()))
+    for path, words in ((tmp_path / "missing.json", "missing.json does not exist"),
+                        (tmp_path / "plan-as-predictor.json", "not a perfmodel predictor")):
+        code, _, stderr = run_cli(capsys, "report", "--predictor", path, "--out", tmp_path / "out")
+        assert code == 2 and words in stderr and len(stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "out").exists()
+
+
+def test_out_is_a_file(tmp_path, capsys):
+    (tmp_path / "a-file").write_text("keep me")
+    code, _, stderr = run_cli(capsys, "report", write_gpu_like(tmp_path / "p.csv"), "--out", tmp_path / "a-file")
+    assert code == 2 and "is a file" in stderr and (tmp_path / "a-file").read_text() == "keep me"
+
+
+def test_batch_labels_never_touch():
+    from perfmodel.report import style
+
+    fig, axes = style.new_figure(width=3.5, height=2.5)
+    ax = axes[0, 0]
+    ax.plot([1, 16384], [1, 2])
+    style.batch_axis(ax, [1, 16384])
+    style._thin_batch_labels(fig)
+    boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
+    assert 2 <= len(boxes) < 15
+    assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))
+    style.plt.close(fig)
+
+
+def test_import_perfmodel_does_not_import_matplotlib():
+    code = "import sys, perfmodel, perfmodel.cli; assert 'matplotlib' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# No subnormal floats: torch (imported by other tests) switches them off process-wide (flush-to-zero).
+_values = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=False),
+                    st.text(max_size=5), st.lists(st.integers(), max_size=2))
+_assignment = st.dictionaries(
+    st.sampled_from(["hardware", "batch_size", "finish_s", "count", "load_s", "warmup_s", "latency_s", "batches",
+                     "input_size", "option"]), _values, max_size=10)
+_plan = st.fixed_dictionaries(
+    {"status": st.sampled_from(["optimal", "feasible"]), "assignments": st.lists(_assignment, max_size=3)},
+    optional={k: _values for k in ("mode", "deadline_s", "usable_s", "margin", "makespan_s", "total_gpus",
+                                   "images", "images_planned")})
+
+
+@settings(max_examples=200, deadline=None)
+@given(plan=_plan)
+def test_any_plan_json_is_read_or_refused_in_one_sentence(tmp_path_factory, plan):
+    from perfmodel.errors import InputError
+    from perfmodel.report import plan_figures, tables
+    from perfmodel.report.inputs import read_plan
+
+    path = tmp_path_factory.mktemp("plan") / "plan.json"
+    path.write_text(json.dumps(plan))
+    try:
+        checked = read_plan(path)
+    except InputError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(str(path))
+        return
+    for a in checked["assignments"]:  # what the timeline draws from an accepted plan
+        assert all(width > 0 and start >= 0 for start, width, _ in plan_figures._segments(a))
+        assert plan_figures.assignment_label(a)
+    assert plan_figures._title(checked).startswith("Plan: ")
+    assert tables.plan_summary(checked).rows and tables.plan_assignments(checked) is not None or not checked["assignments"]
+
+
+@settings(max_examples=15, deadline=None)
+@given(plan=_plan)
+def test_any_accepted_plan_draws(tmp_path_factory, plan):
+    from hypothesis import assume
+
+    from perfmodel.errors import InputError
+    from perfmodel.report.inputs import read_plan
+    from perfmodel.report.plan_figures import timeline_figure
+
+    path = tmp_path_factory.mktemp("plan") / "plan.json"
+    path.write_text(json.dumps(plan))
+    try:
+        checked = read_plan(path)
+    except InputError:
+        assume(False)
+    figure = timeline_figure(checked)
+    assert (figure is None) == (not checked["assignments"])
+    assert figure is None or figure.png.startswith(b"\x89PNG")
