@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import psutil
 
 from perfmodel import __version__
@@ -42,6 +43,7 @@ from perfmodel.profile.backends.triton_client import (
     server_times_ms,
 )
 from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerInfo, ServerSettings
+from perfmodel.profile.backends.triton_server import TOKEN_ENV
 from perfmodel.profile.models import resolve_model
 from perfmodel.profile.monitor import HardwareMonitor, open_nvml
 from perfmodel.profile.provenance import hardware_key, now_utc
@@ -246,8 +248,8 @@ class _TritonSweep:
         c, o = self.config, self.opts
         groups = [(size, batch) for size in c.input_sizes for batch in c.batch_sizes]
         loads = [(p, m, k) for p in o.protocols for m in o.modes for k in o.concurrencies]
-        total = len(groups) * len(loads)
-        self.notify(SweepEvent("start", total=total))
+        self.total = len(groups) * len(loads)
+        self.notify(SweepEvent("start", total=self.total))
         gpu_index = int(c.device.partition(":")[2] or 0) if self.is_cuda and self.architecture == "local-server" else None
         target: _Target | None = None
         with ServingMonitor(gpu_index=gpu_index) as monitor:
@@ -273,9 +275,7 @@ class _TritonSweep:
                     target.local.stop()
         return validate_profile(self._frame(), str(self.out))
 
-    def _frame(self):
-        import pandas as pd
-
+    def _frame(self) -> pd.DataFrame:
         # A sweep whose points all failed still writes a valid profile (status error, times empty).
         df = pd.DataFrame(self.rows)
         return df.reindex(columns=[*REQUIRED_COLUMNS, *(c for c in df.columns if c not in REQUIRED_COLUMNS)])
@@ -283,12 +283,8 @@ class _TritonSweep:
     def _announce(self, identity: dict, row: dict, resumed: bool) -> None:
         self.done += 1
         load = f"{identity['protocol']} {identity['mode']} x{identity['concurrency']}"
-        self.notify(SweepEvent("point", self.done, self._total(), identity["input_size"],
-                               identity["batch_size"], row["status"], resumed, load))
-
-    def _total(self) -> int:
-        c, o = self.config, self.opts
-        return len(c.input_sizes) * len(c.batch_sizes) * len(o.protocols) * len(o.modes) * len(o.concurrencies)
+        self.notify(SweepEvent("point", self.done, self.total, identity["input_size"], identity["batch_size"],
+                               row["status"], resumed, load))
 
     # -- the server ---------------------------------------------------------------------------
 
@@ -296,7 +292,7 @@ class _TritonSweep:
         c, o = self.config, self.opts
         if o.url is not None:
             target = _Target(urls={o.protocols[0]: o.url}, model_name=o.server_model or self.spec.name,
-                             access_token=os.environ.get("PERFMODEL_TRITON_ACCESS_TOKEN"),
+                             access_token=os.environ.get(TOKEN_ENV),
                              warmup_method="running-server", load_ms=math.nan, threads=None,
                              provenance={"device_name": "", "torch": ""})
         else:
