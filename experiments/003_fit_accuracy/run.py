@@ -164,7 +164,7 @@ def fmt(value, digits=2) -> str:
 
 
 def write_markdown(results: dict) -> str:
-    lines = [f"# 003 fit accuracy: results", "", f"machine: {results['machine']}", ""]
+    lines = ["# 003 fit accuracy: results", "", f"machine: {results['machine']}", ""]
     lines += [f"load average (1, 5, 15 min) before: {results['load_before']}, after: {results['load_after']}", ""]
     lines += ["## Synthetic GPU-like curve (1% noise), per seed", "",
               "| quantity | seed | family | features | CV MAPE % | CV worst % | report x2 MAPE % | truth inside MAPE % | truth inside worst % | truth 2x MAPE % | truth 2x worst % |",

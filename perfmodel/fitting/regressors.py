@@ -12,7 +12,6 @@ All three fit relative error (what MAPE measures), not absolute error.
 from __future__ import annotations
 
 import inspect
-import math
 from typing import ClassVar
 
 import numpy as np

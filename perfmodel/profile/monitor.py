@@ -7,7 +7,6 @@ Without NVML (no GPU, no driver) the GPU counters stay empty and the monitor say
 from __future__ import annotations
 
 import threading
-import time
 import warnings
 from dataclasses import dataclass
 

@@ -10,23 +10,21 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 import psutil
 
 from perfmodel.errors import InputError
-from perfmodel.files import check_writable
 from perfmodel.profile import memory
 from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner, check_device, is_oom
 from perfmodel.profile.models import resolve_model
 from perfmodel.profile.monitor import HardwareMonitor
+from perfmodel.profile.output import ProfileOutput
 from perfmodel.profile.provenance import hardware_key, now_utc, torch_provenance
 from perfmodel.profile.search import search_batch_sizes
 from perfmodel.profile.timing import StabilityRule, measure_latency
 from perfmodel.profile.worker import run_in_fresh_process
-from perfmodel.schema import POINT_KEY, load_profile, validate_profile, write_profile
 
 if TYPE_CHECKING:
     from perfmodel.profile.backends.triton_backend import TritonOptions
@@ -94,8 +92,7 @@ def run_profile(config: ProfileConfig, out: str | os.PathLike, resume: bool = Fa
 
         return run_triton_profile(config, out, resume, notify)
     spec = resolve_model(config.model)
-    out = check_writable(out)
-    existing = _existing_rows(out, resume)
+    output = ProfileOutput(out, resume)
     device = check_device(config.device)
     is_cuda = device.startswith("cuda")
     threads = config.threads if config.threads is not None else (None if is_cuda else 1)
@@ -108,7 +105,7 @@ def run_profile(config: ProfileConfig, out: str | os.PathLike, resume: bool = Fa
                 "precision": options.precision, "architecture": "inprocess"}
     fixed = {**identity, "warmup_method": config.warmup, "threads": threads if threads else runner.torch.get_num_threads(),
              **provenance}
-    _check_resumable(existing, identity, fixed, out)
+    output.check_resumable(identity, fixed)
 
     memory_limit = None
     if not is_cuda:
@@ -121,7 +118,7 @@ def run_profile(config: ProfileConfig, out: str | os.PathLike, resume: bool = Fa
     with HardwareMonitor(gpu_index=gpu_index) as monitor:
         if monitor.has_gpu_counters:
             fixed["driver"] = monitor.gpu_info().driver
-        sweep = _Sweep(config, spec, options, runner, monitor, fixed, identity, existing, out, memory_limit, notify)
+        sweep = _Sweep(config, spec, options, runner, monitor, fixed, identity, output, memory_limit, notify)
         total = None if config.batch_sizes is None else len(config.batch_sizes) * len(config.input_sizes)
         notify(SweepEvent("start", total=total))
         for size in config.input_sizes:
@@ -131,62 +128,24 @@ def run_profile(config: ProfileConfig, out: str | os.PathLike, resume: bool = Fa
             else:
                 for b in config.batch_sizes:
                     sweep.point(b, size, total)
-    return sweep.frame()
-
-
-def _existing_rows(out: Path, resume: bool) -> pd.DataFrame | None:
-    if not out.exists():
-        return None
-    if not resume:
-        raise InputError(f"{out} already exists: add --resume to continue that sweep, or choose another --out.")
-    return load_profile(out)
-
-
-def _check_resumable(existing: pd.DataFrame | None, identity: dict, fixed: dict, out: Path) -> None:
-    """Resuming with other settings would mix two different measurements in one curve."""
-    if existing is None:
-        return
-    same = existing
-    for column in ("hardware", "model", "backend", "precision"):
-        same = same[same[column].astype(str) == str(identity[column])]
-    for column in ("warmup_method", "threads", "device_name", "torch"):
-        if column in same.columns and len(same):
-            theirs = {str(v) for v in same[column].dropna().unique()}
-            if theirs and theirs != {str(fixed[column])}:
-                raise InputError(
-                    f"{out} was measured with {column}={', '.join(sorted(theirs))}, this run has {fixed[column]}: "
-                    "resume with the same settings, or write to a new --out."
-                )
+    return output.frame()
 
 
 class _Sweep:
     """Measures points one at a time and keeps the output file up to date after each."""
 
-    def __init__(self, config, spec, options, runner, monitor, fixed, identity, existing, out, memory_limit, notify):
+    def __init__(self, config, spec, options, runner, monitor, fixed, identity, output, memory_limit, notify):
         self.config, self.spec, self.options, self.runner = config, spec, options, runner
-        self.monitor, self.fixed, self.out, self.memory_limit, self.notify = monitor, fixed, out, memory_limit, notify
-        self.rows: list[dict] = [] if existing is None else existing.to_dict("records")
+        self.monitor, self.fixed, self.output, self.memory_limit, self.notify = monitor, fixed, output, memory_limit, notify
+        self.identity = identity
         self.done = 0
-        self._index = {self._key(row): i for i, row in enumerate(self.rows)}
-        self._identity = identity
-
-    @staticmethod
-    def _key(row: dict) -> tuple:
-        return point_key(row)
-
-    def frame(self) -> pd.DataFrame:
-        return validate_profile(pd.DataFrame(self.rows), str(self.out))
 
     def point(self, batch_size: int, input_size: int, total: int | None = None) -> dict:
-        key = self._key({**self._identity, "input_size": input_size, "batch_size": batch_size})
-        resumed = key in self._index
-        if resumed:
-            row = self.rows[self._index[key]]
-        else:
+        row = self.output.get({**self.identity, "input_size": input_size, "batch_size": batch_size})
+        resumed = row is not None
+        if not resumed:
             row = self._measure(batch_size, input_size)
-            self._index[key] = len(self.rows)
-            self.rows.append(row)
-            write_profile(self.frame(), self.out)
+            self.output.add(row)
         self.done += 1
         self.notify(SweepEvent("point", self.done, total, input_size, batch_size, row["status"], resumed))
         return row
@@ -248,18 +207,3 @@ class _Sweep:
 
 def _failed(status: str, error: str) -> dict:
     return {"status": status, "error": error.splitlines()[0] if error else ""}
-
-
-def point_key(row: dict) -> tuple:
-    """What tells a measured point apart from the others, as text (the resume key)."""
-    return tuple(_normal(row.get(c)) for c in POINT_KEY)
-
-
-def _normal(value) -> str:
-    """Point keys compare as text, so 64, 64.0 and '64' match and missing values are all ''."""
-    if value is None or (isinstance(value, float) and value != value) or value is pd.NA:
-        return ""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-

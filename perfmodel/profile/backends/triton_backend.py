@@ -21,15 +21,12 @@ import os
 import platform
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import psutil
 
 from perfmodel import __version__
 from perfmodel.errors import BackendError, InputError, PerfmodelError
-from perfmodel.files import check_writable
 from perfmodel.profile.backends.triton_client import (
     MODES,
     PROTOCOLS,
@@ -47,8 +44,9 @@ from perfmodel.profile.backends.triton_server import TOKEN_ENV
 from perfmodel.profile.models import resolve_model
 from perfmodel.profile.monitor import HardwareMonitor, open_nvml
 from perfmodel.profile.provenance import hardware_key, now_utc
-from perfmodel.profile.sweep import SweepEvent, _check_resumable, _existing_rows, point_key
-from perfmodel.schema import REQUIRED_COLUMNS, SCHEMA_VERSION, validate_profile, write_profile
+from perfmodel.profile.output import ProfileOutput
+from perfmodel.profile.sweep import SweepEvent
+from perfmodel.schema import SCHEMA_VERSION
 
 ARCHITECTURES = ("local-server", "remote-server")
 
@@ -205,21 +203,16 @@ def run_triton_profile(config, out: str | os.PathLike, resume: bool, notify: Cal
         raise InputError("--batch-sizes auto is for the in-process backend; with --backend triton give a list, e.g. 1,2,4.")
     if config.cuda_graphs:
         raise InputError("--cuda-graphs is for the in-process backend; leave it out with --backend triton.")
-    out = check_writable(out)
-    existing = _existing_rows(out, resume)
-    sweep = _TritonSweep(config, opts, spec, out, existing, notify)
+    sweep = _TritonSweep(config, opts, spec, ProfileOutput(out, resume), notify)
     return sweep.run()
 
 
 class _TritonSweep:
-    def __init__(self, config, opts: TritonOptions, spec, out: Path, existing, notify):
-        self.config, self.opts, self.spec, self.out, self.notify = config, opts, spec, out, notify
+    def __init__(self, config, opts: TritonOptions, spec, output: ProfileOutput, notify):
+        self.config, self.opts, self.spec, self.output, self.notify = config, opts, spec, output, notify
         self.architecture = opts.resolved_architecture
         self.is_cuda = config.device.strip().lower().startswith("cuda")
         self.hardware = config.hardware or self._hardware_key()
-        self.rows: list[dict] = [] if existing is None else existing.to_dict("records")
-        self.index = {point_key(row): i for i, row in enumerate(self.rows)}
-        self.existing = existing
         self.rule = ThroughputRule(window_s=opts.window_s, rel_ci=config.rule.rel_ci,
                                    min_samples=config.rule.min_samples, max_time_s=config.rule.max_time_s)
         self.done = self.measured = 0
@@ -259,8 +252,9 @@ class _TritonSweep:
                     pending = []
                     for load in loads:
                         identity = self._identity(*load, size, batch)
-                        if point_key(identity) in self.index:
-                            self._announce(identity, self.rows[self.index[point_key(identity)]], resumed=True)
+                        row = self.output.get(identity)
+                        if row is not None:
+                            self._announce(identity, row, resumed=True)
                         else:
                             pending.append(identity)
                     if not pending:
@@ -273,12 +267,7 @@ class _TritonSweep:
             finally:
                 if target is not None and target.local is not None:
                     target.local.stop()
-        return validate_profile(self._frame(), str(self.out))
-
-    def _frame(self) -> pd.DataFrame:
-        # A sweep whose points all failed still writes a valid profile (status error, times empty).
-        df = pd.DataFrame(self.rows)
-        return df.reindex(columns=[*REQUIRED_COLUMNS, *(c for c in df.columns if c not in REQUIRED_COLUMNS)])
+        return self.output.frame()
 
     def _announce(self, identity: dict, row: dict, resumed: bool) -> None:
         self.done += 1
@@ -326,7 +315,7 @@ class _TritonSweep:
     def _with_resume_hint(self, exc: PerfmodelError) -> PerfmodelError:
         if not self.measured:
             return exc
-        return type(exc)(f"{exc} The {self.measured} point(s) finished are saved in {self.out}; run the same command "
+        return type(exc)(f"{exc} The {self.measured} point(s) finished are saved in {self.output.path}; run the same command "
                          "with --resume to measure the rest.")
 
     def _fixed(self, target: _Target, protocol: str) -> dict:
@@ -337,7 +326,7 @@ class _TritonSweep:
         if backend not in self.checked:  # once per backend: resuming must not mix two kinds of measurement
             identity = {"hardware": self.hardware, "model": self.spec.name, "backend": backend,
                         "precision": self.config.precision}
-            _check_resumable(self.existing, identity, fixed, self.out)
+            self.output.check_resumable(identity, fixed)
             self.checked.add(backend)
         return fixed
 
@@ -358,10 +347,8 @@ class _TritonSweep:
                 row.update(status="error", error=f"the first request failed: {warmup_error}")
             else:
                 row.update(self._measure(target, identity))
-            self.index[point_key(row)] = len(self.rows)
-            self.rows.append(row)
+            self.output.add(row)
             self.measured += 1
-            write_profile(validate_profile(self._frame(), str(self.out)), self.out)
             self._announce(identity, row, resumed=False)
 
     def _workload(self, target: _Target, protocol: str, mode: str, concurrency: int, size: int, batch: int) -> Workload:

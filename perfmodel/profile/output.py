@@ -1,0 +1,77 @@
+"""A sweep's output file: the rows measured so far, which points they hold, and resuming.
+
+Every backend's sweep writes through a ProfileOutput, so all of them resume the same way: the CSV
+is rewritten atomically after each new row, and a point already in the file is never measured again.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+
+from perfmodel.errors import InputError
+from perfmodel.files import check_writable
+from perfmodel.schema import POINT_KEY, REQUIRED_COLUMNS, load_profile, validate_profile, write_profile
+
+# Settings that must match to resume: otherwise two kinds of measurement would share one curve.
+RESUME_MUST_MATCH = ("warmup_method", "threads", "device_name", "torch")
+
+
+class ProfileOutput:
+    def __init__(self, path: str | os.PathLike, resume: bool):
+        self.path = check_writable(path)
+        self.existing: pd.DataFrame | None = None
+        if self.path.exists():
+            if not resume:
+                raise InputError(f"{self.path} already exists: add --resume to continue that sweep, or choose another --out.")
+            self.existing = load_profile(self.path)
+        self.rows: list[dict] = [] if self.existing is None else self.existing.to_dict("records")
+        self._index = {point_key(row): i for i, row in enumerate(self.rows)}
+
+    def get(self, identity: dict) -> dict | None:
+        """The row already measured for this point, or None."""
+        i = self._index.get(point_key(identity))
+        return None if i is None else self.rows[i]
+
+    def add(self, row: dict) -> None:
+        """Keep a newly measured row and rewrite the file with it (atomically)."""
+        self._index[point_key(row)] = len(self.rows)
+        self.rows.append(row)
+        write_profile(self.frame(), self.path)
+
+    def frame(self) -> pd.DataFrame:
+        # A sweep whose points all failed still writes a valid profile (status error, times empty).
+        df = pd.DataFrame(self.rows)
+        df = df.reindex(columns=[*REQUIRED_COLUMNS, *(c for c in df.columns if c not in REQUIRED_COLUMNS)])
+        return validate_profile(df, str(self.path))
+
+    def check_resumable(self, identity: dict, settings: dict) -> None:
+        """Refuse to add to a curve of the file that was measured with other settings."""
+        if self.existing is None:
+            return
+        same = self.existing
+        for column in ("hardware", "model", "backend", "precision"):
+            same = same[same[column].astype(str) == str(identity[column])]
+        for column in RESUME_MUST_MATCH:
+            if column in same.columns and column in settings and len(same):
+                theirs = {str(v) for v in same[column].dropna().unique()}
+                if theirs and theirs != {str(settings[column])}:
+                    raise InputError(
+                        f"{self.path} was measured with {column}={', '.join(sorted(theirs))}, this run has "
+                        f"{settings[column]}: resume with the same settings, or write to a new --out."
+                    )
+
+
+def point_key(row: dict) -> tuple:
+    """What tells a measured point apart from the others, as text (the resume key)."""
+    return tuple(_normal(row.get(c)) for c in POINT_KEY)
+
+
+def _normal(value) -> str:
+    """Point keys compare as text, so 64, 64.0 and '64' match and missing values are all ''."""
+    if value is None or (isinstance(value, float) and value != value) or value is pd.NA:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
