@@ -37,7 +37,7 @@ def solve_grid(profiles: list[str], model: str, size: int, images: int, deadline
                 plan = make_plan(images, float(deadline), input_size=size, profiles=profiles, model=model,
                                  margin=margin, use=use)
                 rows.append({"input_size": size, "deadline_s": deadline, "plan": label, "gpus": plan.total_gpus,
-                             "images_planned": plan.images_planned, "makespan_s": plan.makespan_s,
+                             "images_planned": plan.total_images, "makespan_s": plan.makespan_s,
                              "solve_ms": plan.solve_time_s * 1e3, "batch_sizes": _batches(plan)})
             except NoPlanError:
                 rows.append({"input_size": size, "deadline_s": deadline, "plan": label, "gpus": np.nan,
@@ -46,7 +46,7 @@ def solve_grid(profiles: list[str], model: str, size: int, images: int, deadline
         try:
             plan = make_plan(None, float(deadline), input_size=size, profiles=profiles, model=model, mode="relaxed",
                              pool={t: pool_size for t in types})
-            done, gpus, makespan = plan.images_planned, plan.total_gpus, plan.makespan_s
+            done, gpus, makespan = plan.total_images, plan.total_gpus, plan.makespan_s
         except NoPlanError:
             done, gpus, makespan = 0, 0, np.nan
         rows.append({"input_size": size, "deadline_s": deadline, "plan": f"relaxed, {pool_size} per type",

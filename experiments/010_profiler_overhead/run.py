@@ -56,10 +56,14 @@ def overhead(model_name: str, size: int, batch: int, rounds: int) -> dict:
         for i in range(5):
             call(i)
     ratios, bare_ms, prof_ms, samples = [], [], [], []
-    for _ in range(rounds):
+    for r in range(rounds):
+        # Alternate which goes first (ABBA...), so that an order effect cancels out over the rounds.
+        n = samples[-1] if samples else 100
+        b = bare_median_ms(runner.model, inputs, n) if r % 2 else None
         with runner.inference():  # as the sweep does: entered once around the whole measurement
             summary = measure_latency(call, rule)
-        b = bare_median_ms(runner.model, inputs, summary.samples)  # same number of calls as the profiler took
+        if b is None:
+            b = bare_median_ms(runner.model, inputs, summary.samples)  # as many calls as the profiler took
         bare_ms.append(b)
         prof_ms.append(summary.median_ms)
         samples.append(summary.samples)
@@ -97,15 +101,19 @@ def markdown(df: pd.DataFrame) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--skip-auto", action="store_true", help="keep auto_results.csv from an earlier run")
     args = parser.parse_args()
     torch.set_num_threads(1)
     load_before = os.getloadavg()
     rows = [overhead(m, s, b, 3 if args.quick else args.rounds) for m, s, b in CASES]
     load_after = os.getloadavg()
     table = pd.DataFrame(rows)
-    autos = pd.DataFrame([] if args.quick else [time_auto("tiny", 64), time_auto("resnet50", 64)])
+    if args.skip_auto and (HERE / "auto_results.csv").exists():
+        autos = pd.read_csv(HERE / "auto_results.csv")
+    else:
+        autos = pd.DataFrame([] if args.quick else [time_auto("tiny", 64), time_auto("resnet50", 64)])
     machine = f"{cpu_name()}, {os.cpu_count()} cores, torch {torch.__version__}, 1 thread"
     loads = f"load average (1/5/15 min) before {load_before[0]:.2f}/{load_before[1]:.2f}/{load_before[2]:.2f}, " \
             f"after {load_after[0]:.2f}/{load_after[1]:.2f}/{load_after[2]:.2f}"
