@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
 
-from perfmodel.errors import InputError
+from perfmodel.errors import InputError, PerfmodelError
 
 
 def check_writable(path: str | os.PathLike) -> Path:
@@ -56,3 +57,19 @@ def _umask() -> int:
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def read_json(path: str | os.PathLike, error: type[PerfmodelError], what: str, hint: str):
+    """Parse a JSON file, or raise `error` with one sentence: what is wrong, and `hint` to fix it."""
+    source = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise error(f"{source} does not exist: {hint}.") from None
+    except IsADirectoryError:
+        raise error(f"{source} is a directory: {hint}.") from None
+    except PermissionError:
+        raise error(f"cannot read {source}: permission denied.") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise error(f"{source} is not {what}: it is not JSON ({exc}); {hint}.") from None

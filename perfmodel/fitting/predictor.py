@@ -24,7 +24,7 @@ import numpy as np
 
 from perfmodel import __version__
 from perfmodel.errors import InputError, PerfmodelWarning, PredictorFormatError
-from perfmodel.files import atomic_write_text
+from perfmodel.files import atomic_write_text, read_json
 from perfmodel.fitting.features import pixels
 from perfmodel.fitting.regressors import _Estimator
 
@@ -354,16 +354,6 @@ class Predictor:
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Predictor":
         """Read a predictor file; PredictorFormatError if it is not one this perfmodel reads."""
-        source = os.fspath(path)
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        except FileNotFoundError:
-            raise PredictorFormatError(f"{source} does not exist: give the path of a predictor JSON file from `perfmodel fit`.") from None
-        except IsADirectoryError:
-            raise PredictorFormatError(f"{source} is a directory: give the path of a predictor JSON file.") from None
-        except PermissionError:
-            raise PredictorFormatError(f"cannot read {source}: permission denied.") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise PredictorFormatError(f"{source} is not a perfmodel predictor: it is not JSON ({exc}).") from None
-        return cls.from_dict(data, source)
+        data = read_json(path, PredictorFormatError, "a perfmodel predictor",
+                         "give the path of a predictor JSON file from `perfmodel fit`")
+        return cls.from_dict(data, os.fspath(path))

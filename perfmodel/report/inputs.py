@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from perfmodel.errors import InputError
+from perfmodel.files import read_json
 from perfmodel.report.groups import SOURCE
 from perfmodel.schema import load_profile
 
@@ -45,17 +46,7 @@ def read_plan(path) -> dict | None:
         return None
     source = os.fspath(path)
     how = "give the JSON that `perfmodel plan --json` prints"
-    try:
-        with open(path, encoding="utf-8") as f:
-            plan = json.load(f)
-    except FileNotFoundError:
-        raise InputError(f"{source} does not exist: {how}.") from None
-    except IsADirectoryError:
-        raise InputError(f"{source} is a directory: {how}.") from None
-    except PermissionError:
-        raise InputError(f"cannot read {source}: permission denied.") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{source} is not a plan: it is not JSON ({exc}); {how}.") from None
+    plan = read_json(path, InputError, "a plan", how)
     if not isinstance(plan, dict) or not isinstance(plan.get("status"), str):
         raise InputError(f"{source} is JSON but not a plan (no \"status\"); {how}.")
     if plan["status"] == "infeasible":
