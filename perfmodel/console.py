@@ -59,11 +59,14 @@ def clean_for_json(value):
 
 
 def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    cells = [[_cell(v) for v in row] for row in rows]
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for i, column in enumerate(columns):
-        t.add_column(column, justify="left" if i == 0 else "right", no_wrap=True)
-    for row in rows:
-        t.add_row(*(_cell(v) for v in row))
+        # Never cut a header or a value to "med…": a narrow terminal wraps the lines instead.
+        width = max([len(column), *(len(row[i]) for row in cells)])
+        t.add_column(column, justify="left" if i == 0 else "right", no_wrap=True, min_width=width)
+    for row in cells:
+        t.add_row(*row)
     out.print(t)
 
 
