@@ -3,7 +3,7 @@
     python experiments/001_serving_architectures/client_overhead.py [--repeats 5] [--out results/client_overhead.json]
 
 One local Triton server (the tiny model, and ResNet-50, at 64 px, batch 1) serves both clients in
-turn, alternating: the bare loop (tritonclient.grpc `async_infer` with a callback, `concurrency`
+turn, alternating (and alternating which goes first): the bare loop (tritonclient.grpc `async_infer` with a callback, `concurrency`
 requests in flight, no measurement beyond a counter) and `perfmodel profile --backend triton --url
 ... --mode async` (its whole path: stability rule, per-request timing, monitor, statistics). The
 figure is the median over repeats of perfmodel's images/s divided by the bare loop's; the target is
@@ -101,10 +101,15 @@ def main() -> None:
             batch = random_batches(args.batch, args.size, np.float32)[0]
             for concurrency in (int(c) for c in args.concurrency.split(",")):
                 pairs = []
-                for _ in range(args.repeats):
+                for repeat in range(args.repeats):
                     load = os.getloadavg()[0]
-                    bare = bare_loop(url, server.info.model_name, batch, concurrency, args.seconds)
-                    ours = perfmodel_run(url, model, args.batch, args.size, concurrency, max_time_s=10)
+                    # Alternate which client goes first, so that an order effect cancels out over the repeats.
+                    if repeat % 2:
+                        ours = perfmodel_run(url, model, args.batch, args.size, concurrency, max_time_s=10)
+                        bare = bare_loop(url, server.info.model_name, batch, concurrency, args.seconds)
+                    else:
+                        bare = bare_loop(url, server.info.model_name, batch, concurrency, args.seconds)
+                        ours = perfmodel_run(url, model, args.batch, args.size, concurrency, max_time_s=10)
                     pairs.append({"bare_ips": bare, **ours, "load_avg_1m": load})
                     print(f"{model} c={concurrency}: bare {bare:.1f} img/s, perfmodel {ours['throughput_ips']:.1f} "
                           f"img/s (load {load:.2f})", flush=True)
