@@ -37,6 +37,7 @@ from perfmodel.errors import PerfmodelWarning
 from perfmodel.fitting import Predictor
 from perfmodel.fitting.predictor import QUANTITIES
 from perfmodel.fitting.synthetic import DEFAULT_BATCH_SIZES, GpuLikeCurve, gpu_like_profile
+from perfmodel.profile.provenance import cpu_name
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -45,15 +46,6 @@ SIZES = (160, 224, 288)
 BATCHES = DEFAULT_BATCH_SIZES + (384, 512, 768, 1024, 1536, 2048)  # reaches out-of-memory at 224 and 288 px
 N_QUERIES = 1_000_000
 
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def mape(pred, true) -> float:

@@ -35,6 +35,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
+from perfmodel.profile.provenance import cpu_name  # noqa: E402
 from solvers import Candidates, GpuType, InfeasibleProblem, Problem, milp, solve  # noqa: E402
 from solvers.capacity import Columns, availability, clip, needs  # noqa: E402
 
@@ -168,7 +169,7 @@ def main() -> None:
         print(name, json.dumps(summarise(results[name])), flush=True)
 
     report = {
-        "machine": {"cpu": _cpu(), "cores": os.cpu_count(), "python": platform.python_version(),
+        "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
                     "pyomo": _version("pyomo"), "highspy": _version("highspy"), "numpy": np.__version__},
         "load_avg_before": load_before,
         "load_avg_after": os.getloadavg(),
@@ -226,15 +227,6 @@ def markdown(report: dict) -> str:
                      if "wall_s" in c else c.get("error", ""))]
     return "\n".join(lines) + "\n"
 
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _version(name: str) -> str:
