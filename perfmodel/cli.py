@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 from perfmodel import __version__, console
@@ -17,11 +18,46 @@ from perfmodel.errors import PerfmodelError
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (exit code 2), not a usage dump."""
+    """argparse, but a usage error is one line on stderr (exit code 2), not a usage dump, and a value
+    that starts with '-' (--deadline -5s, --mix -64=100) reaches its option's parser, which says what
+    is wrong with it, instead of being taken for an unknown option."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # argparse takes only '-5' and '-.5' for negative numbers (values); '-5s', '-5%', '-1e3' too.
+        self._negative_number_matcher = re.compile(r"^-\.?[0-9]")
 
     def error(self, message: str) -> None:  # type: ignore[override]
         console.error(f"{message} (see '{self.prog} --help')")
         sys.exit(2)
+
+
+class OutputError(PerfmodelError):
+    """Standard output could not be written (a full disk, a device error): exit code 1."""
+
+
+class _Stdout:
+    """sys.stdout while a command runs: a failed write becomes an OutputError, raised once, here."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._guard(self._stream.write, text)
+
+    def flush(self) -> None:
+        self._guard(self._stream.flush)
+
+    def _guard(self, call, *args):
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(f"cannot write the output: {exc.strerror or exc}.") from None
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,18 +83,36 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "run"):
         parser.print_help(sys.stderr)
         return 2
+    stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
     try:
         with console.show_warnings():
-            return args.run(args)
+            code = args.run(args)
+        sys.stdout.flush()  # a write error on buffered output shows here, not at exit
+        return code
     except PerfmodelError as exc:
+        if isinstance(exc, OutputError):
+            _discard_stdout(stdout)
         console.error(str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         console.error("interrupted.")
         return 130
     except BrokenPipeError:  # `perfmodel ... | head`: the reader left; stop quietly, as Unix tools do
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _discard_stdout(stdout)
         return 141
+    finally:
+        sys.stdout = stdout
+
+
+def _discard_stdout(stream) -> None:
+    """Point stdout at /dev/null, so that Python's flush at exit does not fail on the same output again."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture): nothing to flush at exit
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -1,23 +1,33 @@
-"""Atomic file writes: a reader never sees a half-written file, a crash never leaves one."""
+"""Files in and out: atomic writes (a reader never sees a half-written file, a crash never leaves one),
+outputs that never overwrite an input, and input files read with bounds (size, nesting, numbers)."""
 
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from perfmodel.errors import InputError, PerfmodelError
 
+# What any file we read may hold: our own files are a few MiB, nest ~10 deep and hold numbers far
+# inside these limits; anything beyond is refused in one sentence before it can exhaust memory,
+# overflow the stack (deep nesting) or stall int() (thousands of digits).
+MAX_INPUT_BYTES = 64 * 2**20
+MAX_JSON_DEPTH = 64
+MAX_INTEGER_DIGITS = 18  # |n| < 10**18 < 2**63: an int64 holds it
 
-def check_writable(path: str | os.PathLike) -> Path:
-    """Fail early, before any work, if `path` cannot be written."""
+
+def check_writable(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = (), flag: str = "--out") -> Path:
+    """Fail early, before any work, if `path` cannot be written or is one of the command's `inputs`."""
     path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise InputError(f"{path} is a directory: give a file name to write to.")
     if not parent.is_dir():
         raise InputError(f"cannot write {path}: the directory {parent} does not exist.")
+    check_not_input(path, inputs, flag)
     if path.exists() and not os.access(path, os.W_OK):
         raise InputError(f"cannot write {path}: the file is read-only.")
     try:  # the real test (os.access is optimistic for root and for special file systems)
@@ -27,6 +37,27 @@ def check_writable(path: str | os.PathLike) -> Path:
     except OSError as exc:
         raise InputError(f"cannot write {path}: cannot create files in {parent} ({exc.strerror or exc}).") from None
     return path
+
+
+def check_not_input(path: str | os.PathLike, inputs: Iterable[str | os.PathLike], flag: str = "--out") -> None:
+    """Refuse to write `path` when it is one of `inputs`: the same file (device and inode), whatever the
+    spelling (./x.csv, a symbolic link, a hard link)."""
+    target = _identity(path)
+    if target is None:  # does not exist yet, so it is nobody's input
+        return
+    for source in inputs:
+        if _identity(source) == target:
+            same = "" if os.fspath(source) == os.fspath(path) else f" (the same file as the input {os.fspath(source)})"
+            raise InputError(f"{flag} {os.fspath(path)} is one of this command's inputs{same}: writing it would "
+                             "destroy the input; choose another output file.")
+
+
+def _identity(path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):  # missing, unreadable, or a name with a NUL byte
+        return None
+    return st.st_dev, st.st_ino
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -59,17 +90,93 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def read_json(path: str | os.PathLike, error: type[PerfmodelError], what: str, hint: str):
-    """Parse a JSON file, or raise `error` with one sentence: what is wrong, and `hint` to fix it."""
+def read_bytes(path: str | os.PathLike, error: type[PerfmodelError], hint: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of an input file (at most `limit`), or `error` with one sentence: what is wrong, and `hint`."""
     source = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
     except FileNotFoundError:
         raise error(f"{source} does not exist: {hint}.") from None
     except IsADirectoryError:
         raise error(f"{source} is a directory: {hint}.") from None
     except PermissionError:
         raise error(f"cannot read {source}: permission denied.") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # a name with a NUL byte, an I/O error, a device that cannot be read
+        raise error(f"cannot read {source} ({getattr(exc, 'strerror', None) or exc}): {hint}.") from None
+    if len(data) > limit:
+        raise error(f"{source} is larger than {limit // 2**20} MiB, more than any file perfmodel writes: {hint}.")
+    return data
+
+
+class _Refused(ValueError):
+    """Raised by the parser hooks: the reason a JSON document is refused."""
+
+
+def _integer(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise _Refused(f"it holds a whole number of {len(text.lstrip('-')):,} digits, too large to be a count or a size")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _Refused(f"it holds the number {text[:20]}{'...' if len(text) > 20 else ''}, too large for a float")
+    return value
+
+
+def _constant(name: str):
+    raise _Refused(f"it holds {name}, which is not a JSON number (JSON has no NaN or Infinity)")
+
+
+def _object(pairs: list[tuple[str, object]]) -> dict:
+    result = dict(pairs)
+    if len(result) < len(pairs):
+        keys = [k for k, _ in pairs]
+        twice = next(k for k in keys if keys.count(k) > 1)
+        raise _Refused(f"an object names the key {twice[:40]!r} twice, so which value counts is unclear")
+    return result
+
+
+def _depth(value) -> int:
+    """How deep lists and objects nest (iteratively: a deep document cannot overflow the stack here)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth > MAX_JSON_DEPTH:
+                break
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def read_json(path: str | os.PathLike, error: type[PerfmodelError], what: str, hint: str):
+    """Parse a JSON file, or raise `error` with one sentence: what is wrong, and `hint` to fix it.
+
+    Strict JSON only, within bounds: no NaN or Infinity, no number too large for a float or an int64,
+    no key twice in one object, no nesting deeper than MAX_JSON_DEPTH, no file over MAX_INPUT_BYTES.
+    """
+    source = os.fspath(path)
+    data = read_bytes(path, error, hint)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(f"{source} is not {what}: it is not UTF-8 text (byte {exc.start + 1}); {hint}.") from None
+    if not text.strip():
+        raise error(f"{source} is empty, not {what}: {hint}.")
+    try:
+        value = json.loads(text, parse_int=_integer, parse_float=_float, parse_constant=_constant, object_pairs_hook=_object)
+    except _Refused as exc:
+        raise error(f"{source} is not {what}: {exc}; {hint}.") from None
+    except RecursionError:
+        value = None  # nested deeper than Python's stack: reported below like any too-deep document
+        depth = MAX_JSON_DEPTH + 1
+    except json.JSONDecodeError as exc:
         raise error(f"{source} is not {what}: it is not JSON ({exc}); {hint}.") from None
+    else:
+        depth = _depth(value)
+    if depth > MAX_JSON_DEPTH:
+        raise error(f"{source} is not {what}: its lists and objects nest more than {MAX_JSON_DEPTH} deep; {hint}.")
+    return value

@@ -18,8 +18,11 @@ import numpy as np
 
 import solvers
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
-from perfmodel.units import parse_count, parse_duration, parse_fraction
+from perfmodel.units import MAX_SECONDS, parse_count, parse_duration, parse_fraction, shown, spoken_list
 
+# The most images (in all) and GPUs (of one type) a plan may hold: beyond them the solver's
+# arithmetic would stop being exact (solvers.problem.MAX_COUNT); no real job comes near.
+MAX_IMAGES = MAX_GPUS = solvers.problem.MAX_COUNT
 DEFAULT_INPUT_SIZE = 224
 DEFAULT_MODEL = "resnet50"
 LATENCY_COLUMNS = {"p50": "latency_ms", "p99": "latency_p99_ms"}
@@ -82,8 +85,9 @@ def make_plan(
     plan meets the deadline, InputError for bad input.
     """
     deadline_s = deadline if isinstance(deadline, (int, float)) else parse_duration(deadline, "--deadline")
-    if isinstance(deadline_s, bool) or not (math.isfinite(deadline_s) and deadline_s > 0):
-        raise InputError(f"the deadline must be a number of seconds > 0, not {deadline!r}.")
+    if isinstance(deadline_s, bool) or not 0 < deadline_s <= MAX_SECONDS:
+        raise InputError(f"the deadline must be a number of seconds > 0 and at most {MAX_SECONDS:,.0f} (10 years), "
+                         f"not {shown(deadline)}.")
     margin = margin if isinstance(margin, (int, float)) else parse_fraction(margin, "--margin")
     load_s = load_time
     if isinstance(load_time, str):
@@ -113,9 +117,11 @@ def make_plan(
 
 
 def _workload(images, input_size, mix, mode) -> dict[int, int | None]:
-    count = images if images is None or isinstance(images, int) else parse_count(images, "--images")
-    if isinstance(count, bool) or (count is not None and count < 0):
-        raise InputError(f"--images must be a whole number >= 0, not {images!r}.")
+    count = images if images is None or isinstance(images, int) else parse_count(images, "--images", maximum=MAX_IMAGES)
+    if isinstance(count, bool) or (count is not None and not 0 <= count <= MAX_IMAGES):
+        raise InputError(f"--images must be a whole number from 0 to {MAX_IMAGES:,}, not {shown(images)}.")
+    if mix and sum(mix.values()) > MAX_IMAGES:
+        raise InputError(f"--mix adds up to more than {MAX_IMAGES:,} images, the most perfmodel plans at once.")
     if mix:
         if input_size is not None:
             raise InputError("give either --input-size or --mix, not both.")
@@ -266,7 +272,8 @@ def _problem(options, workload, deadline_s, pool, prices, mode, objective, margi
     prices = dict(prices or {})
     unknown = [name for name in prices if name not in counts]
     if unknown:
-        raise InputError(f"--price names {', '.join(unknown)}, which is not in the pool ({', '.join(counts)}).")
+        raise InputError(f"--price names {spoken_list(unknown)}, which {'is' if len(unknown) == 1 else 'are'} not in the "
+                         f"pool ({', '.join(counts)}).")
     if objective == "cost":
         unpriced = [name for name, n in counts.items() if name not in prices and n != 0]
         if unpriced:

@@ -7,6 +7,7 @@ reported as one sentence naming the file, the row and the column.
 
 from __future__ import annotations
 
+import csv
 import io
 import math
 import os
@@ -16,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.errors import ProfileFormatError
-from perfmodel.files import atomic_write_text
+from perfmodel.files import atomic_write_text, read_bytes
+from perfmodel.units import MAX_BATCH_SIZE, MAX_INPUT_SIZE
 
 SCHEMA_VERSION = 1
 
@@ -134,6 +136,35 @@ NUMERIC_COLUMNS = frozenset(
 )
 POSITIVE_WHEN_OK = ("latency_ms", "latency_p99_ms")
 
+# The physically sane range of every numeric column, checked when a profile is read: a value outside
+# is a typo or a damaged file, and would overflow the fit or the solver further on. (low, high): a
+# value must be 0 or within [low, high]. A time under a nanosecond or a memory under a byte is no
+# measurement; a side over 65,536 px, a batch over 2^20 images or a call of days is not either.
+_MS, _MIB, _CORES = (1e-6, 1e9), (1e-6, 1e9), (0.0, 1e5)  # milliseconds, MiB, % of one core
+BOUNDS: dict[str, tuple[float, float]] = {
+    "input_size": (1, MAX_INPUT_SIZE),
+    "batch_size": (1, MAX_BATCH_SIZE),
+    "concurrency": (1, 65_536),
+    "samples": (1, 1e9),
+    "threads": (1, 65_536),
+    "schema_version": (1, 1e6),
+    **dict.fromkeys(("latency_ms", "latency_p99_ms", "warmup_ms", "latency_p50_ms", "latency_p90_ms", "latency_mean_ms",
+                     "latency_min_ms", "load_ms", "server_queue_ms", "server_compute_ms", "server_request_ms"), _MS),
+    "latency_std_ms": (0.0, 1e9),
+    "latency_ci_rel": (0.0, 1e6),
+    "throughput_spread_rel": (0.0, 1e6),
+    "throughput_ips": (0.0, 1e12),
+    **dict.fromkeys(("memory_mb", "client_rss_mb_max", "server_rss_mb_max", "device_memory_mb"), _MIB),
+    **{f"{c}_{s}": r for c, r in (("gpu_util", (0.0, 100.0)), ("gpu_mem_used_mb", _MIB), ("power_w", (0.0, 1e5)),
+                                  ("temp_c", (0.0, 200.0)), ("sm_clock_mhz", (0.0, 1e5)), ("cpu_util", _CORES),
+                                  ("host_rss_mb", _MIB)) for s in ("min", "avg", "max")},
+    **dict.fromkeys(("client_cpu_avg", "client_cpu_max", "server_cpu_avg", "server_cpu_max"), _CORES),
+    "load_avg_1m": (0.0, 1e6),
+}
+DEFAULT_BOUND = (0.0, 1e15)  # a numeric column without an entry above
+# A number cell, whole: ASCII digits, an optional sign, point and exponent. Not '4\x002', '1_000', 'inf' or '٤'.
+_NUMBER_CELL = r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+
 
 def _where(source: str, row: int, column: str) -> str:
     return f"{source}, row {row + 1}, column '{column}'"
@@ -145,14 +176,15 @@ def _convert_numbers(df: pd.DataFrame, source: str) -> pd.DataFrame:
     for column in df.columns:
         if column not in NUMERIC_COLUMNS and column not in INTEGER_COLUMNS:
             continue
-        text = df[column].astype(str).str.strip()
-        values = pd.to_numeric(text.where(text != "", None), errors="coerce")
-        bad = values.isna() & (text != "")
+        text = df[column].astype(str).str.strip(" \t")
+        whole = text.str.fullmatch(_NUMBER_CELL)
+        values = pd.to_numeric(text.where(whole, None), errors="coerce")
+        bad = ~whole & (text != "")
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
             raise ProfileFormatError(
-                f"{_where(source, i, column)}: {text.iloc[i]!r} is not a number; "
-                "write a plain number or leave the cell empty."
+                f"{_where(source, i, column)}: {_shown(text.iloc[i])} is not a number; "
+                "write a plain number (digits, a point, an exponent) or leave the cell empty."
             )
         out[column] = values.astype(float)
     return out
@@ -169,8 +201,8 @@ def validate_profile(df: pd.DataFrame, source: str = "profile") -> pd.DataFrame:
     if missing:
         names = ", ".join(f"'{c}'" for c in missing)
         raise ProfileFormatError(
-            f"{source} lacks the required column{'s' if len(missing) > 1 else ''} {names}; "
-            f"a profile needs {', '.join(REQUIRED_COLUMNS)} (README, 'The profile format')."
+            f"{source} lacks the required column{'s' if len(missing) > 1 else ''} {names} "
+            "(README, 'The profile format', says what each column holds)."
         )
     df = df.reset_index(drop=True)
     as_text = df.apply(lambda col: col.map(lambda v: "" if _is_missing(v) else str(v)))
@@ -187,6 +219,7 @@ def validate_profile(df: pd.DataFrame, source: str = "profile") -> pd.DataFrame:
     _check_choice(df, "status", STATUSES, source)
     _check_choice(df, "precision", PRECISIONS, source)
 
+    _check_bounds(df, source)
     for column in sorted(INTEGER_COLUMNS & set(df.columns)):
         values = df[column].to_numpy(dtype=float)
         present = ~np.isnan(values)
@@ -230,6 +263,32 @@ def validate_profile(df: pd.DataFrame, source: str = "profile") -> pd.DataFrame:
     return df
 
 
+def _check_bounds(df: pd.DataFrame, source: str) -> None:
+    """Every positive number within its column's sane range (BOUNDS), else one sentence naming row and column."""
+    for column in df.columns:
+        if column not in NUMERIC_COLUMNS and column not in INTEGER_COLUMNS:
+            continue
+        low, high = BOUNDS.get(column, DEFAULT_BOUND)
+        values = df[column].to_numpy(dtype=float, na_value=np.nan)
+        bad = (values > high) | ((values > 0) & (values < low))  # negative ones get their own sentence below
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            zero = "" if column in INTEGER_COLUMNS else ", or 0"
+            raise ProfileFormatError(
+                f"{_where(source, i, column)}: {_fmt(values[i])} is outside the range perfmodel accepts for "
+                f"{column} ({_plain(low)} to {_plain(high)}{zero}); fix the value or leave the cell empty."
+            )
+
+
+def _plain(value: float) -> str:
+    return f"{int(value):,}" if value == int(value) else f"{value:g}"
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    """A cell for a message: quoted, control characters escaped, long ones cut."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
 def _is_missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
@@ -250,17 +309,27 @@ def _check_choice(df: pd.DataFrame, column: str, allowed: Sequence[str], source:
 def load_profile(path: str | os.PathLike) -> pd.DataFrame:
     """Read and validate one profile CSV; return a DataFrame with the contract's dtypes."""
     source = os.fspath(path)
+    data = read_bytes(path, ProfileFormatError, "give the path of a profile CSV")
+    if not data.strip():
+        raise ProfileFormatError(f"{source} is empty: a profile needs a header row and at least one data row.")
+    if b"\0" in data:  # the CSV parser would end the cell there: '4\x002' would read as 4
+        line = data[: data.index(b"\0")].count(b"\n") + 1
+        raise ProfileFormatError(f"{source} is not a readable CSV file: line {line} holds a NUL byte, which no CSV text "
+                                 "has (the file is damaged, or not a profile).")
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except FileNotFoundError:
-        raise ProfileFormatError(f"{source} does not exist: give the path of a profile CSV.") from None
-    except IsADirectoryError:
-        raise ProfileFormatError(f"{source} is a directory: give the path of a profile CSV.") from None
-    except PermissionError:
-        raise ProfileFormatError(f"cannot read {source}: permission denied.") from None
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ProfileFormatError(f"{source} is not a readable CSV file: it is not UTF-8 text (byte {exc.start + 1}).") from None
+    header = next(csv.reader(io.StringIO(text)), [])
+    twice = sorted({c.strip() for c in header if c.strip() and [h.strip() for h in header].count(c.strip()) > 1})
+    if twice:
+        raise ProfileFormatError(f"{source} names the column{'s' if len(twice) > 1 else ''} {', '.join(map(repr, twice))} "
+                                 "twice in its header; keep one of each.")
+    try:
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True)
     except pd.errors.EmptyDataError:
         raise ProfileFormatError(f"{source} is empty: a profile needs a header row and at least one data row.") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+    except (pd.errors.ParserError, ValueError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ProfileFormatError(f"{source} is not a readable CSV file ({reason}).") from None
     return validate_profile(df, source)

@@ -7,58 +7,86 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from perfmodel.errors import InputError
 
-_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-_DURATION = re.compile(rf"^({_NUMBER})\s*(ms|s|sec|m|min|h|hr)?$")
+_NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+_DURATION = re.compile(rf"([-+]?)\s*({_NUMBER})\s*(ms|s|sec|m|min|h|hr)?")
 _SECONDS = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hr": 3600.0, None: 1.0}
-_COUNT = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*([kKMG])?$")
+_COUNT = re.compile(r"([-+]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([kKMG])?")
 _SCALE = {None: 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9}
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+# The largest values anything typed may take: beyond them the input is a slip of the keyboard, and
+# the arithmetic further on (int64 image counts, float seconds) would stop being exact.
+MAX_SECONDS = 10 * 365.25 * 24 * 3600  # ten years
+MAX_INPUT_SIZE = 65_536  # pixels per side
+MAX_BATCH_SIZE = 2**20  # images per call
+MAX_PRICE = 1e6  # per GPU-hour
 
 
-def parse_duration(text: str, what: str = "duration", allow_zero: bool = False) -> float:
+def shown(text, limit: int = 40) -> str:
+    """What the user typed, for a message: quoted, control characters escaped, a long text cut short."""
+    text = str(text)
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def spoken_list(items) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    items = [str(i) for i in items]
+    return " and ".join(items) if len(items) < 3 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def parse_duration(text: str, what: str = "duration", allow_zero: bool = False, maximum: float = MAX_SECONDS) -> float:
     """'60s', '1.5m', '250ms', '2h' or a bare number of seconds -> seconds (> 0, or >= 0 if allow_zero)."""
-    match = _DURATION.match(str(text).strip())
+    match = _DURATION.fullmatch(str(text).strip())
     if not match:
-        raise InputError(f"{what} {text!r} is not a duration: write e.g. 60s, 1.5m, 250ms or 2h.")
-    seconds = float(match.group(1)) * _SECONDS[match.group(2)]
-    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
-        raise InputError(f"{what} {text!r} must be longer than zero.")
+        raise InputError(f"{what} {shown(text)} is not a duration: write e.g. 60s, 1.5m, 250ms or 2h.")
+    seconds = float(match.group(2)) * _SECONDS[match.group(3)]
+    least = "of 0 or more" if allow_zero else "longer than zero"
+    if match.group(1) == "-" and seconds != 0:
+        raise InputError(f"{what} {shown(text)} is negative: give a time {least}, e.g. 60s.")
+    if not seconds <= maximum:  # also inf: 1e309 does not fit in a float
+        raise InputError(f"{what} {shown(text)} is too long: at most {maximum:,.0f} s ({maximum / 31_557_600:g} years).")
+    if seconds == 0 and not allow_zero:
+        raise InputError(f"{what} {shown(text)} must be longer than zero.")
     return seconds
 
 
-def parse_count(text: str, what: str = "image count") -> int:
-    """'100000', '100_000', '100,000', '100k', '1.5M', '2G' -> a whole number >= 0."""
+def parse_count(text: str, what: str = "image count", unit: str = "images", maximum: int | None = None) -> int:
+    """'100000', '100_000', '100,000', '100k', '1.5M', '2G' -> a whole number >= 0 (and <= maximum)."""
     raw = str(text).strip()
-    if re.fullmatch(r"\d{1,3}([,_]\d{3})+", raw):  # thousands separators: 100,000 or 100_000
+    if re.fullmatch(r"[0-9]{1,3}([,_][0-9]{3})+", raw):  # thousands separators: 100,000 or 100_000
         raw = raw.replace(",", "").replace("_", "")
-    match = _COUNT.match(raw)
+    match = _COUNT.fullmatch(raw)
     if not match:
         hint = " (use M for millions; m means minutes)" if raw.endswith("m") else ""
-        raise InputError(f"{what} {text!r} is not a count{hint}: write e.g. 100000, 100k or 1.5M.")
-    try:
-        value = Decimal(match.group(1)) * _SCALE[match.group(2)]
-    except InvalidOperation:
-        raise InputError(f"{what} {text!r} is not a count: write e.g. 100000, 100k or 1.5M.") from None
+        raise InputError(f"{what} {shown(text)} is not a count{hint}: write e.g. 100000, 100k or 1.5M.")
+    value = Decimal(match.group(2)) * _SCALE[match.group(3)]
+    if match.group(1) == "-" and value != 0:
+        raise InputError(f"{what} {shown(text)} is negative: give a whole number of {unit}, 0 or more.")
+    if maximum is not None and value > maximum:
+        raise InputError(f"{what} {shown(text)} is too large: perfmodel takes at most {maximum:,} {unit}.")
     if value != value.to_integral_value():
-        raise InputError(f"{what} {text!r} is not a whole number of images.")
+        raise InputError(f"{what} {shown(text)} is not a whole number of {unit}.")
     return int(value)
 
 
 def parse_fraction(text: str, what: str = "margin") -> float:
     """'5%' or '0.05' -> 0.05, in [0, 1). A bare number above 1 is refused as ambiguous."""
     raw = str(text).strip()
-    try:
-        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
-    except ValueError:
-        raise InputError(f"{what} {text!r} is not a percentage: write e.g. 5% or 0.05.") from None
-    if not raw.endswith("%") and value > 1:
-        raise InputError(f"{what} {text!r} is ambiguous: write {raw}% for a percentage, or a fraction below 1.")
-    if not (math.isfinite(value) and 0 <= value < 1):
-        raise InputError(f"{what} {text!r} must be at least 0% and below 100%.")
+    percent = raw.endswith("%")
+    number = raw[:-1].strip() if percent else raw
+    if not re.fullmatch(rf"[-+]?{_NUMBER}", number):
+        raise InputError(f"{what} {shown(text)} is not a percentage: write e.g. 5% or 0.05.")
+    value = float(number) / 100 if percent else float(number)
+    if value < 0:
+        raise InputError(f"{what} {shown(text)} is negative: give a margin of 0% or more, e.g. 5%.")
+    if not percent and value > 1:
+        raise InputError(f"{what} {shown(text)} is ambiguous: write {raw}% for a percentage, or a fraction below 1.")
+    if not value < 1:
+        raise InputError(f"{what} {shown(text)} must be below 100%: a margin of all the time leaves none to work in.")
     return value
 
 
@@ -67,63 +95,63 @@ def _pairs(text: str, what: str, example: str) -> list[tuple[str, str]]:
     for item in str(text).split(","):
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
-            raise InputError(f"{what} {text!r}: {item.strip()!r} is not KEY=VALUE; write e.g. {example}.")
+            raise InputError(f"{what} {shown(text)}: {shown(item.strip())} is not KEY=VALUE; write e.g. {example}.")
         pairs.append((key.strip(), value.strip()))
     keys = [k for k, _ in pairs]
     repeated = sorted({k for k in keys if keys.count(k) > 1})
     if repeated:
-        raise InputError(f"{what} {text!r} names {', '.join(repeated)} twice.")
+        raise InputError(f"{what} {shown(text)} names {spoken_list(repeated)} twice.")
     return pairs
 
 
 def _name(key: str, what: str) -> str:
-    if not _NAME.match(key):
-        raise InputError(f"{what}: {key!r} is not a GPU type name (letters, digits, '_', '-', '.').")
+    if not _NAME.fullmatch(key):
+        raise InputError(f"{what}: {shown(key)} is not a GPU type name (letters, digits, '_', '-', '.').")
     return key
 
 
-def parse_pool(text: str) -> dict[str, int]:
-    """'h100=8,a100=4' -> {'h100': 8, 'a100': 4}; a count may be 0."""
-    return {_name(k, "--pool"): parse_count(v, f"--pool count for {k}") for k, v in _pairs(text, "--pool", "h100=8,a100=4")}
+def parse_pool(text: str, maximum: int | None = None) -> dict[str, int]:
+    """'h100=8,a100=4' -> {'h100': 8, 'a100': 4}; a count may be 0 (and at most `maximum`)."""
+    return {_name(k, "--pool"): parse_count(v, f"--pool count for {k}", "GPUs", maximum)
+            for k, v in _pairs(text, "--pool", "h100=8,a100=4")}
 
 
 def parse_prices(text: str) -> dict[str, float]:
-    """'h100=2.5,a100=1.2' -> price per GPU-hour for each type (>= 0)."""
+    """'h100=2.5,a100=1.2' -> price per GPU-hour for each type (0 to MAX_PRICE)."""
     prices = {}
     for k, v in _pairs(text, "--price", "h100=2.5,a100=1.2"):
-        try:
-            price = float(v)
-        except ValueError:
-            price = math.nan
-        if not (math.isfinite(price) and price >= 0):
-            raise InputError(f"--price for {k}: {v!r} is not a price per GPU-hour (a number >= 0).")
-        prices[_name(k, "--price")] = price
+        name = _name(k, "--price")
+        price = float(v) if re.fullmatch(rf"[-+]?{_NUMBER}", v) else math.nan
+        if not (0 <= price <= MAX_PRICE):
+            raise InputError(f"--price for {name}: {shown(v)} is not a price per GPU-hour (a number from 0 to {MAX_PRICE:,.0f}).")
+        prices[name] = price
     return prices
 
 
 def parse_input_size(text, what: str = "input size") -> int:
     raw = str(text).strip()
-    if not raw.isdigit() or int(raw) < 1:
-        raise InputError(f"{what} {text!r} is not an image side in pixels (a whole number >= 1, e.g. 224).")
+    if not re.fullmatch(r"[0-9]+", raw) or not 1 <= int(raw) <= MAX_INPUT_SIZE:
+        raise InputError(f"{what} {shown(text)} is not an image side in pixels (a whole number from 1 to "
+                         f"{MAX_INPUT_SIZE:,}, e.g. 224).")
     return int(raw)
 
 
-def parse_mix(text: str, images: int | None = None) -> dict[int, int]:
+def parse_mix(text: str, images: int | None = None, maximum: int | None = None) -> dict[int, int]:
     """'224=70000,512=30000' (counts), or '224=70%,512=30%' of `images` -> {input size: images}."""
     pairs = [(parse_input_size(k, "--mix input size"), v) for k, v in _pairs(text, "--mix", "224=70000,512=30000")]
     percents = [v.endswith("%") for _, v in pairs]
     if not any(percents):
-        counts = {size: parse_count(v, f"--mix count for {size} px") for size, v in pairs}
+        counts = {size: parse_count(v, f"--mix count for {size} px", maximum=maximum) for size, v in pairs}
         if images is not None and sum(counts.values()) != images:
             raise InputError(f"--mix adds up to {sum(counts.values()):,} images, but --images says {images:,}.")
         return counts
     if not all(percents):
-        raise InputError(f"--mix {text!r} mixes counts and percentages; use one or the other.")
+        raise InputError(f"--mix {shown(text)} mixes counts and percentages; use one or the other.")
     if images is None:
         raise InputError("--mix in percentages needs --images: the total the percentages share.")
-    shares = [Decimal(v[:-1]) if _is_number(v[:-1]) else None for _, v in pairs]
-    if any(s is None or s < 0 for s in shares) or sum(shares) != 100:
-        raise InputError(f"--mix {text!r}: the percentages must be numbers >= 0 that add up to 100%.")
+    shares = [_percentage(v[:-1]) for _, v in pairs]
+    if any(s is None for s in shares) or sum(shares) != 100:
+        raise InputError(f"--mix {shown(text)}: the percentages must be numbers from 0 to 100 that add up to 100%.")
     exact = [images * s / 100 for s in shares]
     counts = [int(e) for e in exact]
     for i in sorted(range(len(exact)), key=lambda i: (-(exact[i] - counts[i]), i))[: images - sum(counts)]:
@@ -131,8 +159,9 @@ def parse_mix(text: str, images: int | None = None) -> dict[int, int]:
     return {size: n for (size, _), n in zip(pairs, counts)}
 
 
-def _is_number(text: str) -> bool:
-    try:
-        return Decimal(text).is_finite()
-    except InvalidOperation:
-        return False
+def _percentage(text: str) -> Decimal | None:
+    """A share from 0 to 100 as an exact Decimal, or None (checked first, so Decimal never sees 1e999999999)."""
+    text = text.strip()
+    if not re.fullmatch(_NUMBER, text) or float(text) > 100:
+        return None
+    return Decimal(text)

@@ -11,12 +11,11 @@ import math
 
 import numpy as np
 
-from solvers.problem import Problem
+from solvers.problem import MAX_COUNT, Problem
 
 # Floor at the deadline: (1.7 - 1.0) / 0.1 is 6.999... in floating point. A finish time over the limit
 # by at most this much (relative; absolute in seconds below 1 s) counts as on time, here and in every re-check.
 TOLERANCE = 1e-9
-_MAX_BATCHES = float(2**40)  # keeps images = batches * b inside int64 for absurd deadlines
 
 
 def fits(finish, limit: float):
@@ -51,6 +50,9 @@ class Columns:
         columns = [np.concatenate(p) for p in zip(*parts)] if parts else [np.zeros(0)] * 5
         self.batch = columns[0].astype(np.int64)
         self.latency, self.warmup, self.load, self.max_batches = (a.astype(float) for a in columns[1:])
+        # No GPU need do more than MAX_COUNT images (no class asks for more): capping its batches there keeps
+        # images = batches x b exact in int64 and float64, however long the deadline and short the latency.
+        self.max_batches = np.minimum(self.max_batches, np.floor(MAX_COUNT / np.maximum(self.batch, 1)) + 1)
         self.first = self.load + self.warmup  # when the first batch is done
 
     def pair(self, k: int, s: int) -> slice:
@@ -61,7 +63,8 @@ class Columns:
     def batches_by(self, limit: float, where: slice = slice(None)) -> np.ndarray:
         """Per candidate: the most batches one GPU finishes by `limit` (0 where not even the first)."""
         first, latency = self.first[where], self.latency[where]
-        further = np.floor(np.clip((limit - first) / latency + TOLERANCE, -2.0, _MAX_BATCHES))
+        with np.errstate(over="ignore"):  # a tiny latency and a long limit: inf batches, clipped below
+            further = np.floor(np.clip((limit - first) / latency + TOLERANCE, -2.0, self.max_batches[where]))
         further = np.where(fits(first + further * latency, limit), further, further - 1)
         return np.clip(np.minimum(further + 1, self.max_batches[where]), 0, None).astype(np.int64)
 

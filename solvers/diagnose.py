@@ -121,7 +121,8 @@ def shortest_limit(columns: Columns, need: np.ndarray, avail: np.ndarray, start:
 def _snap(columns: Columns, feasible, lo: float, hi: float) -> float:
     """The exact answer: capacity only changes when some GPU finishes a batch, so the shortest limit is
     the first feasible finish time in (lo, hi]; each candidate's latest finish by hi is a candidate."""
-    further = np.floor(np.maximum((hi - columns.first) / columns.latency + TOLERANCE, 0.0))
+    with np.errstate(over="ignore"):  # inf where a tiny latency meets a long limit; capped next
+        further = np.floor(np.maximum((hi - columns.first) / columns.latency + TOLERANCE, 0.0))
     further = np.minimum(further, columns.max_batches - 1)
     finish = columns.first + further * columns.latency
     values = np.unique(finish[(finish > lo) & fits(finish, hi)])

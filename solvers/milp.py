@@ -64,7 +64,33 @@ def min_gpus(cap, need, avail, weight, *, rel_gap: float = 0.0, time_limit: floa
     results, call_s = _run(m, rel_gap, time_limit)
     if results is None:
         return None
-    return _result(m, pairs, cap, need, weight, results, build_s, call_s, minimize=True)
+    x = _covering(_read_counts(m, pairs, *cap.shape), cap, need, avail)
+    if x is None:
+        return None
+    return _result(x, cap, need, weight, results, build_s, call_s, minimize=True)
+
+
+def _covering(x: np.ndarray, cap: np.ndarray, need: np.ndarray, avail: np.ndarray) -> np.ndarray | None:
+    """x, with GPUs added where it leaves a class short in whole numbers; None where none are left to add.
+
+    HiGHS accepts a constraint within its feasibility tolerance, relative to the row's largest
+    coefficient: with GPUs of 10^8 images each, a cover a few images short passes. Counted exactly
+    here, such a plan is topped up with the largest GPUs still free (its gap then says how far from
+    the proven bound it may be).
+    """
+    x = x.copy()
+    for s in np.flatnonzero(need > 0):
+        short = int(need[s]) - sum(int(c) * int(n) for c, n in zip(cap[:, s], x[:, s]))
+        for k in np.argsort(-cap[:, s], kind="stable"):
+            if short <= 0 or cap[k, s] <= 0:
+                break
+            free = avail[k] - x[k].sum()
+            add = int(min(free, -(-short // int(cap[k, s]))))
+            x[k, s] += add
+            short -= add * int(cap[k, s])
+        if short > 0:
+            return None
+    return x
 
 
 def is_feasible(cap, need, avail, *, time_limit: float = 10.0) -> bool | None:
@@ -92,7 +118,7 @@ def max_images(cap, need, avail, *, rel_gap: float = 0.0, time_limit: float = 10
     results, call_s = _run(m, rel_gap, time_limit)
     if results is None:  # cannot happen (x = 0 is feasible), but never read values without a solution
         raise SolverFailure("HiGHS found the max-images model infeasible, which it cannot be.")
-    return _result(m, pairs, cap, need, None, results, build_s, call_s, minimize=False)
+    return _result(_read_counts(m, pairs, *np.shape(cap)), cap, need, None, results, build_s, call_s, minimize=False)
 
 
 def fewest_for_images(cap, need, avail, weight, total: int, incumbent: MilpResult, *, rel_gap: float = 0.0,
@@ -109,15 +135,20 @@ def fewest_for_images(cap, need, avail, weight, total: int, incumbent: MilpResul
         return incumbent
     weight = np.asarray(weight, dtype=float)
     have = float(np.sum(weight[:, None] * incumbent.x))
-    lp, lp_s = _run(m, 0.0, time_limit, relaxation=True)
+    try:
+        lp, lp_s = _run(m, 0.0, time_limit, relaxation=True)
+    except SolverFailure:  # only a shortcut: HiGHS's simplex can end 'unknown' on counts of 1e8 and more
+        lp, lp_s = None, 0.0
     gap = math.inf if lp is None else _gap(have, lp.incumbent_objective, minimize=True, integral=_integral(weight))
     if gap <= rel_gap:
         return MilpResult(incumbent.x, incumbent.images, have, gap, build_s, lp.timing_info.highs_time, lp_s)
     results, call_s = _run(m, rel_gap, time_limit)
     if results is None:
         return incumbent
-    found = _result(m, pairs, cap, need, weight, results, build_s, call_s + lp_s, minimize=True)
-    return found if found.objective <= have else incumbent
+    found = _result(_read_counts(m, pairs, *np.shape(cap)), cap, need, weight, results, build_s, call_s + lp_s,
+                    minimize=True)
+    # Counted exactly, HiGHS's answer may do an image or two less than `total` (its tolerance, as in _covering).
+    return found if found.objective <= have and found.images.sum() >= total else incumbent
 
 
 def _plainly_infeasible(cap, need, avail) -> bool:
@@ -169,11 +200,12 @@ def _images_model(cap, need, avail, weight, total):
     return m, pairs, time.perf_counter() - t0
 
 
-def _result(m, pairs, cap, need, weight, results, build_s, call_s, *, minimize: bool) -> MilpResult:
-    """Read the rounded GPU counts and recompute everything from them in whole numbers."""
+def _result(x, cap, need, weight, results, build_s, call_s, *, minimize: bool) -> MilpResult:
+    """Everything recomputed in whole numbers from the GPU counts x (read from HiGHS's rounded answer)."""
     cap, need = np.asarray(cap, dtype=np.int64), np.asarray(need, dtype=float)
-    x = _read_counts(m, pairs, *cap.shape)
-    images = np.minimum(need, (cap * x).sum(axis=0)).astype(np.int64)
+    # In float: cap x x may pass int64 (many GPUs, each able to do far more than needed); below need,
+    # where the answer is read, every product and sum is under 2^53 and so exact.
+    images = np.minimum(need, (cap.astype(float) * x).sum(axis=0)).astype(np.int64)
     if minimize:
         weight = np.asarray(weight, dtype=float)
         objective, integral = float(np.sum(weight[:, None] * x)), _integral(weight)

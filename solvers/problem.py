@@ -20,6 +20,10 @@ from solvers.errors import ProblemError
 
 MODES = ("soft", "relaxed")
 OBJECTIVES = ("gpus", "cost")
+# The largest image count, GPU count or batch size a problem may hold (a trillion): counts stay exact
+# in float64 and int64 with room to spare, and HiGHS, which takes a coefficient of 1e15 for infinite,
+# solves models whose coefficients reach it without numerical trouble.
+MAX_COUNT = 10**12
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,14 +50,14 @@ class Candidates:
         labels = tuple("" for _ in b) if self.labels is None else tuple(str(x) for x in self.labels)
         if not (len(b) == len(lat) == len(warm) == len(labels)):
             raise ProblemError(f"{where}: batch_size, latency_s, warmup_s and labels must have the same length.")
-        if np.any(~np.isfinite(b) | (b < 1) | (b != np.round(b))):
-            raise ProblemError(f"{where}: every batch size must be a whole number >= 1.")
+        if np.any(~np.isfinite(b) | (b < 1) | (b != np.round(b)) | (b > MAX_COUNT)):
+            raise ProblemError(f"{where}: every batch size must be a whole number from 1 to {MAX_COUNT:,}.")
         if np.any(~np.isfinite(lat) | (lat <= 0)):
             raise ProblemError(f"{where}: every latency must be a finite number of seconds > 0.")
         if np.any(~np.isfinite(warm) | (warm < 0)):
             raise ProblemError(f"{where}: every warm-up must be a finite number of seconds >= 0.")
         if self.max_batch is not None:
-            _check_whole(self.max_batch, f"{where}: max_batch", minimum=0)
+            _check_whole(self.max_batch, f"{where}: max_batch", minimum=0, maximum=MAX_COUNT)
             keep = b <= self.max_batch
             b, lat, warm = b[keep], lat[keep], warm[keep]
             labels = tuple(x for x, k in zip(labels, keep) if k)
@@ -87,7 +91,7 @@ class GpuType:
             raise ProblemError("every GPU type needs a non-empty name.")
         where = f"GPU type {self.name!r}"
         if self.count is not None:
-            _check_whole(self.count, f"{where}: count", minimum=0)
+            _check_whole(self.count, f"{where}: count", minimum=0, maximum=MAX_COUNT)
             object.__setattr__(self, "count", int(self.count))
         candidates = tuple(self.candidates)
         if not all(isinstance(c, Candidates) for c in candidates):
@@ -151,9 +155,11 @@ class Problem:
                 if self.mode != "relaxed":
                     raise ProblemError(f"input size {size}: an image count is needed in soft mode.")
             else:
-                _check_whole(count, f"image count for input size {size}", minimum=0)
+                _check_whole(count, f"image count for input size {size}", minimum=0, maximum=MAX_COUNT)
                 count = int(count)
             images[int(size)] = count
+        if sum(c for c in images.values() if c) > MAX_COUNT:
+            raise ProblemError(f"the image counts add up to more than {MAX_COUNT:,}; plan the work in parts.")
         object.__setattr__(self, "images", images)
         object.__setattr__(self, "sizes", tuple(sorted(images)))
 
@@ -177,7 +183,8 @@ class Problem:
             unlimited = [t.name for t in types if t.count is None]
             if unlimited:
                 raise ProblemError(
-                    f"with no image count, relaxed mode needs a GPU count for every type ({', '.join(unlimited)} has none)."
+                    "with no image count, relaxed mode needs a GPU count for every type "
+                    f"({', '.join(unlimited)} {'has' if len(unlimited) == 1 else 'have'} none)."
                 )
 
     @property
@@ -198,11 +205,13 @@ class Problem:
         return 1e-4 if self.objective == "cost" or self.mode == "relaxed" else 0.0
 
 
-def _check_whole(value, what: str, minimum: int) -> None:
+def _check_whole(value, what: str, minimum: int, maximum: int | None = None) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
         raise ProblemError(f"{what} must be a whole number >= {minimum}, not {value!r}.")
     if not math.isfinite(value) or value != int(value) or value < minimum:
         raise ProblemError(f"{what} must be a whole number >= {minimum}, not {value!r}.")
+    if maximum is not None and value > maximum:
+        raise ProblemError(f"{what} must be at most {maximum:,}, not {value:,}.")
 
 
 def _check_optional_number(value, what: str) -> None:

@@ -12,7 +12,7 @@ from solvers.capacity import Columns, availability, clip, fits, needs
 from solvers.diagnose import diagnose
 from solvers.errors import InfeasibleProblem, SolverFailure
 from solvers.plan import Assignment, Plan
-from solvers.problem import Problem
+from solvers.problem import MAX_COUNT, Problem
 
 _BISECTION_STEPS = 60
 
@@ -29,7 +29,7 @@ def solve(problem: Problem) -> Plan:
     columns = Columns(problem)
     limit = problem.usable_s
     cap = columns.capacity(limit)
-    need = needs(problem)
+    need = np.minimum(needs(problem), MAX_COUNT)  # 'as many as possible' is at most MAX_COUNT images per size
     avail = availability(problem)
     weight = np.array([t.cost_per_hour or 0.0 for t in problem.gpu_types]) if problem.objective == "cost" \
         else np.ones(len(problem.gpu_types))

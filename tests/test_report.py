@@ -234,8 +234,20 @@ def test_any_plan_json_is_read_or_refused_in_one_sentence(tmp_path_factory, plan
     assert tables.plan_summary(checked).rows and tables.plan_assignments(checked) is not None or not checked["assignments"]
 
 
+_seconds = st.floats(0, 1e6, allow_subnormal=False)
+_good_assignment = st.fixed_dictionaries(
+    {"hardware": st.text(min_size=1, max_size=5), "batch_size": st.integers(1, 2**20), "finish_s": _seconds},
+    optional={"count": st.integers(1, 10**6), "load_s": _seconds, "warmup_s": _seconds, "latency_s": _seconds,
+              "batches": st.integers(1, 10**4), "input_size": st.integers(1, 65536), "option": st.text(max_size=5)})
+_good_plan = st.fixed_dictionaries(
+    {"status": st.sampled_from(["optimal", "feasible"]), "assignments": st.lists(_good_assignment, max_size=3)},
+    optional={"mode": st.text(max_size=5), "deadline_s": st.floats(1e-3, 1e6, allow_subnormal=False), "usable_s": _seconds,
+              "margin": st.floats(0, 0.99, allow_subnormal=False), "makespan_s": _seconds, "total_gpus": st.integers(0, 10**6),
+              "images": st.integers(0, 10**9), "images_planned": st.integers(0, 10**9)})
+
+
 @settings(max_examples=15, deadline=None)
-@given(plan=_plan)
+@given(plan=_good_plan)
 def test_any_accepted_plan_draws(tmp_path_factory, plan):
     from hypothesis import assume
 

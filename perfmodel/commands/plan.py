@@ -62,10 +62,10 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from perfmodel.errors import InputError
-    from perfmodel.plan import PLAN_COLUMNS, NoPlanError, make_plan, plan_rows, summary
+    from perfmodel.plan import MAX_GPUS, MAX_IMAGES, PLAN_COLUMNS, NoPlanError, make_plan, plan_rows, summary
     from perfmodel.units import parse_count, parse_duration, parse_input_size, parse_mix, parse_pool, parse_prices
 
-    images = None if args.images is None else parse_count(args.images, "--images")
+    images = None if args.images is None else parse_count(args.images, "--images", maximum=MAX_IMAGES)
     if args.max_batches is not None and args.max_batches < 1:
         raise InputError("--max-batches must be a whole number >= 1 (the first batch counts).")
     if args.gap is not None and not 0 <= args.gap < 1:
@@ -75,8 +75,8 @@ def run(args) -> int:
             images=images,
             deadline=parse_duration(args.deadline, "--deadline"),
             input_size=None if args.input_size is None else parse_input_size(args.input_size, "--input-size"),
-            mix=None if args.mix is None else parse_mix(args.mix, images),
-            pool=None if args.pool is None else parse_pool(args.pool),
+            mix=None if args.mix is None else parse_mix(args.mix, images, maximum=MAX_IMAGES),
+            pool=None if args.pool is None else parse_pool(args.pool, maximum=MAX_GPUS),
             profiles=args.profile,
             predictors=args.predictor,
             model=args.model,

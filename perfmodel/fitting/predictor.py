@@ -27,13 +27,15 @@ from perfmodel.errors import InputError, PerfmodelWarning, PredictorFormatError
 from perfmodel.files import atomic_write_text, read_json
 from perfmodel.fitting.features import pixels
 from perfmodel.fitting.regressors import _Estimator
+from perfmodel.units import MAX_BATCH_SIZE, MAX_INPUT_SIZE, shown
 
 FORMAT = "perfmodel-predictor"
 SCHEMA_VERSION = 1
 QUANTITIES: tuple[str, ...] = ("latency_ms", "latency_p99_ms", "warmup_ms", "memory_mb")
 KEY_COLUMNS: tuple[str, ...] = ("hardware", "model", "backend", "precision")
 EXTRA_KEY_COLUMNS: tuple[str, ...] = ("architecture", "protocol", "mode", "concurrency")
-_SEARCH_LIMIT = 2**20  # the largest batch max_batch will ever answer
+_SEARCH_LIMIT = MAX_BATCH_SIZE  # the largest batch max_batch will ever answer (and a file may hold)
+_MAX_MEMORY_MB = 1e9  # as in a profile (perfmodel.schema.BOUNDS)
 _EPS = 1e-9  # relative slack so that pixel ratios like 4.0000000001 do not round the wrong way
 
 
@@ -177,7 +179,8 @@ class GroupPredictor:
         if np.any(self.extrapolates(b, s, quantity)):
             (b_lo, b_hi), (s_lo, s_hi) = self._training_range(quantity)
             self._warn(f"{quantity} outside the measured batch {b_lo:g}-{b_hi:g} and input size {s_lo:g}-{s_hi:g} px extrapolates")
-        return np.maximum(estimator.evaluate(b, s), 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):  # a damaged file's model: inf or NaN, never a warning flood
+            return np.maximum(estimator.evaluate(b, s), 0.0)
 
     def _warn(self, what: str, stacklevel: int = 4) -> None:
         # The same text for every call, so Python shows it once per place in the caller's code.
@@ -208,7 +211,8 @@ class GroupPredictor:
         hi = np.maximum(limit, 0) + 1  # beyond the search
         while np.any(hi - lo > 1):
             mid = np.floor((lo + hi) / 2)
-            fits = memory.evaluate(np.maximum(mid, 1), sizes) <= budget_mb
+            with np.errstate(over="ignore", invalid="ignore"):
+                fits = memory.evaluate(np.maximum(mid, 1), sizes) <= budget_mb
             lo, hi = np.where(fits, mid, lo), np.where(fits, hi, mid)
         return lo
 
@@ -231,31 +235,71 @@ class GroupPredictor:
 
     @classmethod
     def from_dict(cls, data: dict) -> "GroupPredictor":
+        """The group a to_dict() wrote, every value checked (the file may come from anyone)."""
         key = {str(k): v for k, v in data["key"].items()}
         missing = [k for k in KEY_COLUMNS if not isinstance(key.get(k), str)]
         if missing:
             raise PredictorFormatError(f"a group lacks its {', '.join(missing)}.")
+        odd = [k for k, v in key.items() if isinstance(v, bool) or not isinstance(v, (str, int))]
+        if odd:
+            raise PredictorFormatError(f"a group's {shown(odd[0])} is {shown(key[odd[0]])}, neither text nor a whole number.")
         models = {}
         for quantity in QUANTITIES:
             entry = data["quantities"][quantity]
             estimator = _Estimator.from_dict(entry["model"]) if entry["model"] is not None else None
-            models[quantity] = QuantityModel(estimator, dict(entry["report"]))
-        batch_sizes = tuple(sorted(int(b) for b in data["batch_sizes"]))
-        input_sizes = tuple(sorted(int(s) for s in data["input_sizes"]))
-        ok_batches = tuple((int(s), int(b)) for s, b in data["ok_batches"])
+            models[quantity] = QuantityModel(estimator, _checked_report(entry["report"], quantity))
+        batch_sizes = tuple(sorted(_whole(b, "batch_sizes", MAX_BATCH_SIZE) for b in data["batch_sizes"]))
+        input_sizes = tuple(sorted(_whole(s, "input_sizes", MAX_INPUT_SIZE) for s in data["input_sizes"]))
+        ok_batches = _size_batch_pairs(data["ok_batches"], "ok_batches")
         if not batch_sizes or not input_sizes or not ok_batches:
             raise PredictorFormatError("a group has no measured batch or input sizes.")
         capacity = data["memory_capacity_mb"]
+        if capacity is not None and not (_is_number(capacity) and 0 < capacity <= _MAX_MEMORY_MB):
+            raise PredictorFormatError(f"memory_capacity_mb is {shown(capacity)}, not a number of MiB above 0 and at "
+                                       f"most {_MAX_MEMORY_MB:,.0f}.")
+        provenance = data.get("provenance", {})
+        if not isinstance(provenance, dict):
+            raise PredictorFormatError("a group's provenance is not an object.")
         return cls(
             key=MappingProxyType(key),
             batch_sizes=batch_sizes,
             input_sizes=input_sizes,
             models=MappingProxyType(models),
             ok_batches=ok_batches,
-            oom_batches=tuple((int(s), int(b)) for s, b in data["oom_batches"]),
+            oom_batches=_size_batch_pairs(data["oom_batches"], "oom_batches"),
             memory_capacity_mb=None if capacity is None else float(capacity),
-            provenance=MappingProxyType(dict(data.get("provenance", {}))),
+            provenance=MappingProxyType(dict(provenance)),
         )
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _whole(value, what: str, largest: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= largest:
+        raise PredictorFormatError(f"{what} holds {shown(value)}, not a whole number from 1 to {largest:,}.")
+    return value
+
+
+def _size_batch_pairs(pairs, what: str) -> tuple[tuple[int, int], ...]:
+    if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+        raise PredictorFormatError(f"{what} is not a list of [input size, batch size] pairs.")
+    return tuple((_whole(s, what, MAX_INPUT_SIZE), _whole(b, what, MAX_BATCH_SIZE)) for s, b in pairs)
+
+
+def _checked_report(report, quantity: str) -> dict:
+    """A quantity's error report: free-form, except the training range, which queries use."""
+    if not isinstance(report, dict):
+        raise PredictorFormatError(f"the report of {quantity} is not an object.")
+    ranges = report.get("training_range")
+    if ranges is not None:
+        ok = isinstance(ranges, dict) and all(
+            isinstance(ranges.get(k), list) and len(ranges[k]) == 2 and all(_is_number(v) and v > 0 for v in ranges[k])
+            and ranges[k][0] <= ranges[k][1] for k in ("batch_size", "input_size"))
+        if not ok:
+            raise PredictorFormatError(f"the training range of {quantity} is not [low, high] batch and input sizes.")
+    return dict(report)
 
 
 def _positive(values, what: str) -> np.ndarray:
@@ -336,8 +380,11 @@ class Predictor:
             raise PredictorFormatError(f"{source} is JSON but not a perfmodel predictor (no \"format\": \"{FORMAT}\"); "
                                        "make one with `perfmodel fit`.")
         version = data.get("schema_version")
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise PredictorFormatError(f"{source} has the schema_version {shown(json.dumps(version))}, which is not a "
+                                       f"whole number (this perfmodel writes {SCHEMA_VERSION}); fit it again with `perfmodel fit`.")
         if version != SCHEMA_VERSION:
-            raise PredictorFormatError(f"{source} has predictor schema version {version!r}, but this perfmodel "
+            raise PredictorFormatError(f"{source} has predictor schema version {version}, but this perfmodel "
                                        f"{__version__} reads version {SCHEMA_VERSION}; fit it again with `perfmodel fit`.")
         try:
             groups = tuple(GroupPredictor.from_dict(g) for g in data["groups"])

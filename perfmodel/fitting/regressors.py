@@ -97,11 +97,24 @@ def _training_data(X, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return b, s, y
 
 
+# No fitted number comes near this (milliseconds and MiB up to 1e9, features up to ~1e11); a file's number
+# beyond it would only overflow predictions to infinity.
+_LARGEST = 1e30
+
+
 def _floats(values, name: str) -> np.ndarray:
+    if isinstance(values, bool) or (isinstance(values, list) and any(isinstance(v, (bool, list, dict)) for v in values)):
+        raise PredictorFormatError(f"the predictor file has something other than numbers in {name}.")
     array = np.asarray(values, dtype=float)
-    if not np.all(np.isfinite(array)):
-        raise PredictorFormatError(f"the predictor file has a non-finite number in {name}.")
+    if not np.all(np.isfinite(array)) or np.any(np.abs(array) > _LARGEST):
+        raise PredictorFormatError(f"the predictor file has a non-finite number, or one beyond 1e30, in {name}.")
     return array
+
+
+def _ints(values, name: str) -> np.ndarray:
+    if not isinstance(values, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+        raise PredictorFormatError(f"the predictor file has something other than whole numbers in {name}.")
+    return np.asarray(values, dtype=np.int64)
 
 
 class FeatureLinearRegression(_Estimator):
@@ -296,14 +309,15 @@ class TreeEnsembleRegression(_Estimator):
         return {"init": self.init_, "trees": [{k: v.tolist() for k, v in t.items()} for t in self.trees_]}
 
     def _load_fitted(self, fitted: dict) -> None:
+        self.learning_rate = float(_floats(self.learning_rate, "the tree ensemble's learning rate"))  # used to predict
         self.init_ = float(_floats(fitted["init"], "the tree ensemble"))
         trees = []
         for t in fitted["trees"]:
             tree = {
-                "feature": np.asarray(t["feature"], dtype=np.int64),
+                "feature": _ints(t["feature"], "a tree"),
                 "threshold": _floats(t["threshold"], "a tree"),
-                "left": np.asarray(t["left"], dtype=np.int64),
-                "right": np.asarray(t["right"], dtype=np.int64),
+                "left": _ints(t["left"], "a tree"),
+                "right": _ints(t["right"], "a tree"),
                 "value": _floats(t["value"], "a tree"),
             }
             n = len(tree["value"])
