@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
 
+import rich.markup
 from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -24,9 +26,16 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def error(message: str) -> None:
-    err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False) if err.is_terminal else print(
-        f"error: {message}", file=sys.stderr
-    )
+    message = one_line(message)
+    if err.is_terminal:
+        err.print(f"[bold red]error:[/] {rich.markup.escape(message)}", markup=True, highlight=False)
+    else:
+        print(f"error: {message}", file=sys.stderr)
+
+
+def one_line(text: str) -> str:
+    """The text on one line: newlines and other control characters (from a file name, a cell) escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
 def note(message: str) -> None:
@@ -82,18 +91,16 @@ def _cell(value) -> str:
 
 @contextlib.contextmanager
 def show_warnings() -> Iterator[None]:
-    """Print perfmodel's warnings as one 'warning:' line each, and each message once."""
+    """Print every warning as one 'warning:' line, each message once (never a flood of repeats)."""
     seen: set[str] = set()
-    previous = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):
-        if issubclass(category, PerfmodelWarning):
-            text = str(message)
-            if text not in seen:
-                seen.add(text)
-                note(f"warning: {text}")
-        else:
-            previous(message, category, filename, lineno, file, line)
+        text = one_line(message)
+        if not issubclass(category, PerfmodelWarning):  # a library's: say whose, but still in one line
+            text = f"{text} ({category.__name__} from {os.path.basename(filename)}:{lineno})"
+        if text not in seen:
+            seen.add(text)
+            note(f"warning: {text}")
 
     with warnings.catch_warnings():  # restores showwarning and the filters on exit
         warnings.simplefilter("always", PerfmodelWarning)

@@ -21,13 +21,13 @@ MAX_INTEGER_DIGITS = 18  # |n| < 10**18 < 2**63: an int64 holds it
 
 def check_writable(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = (), flag: str = "--out") -> Path:
     """Fail early, before any work, if `path` cannot be written or is one of the command's `inputs`."""
+    check_not_input(path, inputs, flag)
     path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise InputError(f"{path} is a directory: give a file name to write to.")
     if not parent.is_dir():
         raise InputError(f"cannot write {path}: the directory {parent} does not exist.")
-    check_not_input(path, inputs, flag)
     if path.exists() and not os.access(path, os.W_OK):
         raise InputError(f"cannot write {path}: the file is read-only.")
     try:  # the real test (os.access is optimistic for root and for special file systems)
@@ -39,7 +39,8 @@ def check_writable(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] 
     return path
 
 
-def check_not_input(path: str | os.PathLike, inputs: Iterable[str | os.PathLike], flag: str = "--out") -> None:
+def check_not_input(path: str | os.PathLike, inputs: Iterable[str | os.PathLike], what: str = "--out",
+                    fix: str = "choose another output file") -> None:
     """Refuse to write `path` when it is one of `inputs`: the same file (device and inode), whatever the
     spelling (./x.csv, a symbolic link, a hard link)."""
     target = _identity(path)
@@ -47,9 +48,9 @@ def check_not_input(path: str | os.PathLike, inputs: Iterable[str | os.PathLike]
         return
     for source in inputs:
         if _identity(source) == target:
-            same = "" if os.fspath(source) == os.fspath(path) else f" (the same file as the input {os.fspath(source)})"
-            raise InputError(f"{flag} {os.fspath(path)} is one of this command's inputs{same}: writing it would "
-                             "destroy the input; choose another output file.")
+            same = "" if os.fspath(source) == os.fspath(path) else f" (the same file as {os.fspath(source)})"
+            raise InputError(f"{what} {os.fspath(path)} is one of this command's inputs{same}: writing it would "
+                             f"destroy the input; {fix}.")
 
 
 def _identity(path) -> tuple[int, int] | None:

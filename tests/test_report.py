@@ -101,9 +101,11 @@ def test_predictor_curves_and_error_report(tmp_path):
     assert [f.name for f in predictor.figures] == ["fit-h100-resnet50-torch-fp16.png"]
     table = next(i for i in predictor.items if isinstance(i, Table))
     rows = {row[0]: row[1:] for row in table.rows}
-    assert table.headers[1:] == ("latency_ms", "warmup_ms", "memory_mb", "max_batch")
-    assert rows["cv_mape"][:2] == ("1.2", "8") and rows["extrapolation › batch_2x › max_error"][0] == "5.5"
-    assert rows["reason"][2] == "not measured" and rows["largest_ok"][3] == "224 → 1,024; 320 → 512"
+    assert table.headers[1:] == ("median latency (ms)", "warm-up (ms)", "memory (MiB)", "largest batch")
+    assert rows["cross-validated error, mean %"][:2] == ("1.2", "8")
+    assert rows["extrapolating: to 2x the batch: worst error %"][0] == "5.5"
+    assert rows["why no model"][2] == "not measured" and rows["largest ok (px → batch)"][3] == "224 → 1,024; 320 → 512"
+    assert not any("_" in row[0] or "›" in row[0] for row in table.rows)  # no raw keys on the page
 
 
 def test_plan_timeline(tmp_path, capsys):

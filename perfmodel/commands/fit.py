@@ -38,7 +38,7 @@ def run(args) -> int:
     from perfmodel.fitting.report import MAX_BATCH_HEADERS, QUANTITY_HEADERS, REPORT_LEGEND, max_batch_rows, noise_note, quantity_rows, report_json
     from perfmodel.fitting.train import fit
 
-    check_writable(args.out)
+    check_writable(args.out, inputs=args.profiles)
     families = [f.strip() for f in args.families.split(",") if f.strip()]
     with console.progress("fitting") as update:
         count = [0]

@@ -11,7 +11,7 @@ import pandas as pd
 
 from perfmodel import __version__
 from perfmodel.errors import InputError
-from perfmodel.files import atomic_write_bytes, atomic_write_text
+from perfmodel.files import atomic_write_bytes, atomic_write_text, check_not_input
 from perfmodel.report import tables
 from perfmodel.report.content import Figure, Section
 from perfmodel.report.groups import SOURCE, layout
@@ -116,6 +116,8 @@ def write_report(sections: tuple[Section, ...], out_dir, inputs: list[str]) -> R
     except OSError as exc:
         raise InputError(f"cannot create the directory {out} ({exc.strerror or exc}).") from None
     figures = [f for s in sections for f in s.figures]
+    for name in [f.name for f in figures] + [PAGE]:  # before the first write: an input named report.html ...
+        check_not_input(out / name, inputs, "the report's file", "choose another --out directory")
     written = []
     try:
         for figure in figures:

@@ -8,6 +8,7 @@ assignment; count, input_size, load_s, warmup_s, latency_s and batches are drawn
 from __future__ import annotations
 
 import math
+import textwrap
 
 from perfmodel.report import style
 from perfmodel.report.content import Figure
@@ -29,6 +30,12 @@ def assignment_label(a: dict) -> str:
         parts.append(f"{a['input_size']} px")
     parts.append(f"batch {a['batch_size']}")
     return ", ".join(parts)
+
+
+def _tick_label(a: dict) -> str:
+    """assignment_label on two lines, the GPUs first: long names leave the bars their width."""
+    first, _, rest = assignment_label(a).partition(", ")
+    return textwrap.shorten(first, 60, placeholder="...") + ("\n" + textwrap.shorten(rest, 60, placeholder="...") if rest else "")
 
 
 def _segments(a: dict) -> list[tuple[float, float, str]]:
@@ -58,7 +65,7 @@ def timeline_figure(plan: dict) -> Figure | None:
         return None
     shown = assignments[:MAX_ROWS]
     rows = len(shown)
-    fig, axes = style.new_figure(width=11, height=min(max(2.8, 1.6 + 0.42 * rows), 16))
+    fig, axes = style.new_figure(width=11, height=min(max(3.2, 2.2 + 0.5 * rows), 18))  # two-line labels, legend below
     ax = axes[0, 0]
     drawn = []
     for y, a in enumerate(shown):
@@ -66,7 +73,7 @@ def timeline_figure(plan: dict) -> Figure | None:
             ax.barh(y, width, left=start, height=0.6, color=colour, edgecolor="white", linewidth=0.4)
             drawn.append(colour)
         _batch_ticks(ax, y, a)
-    ax.set_yticks(range(rows), [assignment_label(a) for a in shown])
+    ax.set_yticks(range(rows), [_tick_label(a) for a in shown])
     extra = max(0.0, (3 - rows) / 2)  # at least three rows' room, so a lone bar is not a slab
     ax.set_ylim(rows - 0.5 + extra, -0.5 - extra)  # first group on top
     ax.grid(axis="y", visible=False)
@@ -88,8 +95,10 @@ def timeline_figure(plan: dict) -> Figure | None:
         ax.axvline(makespan, color="black", linewidth=1, linestyle=":")
         legend.append((f"predicted makespan {style.number(makespan)} s", {"color": "black", "linewidth": 1, "linestyle": ":"}))
     ax.set_xlabel("time from the start (s)")
-    ax.set_title(_title(plan) + (f"\n(the first {rows} of {len(assignments)} groups)" if len(assignments) > rows else ""))
-    style.legend_outside(fig, (("", tuple(legend)),))
+    # Over the whole figure, from the left, and the legend below: a long title never runs into the legend.
+    style.suptitle(fig, _title(plan) + (f"\n(the first {rows} of {len(assignments)} groups)" if len(assignments) > rows else ""),
+                   width=110)
+    style.legend_outside(fig, (("", tuple(legend)),), below=True)
     caption = ("One row per group of identical GPUs (count x type, input size, batch size): each GPU loads the model, runs its "
                "first batch (warm-up, slower than the rest), then the further batches back to back; the plan must finish "
                "every row before the deadline.")

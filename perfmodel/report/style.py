@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
+import warnings
 import weakref
 from collections.abc import Iterable, Sequence
 
@@ -18,7 +20,7 @@ try:
     matplotlib.use("Agg")  # render to files only; this machine (and CI) has no display
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
-    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullLocator
 except ImportError:  # matplotlib is the optional extra 'report'
     raise InputError("perfmodel report needs matplotlib: install it with pip install 'perfmodel[report]'.") from None
 
@@ -47,8 +49,11 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = 7.5, height: float
     return fig, axes
 
 
-def suptitle(fig, text: str) -> None:
-    """A figure title from the left edge: centred, a long one would run into the legend on the right."""
+def suptitle(fig, text: str, width: int = 0) -> None:
+    """A figure title from the left edge: centred, a long one would run into the legend on the right.
+    With `width`, each line is wrapped at that many characters."""
+    if width:
+        text = "\n".join(textwrap.fill(line, width) for line in text.splitlines())
     fig.suptitle(text, x=0.01, ha="left")
 
 
@@ -56,7 +61,9 @@ def to_png(fig) -> bytes:
     """Render and close the figure (pyplot keeps every open figure alive otherwise)."""
     buffer = io.BytesIO()
     try:
-        with plt.rc_context(RC):
+        with plt.rc_context(RC), warnings.catch_warnings():
+            # A name from a file in a script the font lacks is drawn as boxes: no warning per character.
+            warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
             _thin_batch_labels(fig)
             fig.savefig(buffer, format="png")
     finally:
@@ -120,8 +127,16 @@ def plain_log_y(ax) -> None:
     ax.set_yscale("log")
     lo, hi = ax.get_ylim()
     decades = math.log10(hi / lo) if lo > 0 else 99
-    subs = tuple(range(1, 10)) if decades < 1.2 else (1, 2, 5) if decades < 2.5 else (1,)
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs))
+    if decades < 1:  # within a decade (0.8 to 1.7): evenly spaced round numbers, or only one or two would show
+        locator = MaxNLocator(nbins=7, steps=[1, 2, 2.5, 5, 10])
+        below = locator.tick_values(lo, hi)[0]
+        if 0 < below < lo:  # down to the round number below the data, so that the bottom is labelled too
+            ax.set_ylim(below, hi)
+        ax.yaxis.set_major_locator(locator)
+        ax.yaxis.set_minor_locator(NullLocator())
+    else:
+        subs = tuple(range(1, 10)) if decades < 1.2 else (1, 2, 5) if decades < 2.5 else (1,)
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: number(v)))
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
@@ -149,8 +164,9 @@ def colour(index: int) -> str:
     return COLOURS[index % len(COLOURS)]
 
 
-def legend_outside(fig, sections: Sequence[tuple[str, Sequence[tuple[str, dict]]]]) -> None:
-    """One legend right of the axes, in sections under a bold title (none if empty); entries are (label, Line2D kwargs).
+def legend_outside(fig, sections: Sequence[tuple[str, Sequence[tuple[str, dict]]]], below: bool = False) -> None:
+    """One legend right of the axes (or below them), in sections under a bold title (none if empty);
+    entries are (label, Line2D kwargs).
 
     Outside the axes it never hides a data point, and constrained layout makes room for it.
     """
@@ -166,7 +182,8 @@ def legend_outside(fig, sections: Sequence[tuple[str, Sequence[tuple[str, dict]]
             handles.append(Line2D([], [], **kwargs))
             labels.append(label)
     if handles:
-        legend = fig.legend(handles, labels, loc="outside right upper", frameon=False, handlelength=2.6)
+        where = {"loc": "outside lower center", "ncols": 3} if below else {"loc": "outside right upper"}
+        legend = fig.legend(handles, labels, frameon=False, handlelength=2.6, **where)
         texts = legend.get_texts()
         for i in titles:
             texts[i].set_fontweight("bold")
