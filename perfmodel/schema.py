@@ -1,4 +1,4 @@
-"""The profile contract (DESIGN.md section 2): columns, units, validation, atomic read and write.
+"""The profile contract (docs/design.md, section 2): columns, units, validation, atomic read and write.
 
 A profile is one tidy CSV: one row per measured point, one column per quantity, provenance repeated
 in every row. Anyone may write one by hand, so everything read here is checked and every problem is

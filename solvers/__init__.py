@@ -1,4 +1,4 @@
-"""The optimization models of seeds/003, solved exactly: plain numbers in, a Plan out.
+"""The optimization models of [serving-models] (docs/design.md), solved exactly: plain numbers in, a Plan out.
 
     from solvers import Candidates, GpuType, Problem, solve
     plan = solve(Problem(gpu_types=[GpuType("h100", 8, [Candidates(224, [1, 64], [0.004, 0.05], [0.3, 0.4])])],

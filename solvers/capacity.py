@@ -1,7 +1,7 @@
 """How many images one GPU finishes by a time limit: numpy over every candidate batch size at once.
 
 For a fixed (GPU type, input-size class, batch size b) the best number of further batches t is the
-largest that fits, so one GPU's best contribution is max_b (t_b + 1) * b (DESIGN.md section 5). That
+largest that fits, so one GPU's best contribution is max_b (t_b + 1) * b (docs/design.md, section 5). That
 column-wise maximum is all the optimization models need; no solver ever sees the candidates.
 """
 

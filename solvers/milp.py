@@ -2,7 +2,8 @@
 
 x[k, s] = how many GPUs of type k serve input-size class s, each doing up to cap[k, s] images
 (capacity.py). Because a GPU's best batch size and batch count depend only on (k, s), these K*S
-integers are an exact reformulation of seeds/003's per-GPU models, however many GPUs there are.
+integers are an exact reformulation of [serving-models]' per-GPU models (docs/design.md), however
+many GPUs there are.
 
     min_gpus:    min sum_ks w_k x_ks   s.t.  sum_k cap_ks x_ks >= need_s,  sum_s x_ks <= avail_k
     max_images:  max sum_s y_s         s.t.  y_s <= sum_k cap_ks x_ks,  y_s <= need_s,  sum_s x_ks <= avail_k

@@ -4,7 +4,7 @@
     Candidates     the batch sizes one GPU type can run for one input size, with latency and warm-up
     Problem        the GPU types, the images per input-size class, the deadline, the mode and objective
 
-Times follow seeds/003: a GPU's first batch takes `warmup_s` (it replaces that batch's latency), each
+Times follow [serving-models] (docs/design.md): a GPU's first batch takes `warmup_s` (it replaces that batch's latency), each
 further batch `latency_s`, and the model is loaded once before the first batch (`load_s`).
 """
 
@@ -76,7 +76,7 @@ class GpuType:
     """One kind of GPU in the pool. `count` None means as many as needed (the answer says how many).
 
     `load_s` and `max_batches` override the problem's defaults for this type when given.
-    `max_batches` is the most batches one GPU runs, first included: seeds/003's M_i + 1.
+    `max_batches` is the most batches one GPU runs, first included: M_i + 1 in [serving-models].
     """
 
     name: str

@@ -1,18 +1,18 @@
-"""seeds/001's file loading and repeatability: throughput over a set of real JPEG files.
+"""Tulchinsky et al. [1]'s file loading and repeatability: throughput over a set of real JPEG files.
 
-The seeds served a 1500-image ImageNet subset, pre-resized to 224x224. Here a set of the same size is
+The paper (Tulchinsky et al. 2020) served a 1500-image ImageNet subset, pre-resized to 224x224. Here a set of the same size is
 generated locally (smooth random pictures saved as JPEG, quality 90: real files, real decoding), and
 each configuration makes full passes over it:
 
   architecture  inprocess (the model called in this process) or local-server (a local Triton server,
                 gRPC, async, `--concurrency` requests in flight; the client decodes and sends tensors)
   loading       files (read and decode each JPEG with PIL for every batch) or memory (decoded once,
-                kept in the client's memory, as the seeds did for their no-loading runs)
+                kept in the client's memory, as the paper did for its no-loading runs)
   batch size    --batch-sizes
 
 Throughput = images of a pass / wall time of the pass. Every configuration is repeated --repeats times,
 round-robin over the configurations so that a drift of the (shared, noisy) machine hits all alike;
-the table gives the mean, and the standard error of the mean in % (the seeds: < 0.5% over 20 runs on
+the table gives the mean, and the standard error of the mean in % (the paper: < 0.5% over 20 runs on
 one host).
 
     python experiments/001_serving_architectures/files.py                       # tiny CNN, 224 px

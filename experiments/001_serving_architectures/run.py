@@ -1,4 +1,4 @@
-"""Seeds/001's three serving architectures, redone on this machine's CPU with perfmodel.
+"""The three serving architectures of Tulchinsky et al. 2020 (README, References [1]), redone on this machine's CPU with perfmodel.
 
     python experiments/001_serving_architectures/run.py [--parts inprocess,local,remote] [--cases tiny@64:1,4 ...]
 
@@ -107,7 +107,7 @@ def summarize() -> pd.DataFrame:
 
 
 def _ratios(t: pd.DataFrame) -> str:
-    """The comparisons of seeds/001 as ratios of throughput (images/s), one line per case."""
+    """The comparisons of Tulchinsky et al. [1] as ratios of throughput (images/s), one line per case."""
     lines = ["# Throughput ratios (images/s), from summary.csv", ""]
     for (model, size, batch), g in t.groupby(["model", "input_size", "batch_size"]):
         lines.append(f"## {model}, {size} px, batch {batch}")

@@ -1,4 +1,4 @@
-"""seeds/003 redone: EfficientNet-B0 latency and memory over input size x mini-batch size, with and
+"""González Vidal et al. [2] redone: EfficientNet-B0 latency and memory over input size x mini-batch size, with and
 without warm-up, and which monitored quantities best predict the warm-up (first-inference) time.
 
 Every point is measured by perfmodel's own profiler with the warm-up in a fresh worker process; the

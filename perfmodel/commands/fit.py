@@ -6,12 +6,12 @@ from perfmodel import console
 from perfmodel.commands.common import EXIT_CODES, formatter
 
 FIT_EXAMPLES = """examples:
-  perfmodel fit profiles/cpu-resnet50-torch.csv --out cpu-resnet50.json
-  perfmodel fit profiles/cpu-resnet50-torch.csv --out cpu-resnet50.json --report
-  perfmodel fit a100-*.csv h100-*.csv --out gpus.json --json
+  perfmodel fit profiles/cpu-resnet50-torch.csv --out /tmp/cpu-resnet50.json
+  perfmodel fit profiles/cpu-resnet50-torch.csv --out /tmp/cpu-resnet50.json --report
+  perfmodel fit a100-*.csv h100-*.csv --out /tmp/gpus.json --json
 
 One predictor per (hardware, model, backend, precision) group in the profiles; in Python:
-  perfmodel.Predictor.load("cpu-resnet50.json").latency_ms(b, s)
+  perfmodel.Predictor.load("/tmp/cpu-resnet50.json").latency_ms(b, s)
 """
 
 

@@ -7,7 +7,7 @@ from perfmodel.commands.common import EXIT_CODES, formatter
 
 REPORT_EXAMPLES = """examples:
   perfmodel report profiles/cpu-resnet50-torch.csv --out /tmp/report
-  perfmodel report h100.csv a100.csv --out compare/          # several profiles overlay
+  perfmodel report h100.csv a100.csv --out /tmp/compare      # several profiles overlay
   perfmodel report p.csv --predictor p.json --plan plan.json --out /tmp/report
 
 Writes one PNG per figure and report.html, which embeds them all (it opens alone, offline).

@@ -118,7 +118,7 @@ def _ints(values, name: str) -> np.ndarray:
 
 
 class FeatureLinearRegression(_Estimator):
-    """Linear regression on engineered features, chosen by forward selection (as in seeds/004).
+    """Linear regression on engineered features, chosen by forward selection (as in [gpuaas-prediction], docs/design.md).
 
     Starting from an intercept, add the candidate feature that most lowers the leave-one-batch-size-
     out MAPE; stop when no candidate lowers it by a fraction `tol`, or at `max_features` features.
