@@ -92,6 +92,9 @@ def make_plan(
     load_s = load_time
     if isinstance(load_time, str):
         load_s = parse_duration(load_time, "--load-time", allow_zero=True)
+    for flag, value in (("--model", model), ("--backend", backend), ("--precision", precision)):
+        if value is not None and not str(value).strip():
+            raise InputError(f"{flag} is empty: name one, or leave {flag} out for every one measured.")
     if use not in LATENCY_COLUMNS:
         raise InputError(f"--use must be p50 or p99, not {use!r}.")
     if mode not in solvers.problem.MODES or objective not in solvers.problem.OBJECTIVES:

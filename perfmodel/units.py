@@ -26,10 +26,13 @@ MAX_BATCH_SIZE = 2**20  # images per call
 MAX_PRICE = 1e6  # per GPU-hour
 
 
-def shown(text, limit: int = 40) -> str:
-    """What the user typed, for a message: quoted, control characters escaped, a long text cut short."""
-    text = str(text)
-    return repr(text if len(text) <= limit else text[:limit] + "...")
+def shown(value, limit: int = 40) -> str:
+    """A value for a message: text quoted with control characters escaped, anything else as Python
+    writes it; either cut short when long."""
+    if not isinstance(value, str):
+        text = repr(value)
+        return text if len(text) <= limit else text[:limit] + "..."
+    return repr(value if len(value) <= limit else value[:limit] + "...")
 
 
 def spoken_list(items) -> str:
@@ -130,7 +133,7 @@ def parse_prices(text: str) -> dict[str, float]:
 
 def parse_input_size(text, what: str = "input size") -> int:
     raw = str(text).strip()
-    if not re.fullmatch(r"[0-9]+", raw) or not 1 <= int(raw) <= MAX_INPUT_SIZE:
+    if not re.fullmatch(r"[0-9]{1,9}", raw) or not 1 <= int(raw) <= MAX_INPUT_SIZE:
         raise InputError(f"{what} {shown(text)} is not an image side in pixels (a whole number from 1 to "
                          f"{MAX_INPUT_SIZE:,}, e.g. 224).")
     return int(raw)

@@ -103,7 +103,7 @@ class GpuType:
         _check_optional_number(self.cost_per_hour, f"{where}: cost_per_hour")
         _check_optional_number(self.load_s, f"{where}: load_s")
         if self.max_batches is not None:
-            _check_whole(self.max_batches, f"{where}: max_batches", minimum=1)
+            _check_whole(self.max_batches, f"{where}: max_batches", minimum=1, maximum=MAX_COUNT)
 
     def for_size(self, input_size: int) -> Candidates | None:
         return next((c for c in self.candidates if c.input_size == input_size), None)
@@ -169,7 +169,7 @@ class Problem:
             raise ProblemError(f"the margin must be a fraction in [0, 1), not {self.margin!r}.")
         _check_optional_number(self.load_s, "load_s")
         if self.max_batches is not None:
-            _check_whole(self.max_batches, "max_batches", minimum=1)
+            _check_whole(self.max_batches, "max_batches", minimum=1, maximum=MAX_COUNT)
         if self.mip_rel_gap is not None:
             _check_optional_number(self.mip_rel_gap, "mip_rel_gap")
         if not (isinstance(self.time_limit_s, (int, float)) and self.time_limit_s > 0):

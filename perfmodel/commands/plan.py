@@ -53,7 +53,7 @@ def add_parser(sub) -> None:
     p.add_argument("--use", default="p50", choices=["p50", "p99"], help="plan on the median or the 99th-percentile latency (default: p50)")
     p.add_argument("--margin", default="0", metavar="PCT", help="safety margin: finish by deadline x (1 - margin), e.g. 5%% (default: 0)")
     p.add_argument("--load-time", metavar="T", help="model load time per GPU (default: the profile's load_ms, else 0)")
-    p.add_argument("--max-batches", type=int, metavar="N", help="at most N batches per GPU, the first included")
+    p.add_argument("--max-batches", metavar="N", help="at most N batches per GPU, the first included")
     p.add_argument("--gap", type=float, metavar="REL", help="relative optimality gap the solver may stop at (default: 0, or 1e-4 for cost)")
     p.add_argument("--time-limit", default="10s", metavar="T", help="solver time limit (default: 10s)")
     p.add_argument("--json", action="store_true", help="print the plan (or why there is none) as JSON")
@@ -66,7 +66,8 @@ def run(args) -> int:
     from perfmodel.units import parse_count, parse_duration, parse_input_size, parse_mix, parse_pool, parse_prices
 
     images = None if args.images is None else parse_count(args.images, "--images", maximum=MAX_IMAGES)
-    if args.max_batches is not None and args.max_batches < 1:
+    max_batches = None if args.max_batches is None else parse_count(args.max_batches, "--max-batches", "batches", MAX_IMAGES)
+    if max_batches is not None and max_batches < 1:
         raise InputError("--max-batches must be a whole number >= 1 (the first batch counts).")
     if args.gap is not None and not 0 <= args.gap < 1:
         raise InputError("--gap must be a fraction in [0, 1), e.g. 1e-4.")
@@ -85,7 +86,7 @@ def run(args) -> int:
             margin=args.margin,
             use=args.use,
             load_time=args.load_time,
-            max_batches=args.max_batches,
+            max_batches=max_batches,
             prices=None if args.price is None else parse_prices(args.price),
             backend=args.backend,
             precision=args.precision,

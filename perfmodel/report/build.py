@@ -103,9 +103,14 @@ def _unique(sections: list[Section]) -> tuple[Section, ...]:
     return tuple(out)
 
 
-def _check_out_dir(out: Path) -> None:
+def _check_out_dir(out: Path, inputs=()) -> None:
+    """--out is a directory (or will be), and none of the files a report writes there (report.html,
+    *.png) is one of its inputs."""
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file: give a directory to write the report into.")
+    if out.is_dir():
+        for existing in [*out.glob("*.png"), out / PAGE]:
+            check_not_input(existing, inputs, "the report's file", "choose another --out directory")
 
 
 def write_report(sections: tuple[Section, ...], out_dir, inputs: list[str]) -> Report:
@@ -116,8 +121,6 @@ def write_report(sections: tuple[Section, ...], out_dir, inputs: list[str]) -> R
     except OSError as exc:
         raise InputError(f"cannot create the directory {out} ({exc.strerror or exc}).") from None
     figures = [f for s in sections for f in s.figures]
-    for name in [f.name for f in figures] + [PAGE]:  # before the first write: an input named report.html ...
-        check_not_input(out / name, inputs, "the report's file", "choose another --out directory")
     written = []
     try:
         for figure in figures:
@@ -138,10 +141,10 @@ def make_report(profiles=(), predictors=(), plan=None, out_dir=".") -> Report:
     profiles, predictors = [os.fspath(p) for p in profiles], [os.fspath(p) for p in predictors]
     if not profiles and not predictors and plan is None:
         raise InputError("nothing to report: give at least one profile CSV, a --predictor or a --plan.")
-    _check_out_dir(Path(out_dir))  # before the work of drawing
+    inputs = profiles + predictors + ([os.fspath(plan)] if plan is not None else [])
+    _check_out_dir(Path(out_dir), inputs)  # before the work of drawing
     profile = read_profiles(profiles)
     loaded = read_predictors(predictors)
     plan_data = read_plan(plan)
     sections = make_sections(profile, loaded, plan_data)
-    inputs = profiles + predictors + ([os.fspath(plan)] if plan is not None else [])
     return write_report(sections, out_dir, inputs)
