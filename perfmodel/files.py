@@ -91,9 +91,11 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def read_bytes(path: str | os.PathLike, error: type[PerfmodelError], hint: str, limit: int = MAX_INPUT_BYTES) -> bytes:
-    """The bytes of an input file (at most `limit`), or `error` with one sentence: what is wrong, and `hint`."""
+def read_bytes(path: str | os.PathLike, error: type[PerfmodelError], hint: str, limit: int | None = None) -> bytes:
+    """The bytes of an input file (at most `limit`, default MAX_INPUT_BYTES), or `error` with one sentence:
+    what is wrong, and `hint`."""
     source = os.fspath(path)
+    limit = MAX_INPUT_BYTES if limit is None else limit
     try:
         with open(path, "rb") as f:
             data = f.read(limit + 1)

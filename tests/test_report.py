@@ -266,3 +266,77 @@ def test_any_accepted_plan_draws(tmp_path_factory, plan):
     figure = timeline_figure(checked)
     assert (figure is None) == (not checked["assignments"])
     assert figure is None or figure.png.startswith(b"\x89PNG")
+
+
+# --- figures and tables a person can read (issue 11, item 14) ------------------------------------------
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """Every figure the report draws, as (figure, renderer), laid out as it was saved."""
+    from perfmodel.report import style
+
+    figures = []
+    original = style.to_png
+
+    def keep(fig):
+        figures.append((fig, fig.canvas.get_renderer()))  # the renderer outlives the figure's closing
+        return original(fig)
+
+    monkeypatch.setattr(style, "to_png", keep)
+    return figures
+
+
+def _labels_in_view(ax) -> list[str]:
+    lo, hi = ax.get_ylim()
+    return [t.get_text() for t, y in zip(ax.get_yticklabels(), ax.get_yticks()) if lo <= y <= hi and t.get_text()]
+
+
+def test_warmup_ratio_axis_is_labelled_within_a_decade(drawn):
+    from perfmodel.report import make_sections
+
+    profile = gpu_like_profile(sizes=(224,), batches=(1, 2, 4, 8)).assign(source="a.csv")
+    profile["warmup_ms"] = profile["latency_ms"] * [1.7, 1.3, 0.95, 0.85]  # ratios 0.85-1.7, as measured on CPUs
+    make_sections(profile)
+    ratio_axes = [ax for fig, _ in drawn for ax in fig.axes if "slower" in ax.get_title()]
+    assert ratio_axes
+    labels = _labels_in_view(ratio_axes[0])
+    assert len(labels) >= 4 and any(float(x) > 1.5 for x in labels) and any(float(x) < 1 for x in labels), labels
+
+
+def _overlaps(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def test_plan_timeline_title_never_runs_into_the_legend(drawn):
+    from perfmodel.report.plan_figures import timeline_figure
+
+    plan = plan_json()
+    for a in plan["assignments"]:
+        a["hardware"], a["option"] = "NVIDIA-H100-80GB-HBM3-with-a-long-name", "triton fp16 grpc async c16 (predicted)"
+    plan.update(mode="relaxed mode with a long name", images=987_654_321, images_planned=123_456_789)
+    timeline_figure(plan)
+    fig, renderer = drawn[-1]
+    title = fig._suptitle.get_window_extent(renderer)
+    legend = fig.legends[0].get_window_extent(renderer)
+    ticks = [t.get_window_extent(renderer) for t in fig.axes[0].get_yticklabels() if t.get_text()]
+    assert not _overlaps(title, legend) and not any(_overlaps(t, legend) for t in ticks)
+    page = fig.get_window_extent(renderer)
+    assert title.x1 <= page.x1 and title.x0 >= page.x0
+
+
+def _min_width_px(table) -> float:
+    """A browser's narrowest layout of the table: per column its longest word (cells wrap at spaces), at
+    ~8 px a character in the page's 0.88 rem font, plus the cells' padding (2 x 0.6 rem)."""
+    columns = zip(table.headers, *table.rows)
+    return sum(max(len(word) for cell in column for word in str(cell).split() or [""]) * 8 + 19 for column in columns)
+
+
+def test_plan_assignments_table_fits_a_1400_px_page():
+    from perfmodel.report import tables
+
+    plan = plan_json()
+    for a in plan["assignments"]:
+        a["hardware"], a["option"] = "NVIDIA-H100-80GB-HBM3", "triton fp16 grpc async c16 (predicted)"
+    table = tables.plan_assignments(plan)
+    assert _min_width_px(table) <= 1250  # the page's content column (max-width 1250 px) inside 1400 px
+    assert not any("_" in h for h in table.headers)

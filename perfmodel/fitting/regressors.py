@@ -103,7 +103,7 @@ _LARGEST = 1e30
 
 
 def _floats(values, name: str) -> np.ndarray:
-    if isinstance(values, bool) or (isinstance(values, list) and any(isinstance(v, (bool, list, dict)) for v in values)):
+    if isinstance(values, (bool, str)) or (isinstance(values, list) and any(isinstance(v, (bool, str, list, dict)) for v in values)):
         raise PredictorFormatError(f"the predictor file has something other than numbers in {name}.")
     array = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(array)) or np.any(np.abs(array) > _LARGEST):
