@@ -19,13 +19,26 @@ MAX_JSON_DEPTH = 64
 MAX_INTEGER_DIGITS = 18  # |n| < 10**18 < 2**63: an int64 holds it
 
 
+def check_path(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """A path the user gave: not empty (which would mean the current directory), no NUL byte."""
+    text = os.fspath(path)
+    if not text.strip():
+        raise InputError(f"{flag} is empty: give a path.")
+    if "\0" in text:
+        raise InputError(f"{flag} {text!r} holds a NUL byte, which no file name can.")
+    return Path(text)
+
+
 def check_writable(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = (), flag: str = "--out") -> Path:
     """Fail early, before any work, if `path` cannot be written or is one of the command's `inputs`."""
+    check_path(path, flag)
     check_not_input(path, inputs, flag)
     path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise InputError(f"{path} is a directory: give a file name to write to.")
+    if path.exists() and not path.is_file():  # /dev/null, a pipe: the atomic rename would replace the device itself
+        raise InputError(f"{path} is not a regular file: give a file name to write to.")
     if not parent.is_dir():
         raise InputError(f"cannot write {path}: the directory {parent} does not exist.")
     if path.exists() and not os.access(path, os.W_OK):

@@ -115,6 +115,9 @@ def make_plan(
         raise NoPlanError(explain(exc.diagnosis), exc.diagnosis) from None
     except solvers.ProblemError as exc:
         raise InputError(str(exc)) from None
+    except solvers.errors.SolverTimeLimit:
+        raise PerfmodelError(f"the solver found no plan within its time limit of {time_limit:g} s; allow more with "
+                             "--time-limit.") from None
     except solvers.SolverFailure as exc:
         raise PerfmodelError(f"the solver failed: {exc}") from None
 

@@ -21,3 +21,7 @@ class InfeasibleProblem(SolverError):
 
 class SolverFailure(SolverError, RuntimeError):
     """HiGHS stopped without a usable answer, or a plan failed its own re-check (a bug)."""
+
+
+class SolverTimeLimit(SolverFailure):
+    """HiGHS reached the time limit before it found any solution."""

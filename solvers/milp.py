@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.errors import SolverFailure
+from solvers.errors import SolverFailure, SolverTimeLimit
 
 
 @dataclass(frozen=True, eq=False)
@@ -268,7 +268,8 @@ def _run(m, rel_gap: float, time_limit: float, relaxation: bool = False):
     if condition in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
         return None, call_s
     if results.solution_status not in (SolutionStatus.optimal, SolutionStatus.feasible):
-        raise SolverFailure(f"HiGHS stopped ({condition.name}) without a solution in {time_limit:g} s.")
+        failure = SolverTimeLimit if condition == TerminationCondition.maxTimeLimit else SolverFailure
+        raise failure(f"HiGHS stopped ({condition.name}) without a solution in {time_limit:g} s.")
     if not relaxation:
         results.solution_loader.load_vars()
     return results, call_s

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import warnings
 
 import numpy as np
@@ -71,6 +72,17 @@ def test_predictor_load_raises_predictor_format_error(tmp_path, text):
     (tmp_path / "p.json").write_text(text)
     with pytest.raises(PredictorFormatError):
         Predictor.load(tmp_path / "p.json")
+
+
+def test_outputs_are_regular_files_never_devices(tmp_path):
+    from perfmodel.files import check_writable
+
+    if os.path.exists("/dev/null"):
+        with pytest.raises(InputError, match="not a regular file"):
+            check_writable("/dev/null")  # the atomic rename would replace the device node (as root)
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(InputError, match="not a regular file"):
+        check_writable(tmp_path / "pipe")
 
 
 # --- profiles ------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pandas as pd
 
 from perfmodel import __version__
 from perfmodel.errors import InputError
-from perfmodel.files import atomic_write_bytes, atomic_write_text, check_not_input
+from perfmodel.files import atomic_write_bytes, atomic_write_text, check_not_input, check_path
 from perfmodel.report import tables
 from perfmodel.report.content import Figure, Section
 from perfmodel.report.groups import SOURCE, layout
@@ -142,7 +142,7 @@ def make_report(profiles=(), predictors=(), plan=None, out_dir=".") -> Report:
     if not profiles and not predictors and plan is None:
         raise InputError("nothing to report: give at least one profile CSV, a --predictor or a --plan.")
     inputs = profiles + predictors + ([os.fspath(plan)] if plan is not None else [])
-    _check_out_dir(Path(out_dir), inputs)  # before the work of drawing
+    _check_out_dir(check_path(out_dir), inputs)  # before the work of drawing
     profile = read_profiles(profiles)
     loaded = read_predictors(predictors)
     plan_data = read_plan(plan)
