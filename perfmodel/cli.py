@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except PerfmodelError as exc:
         if isinstance(exc, OutputError):
+            console.discard_pending()
             _discard_stdout(stdout)
         console.error(str(exc))
         return exc.exit_code

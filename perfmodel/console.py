@@ -38,6 +38,16 @@ def one_line(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
+def discard_pending() -> None:
+    """Drop what rich holds back for stdout after a failed write (else the next print repeats it)."""
+    quiet, out.quiet = out.quiet, True  # quiet: the capture ends without writing anything
+    try:
+        out.begin_capture()
+        out.end_capture()
+    finally:
+        out.quiet = quiet
+
+
 def note(message: str) -> None:
     print(message, file=sys.stderr)
 

@@ -407,11 +407,14 @@ class FullStdout:
 
 @pytest.mark.parametrize("name, extra", [("plan", ["--json"]), ("plan", []), ("report", ["--json"])])
 def test_a_full_stdout_is_one_sentence_and_exit_1(ws, capsys, monkeypatch, tmp_path, name, extra):
-    monkeypatch.setattr(sys, "stdout", FullStdout())
     argv = (["report", "--plan", ws / "plan.json", "--out", tmp_path] if name == "report" else COMMANDS[name].argv(ws)) + extra
-    code = cli.main([str(a) for a in argv])
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "stdout", FullStdout())
+        code = cli.main([str(a) for a in argv])
     err = capsys.readouterr().err
     assert_refused(Result(code, "", err), code=1, mentions="cannot write the output: No space left on device")
+    again = invoke(capsys, COMMANDS["plan"].argv(ws) + ["--json"])  # nothing of the failed output is left over
+    assert again.code == 0 and json.loads(again.out)["status"] == "optimal"
 
 
 # --- a few in a real process: the interpreter's exit, a real /dev/full ----------------------------------------
