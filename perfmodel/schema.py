@@ -35,7 +35,7 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
 )
 
 STATUSES = ("ok", "oom", "error")
-PRECISIONS = ("fp32", "fp16", "bf16", "int8", "fp8")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
 
 # Columns that, beside (hardware, model, backend, precision, input size, batch size), tell two
 # measured points apart: a sweep over concurrency levels has one row per level.
@@ -65,6 +65,7 @@ HARDWARE_COUNTERS = (
 RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "latency_p50_ms",
     "latency_p90_ms",
+    "latency_p95_ms",
     "latency_mean_ms",
     "latency_std_ms",
     "latency_min_ms",
@@ -90,6 +91,8 @@ RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "server_cpu_max",
     "server_version",
     "error",
+    "source",
+    "latency_basis",
     *(f"{c}_{s}" for c in HARDWARE_COUNTERS for s in ("min", "avg", "max")),
     "load_avg_1m",
     "threads",
@@ -126,13 +129,17 @@ TEXT_COLUMNS = frozenset(
         "host",
         "created_at",
         "stable",
+        "source",
+        "latency_basis",
     }
 )
 # Every other known column is a non-negative number; unknown columns are kept as text.
 NUMERIC_COLUMNS = frozenset(
     c for c in (*REQUIRED_COLUMNS, *RECOMMENDED_COLUMNS) if c not in TEXT_COLUMNS and c not in INTEGER_COLUMNS
 )
-POSITIVE_WHEN_OK = ("latency_ms", "latency_p99_ms")
+# latency_p99_ms, warmup_ms and memory_mb may be empty (imported and published measurements often
+# lack them); when latency_p99_ms is given for an 'ok' row it must be > 0 and not below the median.
+POSITIVE_WHEN_OK = ("latency_ms",)
 
 
 def _where(source: str, row: int, column: str) -> str:
@@ -220,6 +227,13 @@ def validate_profile(df: pd.DataFrame, source: str = "profile") -> pd.DataFrame:
                 f"{_where(source, i, column)}: a row with status 'ok' needs a time in milliseconds > 0, not {_fmt(values[i])}."
             )
     median, p99 = df["latency_ms"].to_numpy(dtype=float), df["latency_p99_ms"].to_numpy(dtype=float)
+    bad = ok & ~np.isnan(p99) & ~(p99 > 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ProfileFormatError(
+            f"{_where(source, i, 'latency_p99_ms')}: a row with status 'ok' needs a time in milliseconds > 0 "
+            f"or an empty cell, not {_fmt(p99[i])}."
+        )
     bad = ok & (p99 < median * (1 - 1e-9))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
