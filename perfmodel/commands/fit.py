@@ -28,8 +28,8 @@ def add_parser(sub) -> None:
     p.add_argument("--out", required=True, metavar="FILE", help="the predictor JSON file to write")
     p.add_argument("--report", action="store_true", help="print the error report as tables")
     p.add_argument("--json", action="store_true", help="print the result (and the report) as JSON on stdout")
-    p.add_argument("--families", default="linear,piecewise,tree", metavar="LIST",
-                   help="model families to choose from by cross-validation (default: linear,piecewise,tree)")
+    p.add_argument("--families", default="roofline,linear,piecewise,tree", metavar="LIST",
+                   help="model families to choose from by cross-validation (default: roofline,linear,piecewise,tree)")
     p.set_defaults(run=run)
 
 

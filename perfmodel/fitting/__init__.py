@@ -13,7 +13,7 @@ def fit(profiles, *, families=None, on_progress=None) -> Predictor:
     """Fit one GroupPredictor per (hardware, model, backend, precision) group of `profiles`.
 
     profiles: a profile CSV path, a DataFrame following the profile contract, or a list of them.
-    families: the model families to choose from by cross-validation (default: linear, piecewise, tree).
+    families: the model families to choose from by cross-validation (default: roofline, linear, piecewise, tree).
     on_progress(group, quantity) is called before each quantity is fitted.
     """
     from perfmodel.fitting import train  # pandas and scikit-learn load only when fitting
