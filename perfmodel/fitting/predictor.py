@@ -29,7 +29,10 @@ from perfmodel.fitting.features import pixels
 from perfmodel.fitting.regressors import _Estimator
 
 FORMAT = "perfmodel-predictor"
-SCHEMA_VERSION = 1
+# Version 2 added load_ms, transfer, the roofline family, and per quantity the measured region and
+# signed errors; version 1 files still load (their measured region is the batch x size rectangle).
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 QUANTITIES: tuple[str, ...] = ("latency_ms", "latency_p99_ms", "warmup_ms", "memory_mb")
 KEY_COLUMNS: tuple[str, ...] = ("hardware", "model", "backend", "precision")
 EXTRA_KEY_COLUMNS: tuple[str, ...] = ("architecture", "protocol", "mode", "concurrency")
@@ -57,6 +60,8 @@ class GroupPredictor:
     oom_batches: tuple[tuple[int, int], ...] = ()  # (input size, smallest batch measured oom)
     memory_capacity_mb: float | None = None  # the most memory a point measured ok used
     provenance: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    load_ms: float | None = None  # model load and preparation, once per process (median of the profile's load_ms)
+    transfer: MappingProxyType | None = None  # for a GPU never profiled: from what, how, and its validated error
 
     @property
     def hardware(self) -> str:
@@ -119,10 +124,58 @@ class GroupPredictor:
             return b / self._predict("latency_ms", b, s) * 1000.0
 
     def extrapolates(self, b, s, quantity: str = "latency_ms") -> np.ndarray:
-        """True where (b, s) lies outside the batch and input sizes the quantity was fitted on."""
-        (b_lo, b_hi), (s_lo, s_hi) = self._training_range(quantity)
-        b, s = np.asarray(b, dtype=float), np.asarray(s, dtype=float)
-        return (b < b_lo) | (b > b_hi) | (s < s_lo) | (s > s_hi)
+        """True where (b, s) lies outside the region the quantity was fitted on: outside the input sizes
+        measured, or outside the batch sizes measured at that input size (see `measured_batch_range`)."""
+        b, s = np.broadcast_arrays(np.asarray(b, dtype=float), np.asarray(s, dtype=float))
+        lo, hi = self.measured_batch_range(s, quantity)
+        (_, _), (s_lo, s_hi) = self._training_range(quantity)
+        return (b < lo) | (b > hi) | (s < s_lo) | (s > s_hi)
+
+    def measured_batch_range(self, s, quantity: str = "latency_ms") -> tuple[np.ndarray, np.ndarray]:
+        """The smallest and largest batch measured at input size s, per s.
+
+        Between two measured sizes, the batches measured at both (the larger smallest, the smaller
+        largest); beyond the sizes measured, the nearest size's, its largest batch scaled down by
+        image area above the largest size (the same work per call).
+        """
+        s = np.asarray(s, dtype=float)
+        region = self._region(quantity)
+        sizes, lows, highs = region[:, 0], region[:, 1], region[:, 2]
+        index = np.clip(np.searchsorted(sizes, s), 0, len(sizes) - 1)  # first measured size >= s
+        below = np.clip(index - 1, 0, len(sizes) - 1)
+        exact = np.isclose(sizes[index], s)
+        inside = (s > sizes[0]) & (s < sizes[-1]) & ~exact
+        lo = np.where(inside, np.maximum(lows[index], lows[below]), lows[index])
+        hi = np.where(inside, np.minimum(highs[index], highs[below]), highs[index])
+        above = s > sizes[-1]
+        hi = np.where(above, np.floor(highs[-1] * pixels(sizes[-1]) / pixels(np.where(above, s, 1.0)) * (1 + _EPS)), hi)
+        return lo, np.maximum(hi, 1.0)
+
+    def error_quantile(self, confidence: float, beyond: bool = False, quantity: str = "latency_ms") -> dict | None:
+        """How much slower than predicted the truth may be, at this confidence, from the measured errors.
+
+        Inside the measured batch range: the cross-validated errors (each batch size predicted by a fit
+        without it); beyond it (up to 2x): the errors of the fit on the smaller half tested on the
+        larger (the batch_2x split); a transferred group: its leave-one-GPU-out errors. Returns
+        {"fraction", "errors", "origin"} with fraction >= 0 the `confidence` quantile of
+        (measured - predicted) / predicted (the largest error seen when there are too few to tell),
+        or None when no error was measured.
+        """
+        if not 0 < confidence < 1:
+            raise InputError(f"the confidence must lie between 0 and 1 (e.g. 0.99), not {confidence!r}.")
+        report = self.models[quantity].report if quantity in self.models else {}
+        if self.transfer is not None:
+            errors, origin = self.transfer.get("errors_pct"), f"{self.transfer.get('validation', 'leave-one-GPU-out')} errors"
+        elif beyond:
+            errors = report.get("extrapolation", {}).get("batch_2x", {}).get("errors_pct")
+            origin = "errors extrapolating (fit on batch <= half the largest, tested on the larger)"
+        else:
+            errors, origin = report.get("cv_errors_pct"), "cross-validated errors inside the measured range"
+        if not errors:
+            return None
+        values = np.asarray(errors, dtype=float) / 100.0
+        fraction = max(float(np.quantile(values, confidence, method="higher")), 0.0)
+        return {"fraction": fraction, "errors": int(len(values)), "origin": f"{quantity}: {origin} of {self.name}"}
 
     def max_batch(self, s, memory_budget_mb: float | None = None) -> np.ndarray:
         """The largest batch that fits at input size s (int array; 0 when not even one image fits).
@@ -163,6 +216,16 @@ class GroupPredictor:
             raise InputError(f"{self.name} has no {quantity} model ({reason}); profile it with {quantity} recorded and fit again.")
         return model.estimator
 
+    def _region(self, quantity: str) -> np.ndarray:
+        """Rows (input size, smallest batch, largest batch) measured for the quantity, sorted by size."""
+        if quantity not in self.models:
+            raise InputError(f"unknown quantity {quantity!r}; one of {', '.join(QUANTITIES)}.")
+        measured = self.models[quantity].report.get("measured")
+        if measured:
+            return np.array(sorted(measured), dtype=float)
+        (b_lo, b_hi), (s_lo, s_hi) = self._training_range(quantity)  # a version 1 file: the rectangle
+        return np.array([[s_lo, b_lo, b_hi], [s_hi, b_lo, b_hi]] if s_hi > s_lo else [[s_lo, b_lo, b_hi]], dtype=float)
+
     def _training_range(self, quantity: str) -> tuple[tuple[float, float], tuple[float, float]]:
         if quantity not in self.models:
             raise InputError(f"unknown quantity {quantity!r}; one of {', '.join(QUANTITIES)}.")
@@ -175,8 +238,8 @@ class GroupPredictor:
         estimator = self._model(quantity)
         b, s = _positive(b, "batch sizes"), _positive(s, "input sizes")
         if np.any(self.extrapolates(b, s, quantity)):
-            (b_lo, b_hi), (s_lo, s_hi) = self._training_range(quantity)
-            self._warn(f"{quantity} outside the measured batch {b_lo:g}-{b_hi:g} and input size {s_lo:g}-{s_hi:g} px extrapolates")
+            region = "; ".join(f"{lo:g}-{hi:g} at {size:g} px" for size, lo, hi in self._region(quantity))
+            self._warn(f"{quantity} outside the batch sizes measured ({region}) extrapolates")
         return np.maximum(estimator.evaluate(b, s), 0.0)
 
     def _warn(self, what: str, stacklevel: int = 4) -> None:
@@ -222,6 +285,8 @@ class GroupPredictor:
             "ok_batches": [list(p) for p in self.ok_batches],
             "oom_batches": [list(p) for p in self.oom_batches],
             "memory_capacity_mb": self.memory_capacity_mb,
+            "load_ms": self.load_ms,
+            "transfer": None if self.transfer is None else dict(self.transfer),
             "provenance": dict(self.provenance),
             "quantities": {
                 q: {"model": m.estimator.to_dict() if m.estimator is not None else None, "report": m.report}
@@ -246,6 +311,11 @@ class GroupPredictor:
         if not batch_sizes or not input_sizes or not ok_batches:
             raise PredictorFormatError("a group has no measured batch or input sizes.")
         capacity = data["memory_capacity_mb"]
+        load_ms, transfer = data.get("load_ms"), data.get("transfer")
+        if load_ms is not None and not (isinstance(load_ms, (int, float)) and math.isfinite(load_ms) and load_ms >= 0):
+            raise PredictorFormatError(f"a group has load_ms {load_ms!r}, not a number of milliseconds >= 0.")
+        if transfer is not None and not isinstance(transfer, dict):
+            raise PredictorFormatError("a group's transfer is not an object.")
         return cls(
             key=MappingProxyType(key),
             batch_sizes=batch_sizes,
@@ -255,6 +325,8 @@ class GroupPredictor:
             oom_batches=tuple((int(s), int(b)) for s, b in data["oom_batches"]),
             memory_capacity_mb=None if capacity is None else float(capacity),
             provenance=MappingProxyType(dict(data.get("provenance", {}))),
+            load_ms=None if load_ms is None else float(load_ms),
+            transfer=None if transfer is None else MappingProxyType(transfer),
         )
 
 
@@ -336,9 +408,9 @@ class Predictor:
             raise PredictorFormatError(f"{source} is JSON but not a perfmodel predictor (no \"format\": \"{FORMAT}\"); "
                                        "make one with `perfmodel fit`.")
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if version not in READABLE_VERSIONS:
             raise PredictorFormatError(f"{source} has predictor schema version {version!r}, but this perfmodel "
-                                       f"{__version__} reads version {SCHEMA_VERSION}; fit it again with `perfmodel fit`.")
+                                       f"{__version__} reads versions {', '.join(map(str, READABLE_VERSIONS))}; fit it again with `perfmodel fit`.")
         try:
             groups = tuple(GroupPredictor.from_dict(g) for g in data["groups"])
             provenance = dict(data.get("provenance", {}))
