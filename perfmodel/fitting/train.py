@@ -54,6 +54,7 @@ def fit(profiles: Profiles, *, families: Iterable[str] = DEFAULT_FAMILIES,
     for column in keys:  # a missing extra key (a profile without that column) groups as "" not NaN
         frame[column] = frame[column].map(lambda v: "" if _missing(v) else v).astype(str)
     targets = list(dict.fromkeys(str(t) for t in target_hardware))
+    specs = _specs_for(targets, gpu_specs)
     groups = tuple(
         _fit_group(_group_key(keys, values), rows, families, on_progress)
         for values, rows in frame.groupby(keys, sort=True)
@@ -61,7 +62,7 @@ def fit(profiles: Profiles, *, families: Iterable[str] = DEFAULT_FAMILIES,
     )
     transfer_note = None
     if targets:
-        transferred, transfer_note = _transfer(frame, keys, targets, gpu_specs, on_progress)
+        transferred, transfer_note = _transfer(frame, keys, targets, specs, gpu_specs, on_progress)
         groups += transferred
     if not groups:
         raise InputError("nothing to fit: every profiled hardware type is a --target-hardware.")
@@ -79,12 +80,26 @@ def fit(profiles: Profiles, *, families: Iterable[str] = DEFAULT_FAMILIES,
     return Predictor(groups, provenance)
 
 
-def _transfer(frame: pd.DataFrame, keys: list[str], targets: list[str], gpu_specs, on_progress) -> tuple[tuple, dict]:
-    """The transferred groups of every target, and what the predictor file says about them."""
-    from perfmodel.fitting.gpu_specs import DEFAULT_TABLE, load_gpu_specs
-    from perfmodel.fitting.transfer import pooled_leave_one_gpu_out, transfer_groups
+def _specs_for(targets: list[str], gpu_specs) -> dict:
+    """The GPU specification table, checked to hold every target, before any fitting is done."""
+    if not targets:
+        return {}
+    from perfmodel.fitting.gpu_specs import load_gpu_specs
 
     specs = load_gpu_specs(gpu_specs)
+    unknown = [t for t in targets if t not in specs]
+    if unknown:
+        raise InputError(f"no specification for {', '.join(repr(t) for t in unknown)} in the GPU table (it has "
+                         f"{', '.join(sorted(specs))}); add a row (perfmodel/data/gpu_specs.csv, or --gpu-specs FILE).")
+    return specs
+
+
+def _transfer(frame: pd.DataFrame, keys: list[str], targets: list[str], specs: dict, gpu_specs,
+              on_progress) -> tuple[tuple, dict]:
+    """The transferred groups of every target, and what the predictor file says about them."""
+    from perfmodel.fitting.gpu_specs import DEFAULT_TABLE
+    from perfmodel.fitting.transfer import pooled_leave_one_gpu_out, transfer_groups
+
     ok = frame[frame["status"] == "ok"]
     serving = [k for k in keys if k not in ("hardware", "precision")]
     groups, notes = [], []

@@ -82,14 +82,16 @@ def predict_roofline(sources: list[SourceCurve], spec: GpuSpec, precision: str) 
     return model, {"alpha": float(coef[0]), "beta": float(coef[1])}
 
 
-def leave_one_gpu_out(sources: list[SourceCurve]) -> dict[str, np.ndarray]:
-    """hardware -> signed % errors of its measured points, predicted from the other sources (needs 3+)."""
-    if len(sources) < 3:
-        return {}
-    out = {}
-    for i, held in enumerate(sources):
-        model, _ = predict_roofline([c for j, c in enumerate(sources) if j != i], held.spec, held.precision)
-        out[held.hardware] = (held.y / model.evaluate(held.b, held.s) - 1.0) * 100.0
+def leave_one_gpu_out(sources: list[SourceCurve]) -> list[tuple[SourceCurve, np.ndarray]]:
+    """Each source curve with the signed % errors of its measured points when predicted from the curves of
+    the other GPUs (needs 2 or more other GPUs; empty otherwise)."""
+    out = []
+    for held in sources:
+        others = [c for c in sources if c.hardware != held.hardware]
+        if len({c.hardware for c in others}) < 2:
+            continue
+        model, _ = predict_roofline(others, held.spec, held.precision)
+        out.append((held, (held.y / model.evaluate(held.b, held.s) - 1.0) * 100.0))
     return out
 
 
@@ -110,8 +112,9 @@ def transfer_groups(ok: pd.DataFrame, specs: dict[str, GpuSpec], target: str, ke
         own = rows[rows["hardware"] == target]
         by_quantity = {q: _sources(rows[rows["hardware"] != target], specs, q) for q in TRANSFERRED}
         sources = by_quantity["latency_ms"]
-        if len(sources) < 2:
-            notes.append(f"{name}: {len(sources)} profiled GPU(s) with a known specification; a transfer needs 2 or more.")
+        if len({c.hardware for c in sources}) < 2:
+            notes.append(f"{name}: {len({c.hardware for c in sources})} profiled GPU(s) with a known specification; "
+                         "a transfer needs 2 or more.")
             continue
         precision = target_precision(values["family"], [c.precision for c in sources], spec)
         if precision is None:
@@ -127,9 +130,24 @@ def pooled_leave_one_gpu_out(ok: pd.DataFrame, specs: dict[str, GpuSpec], keys: 
     errors: list[float] = []
     for _, rows in _ways_of_serving(ok, keys):
         sources = _sources(rows[rows["hardware"] != exclude] if exclude else rows, specs, "latency_ms")
-        for values in leave_one_gpu_out(sources).values():
+        for _, values in leave_one_gpu_out(sources):
             errors += [round(float(v), 2) for v in values]
     return errors
+
+
+def validate(frame: pd.DataFrame, specs: dict[str, GpuSpec], keys: tuple[str, ...] = ("model", "backend")) -> list[dict]:
+    """Leave one GPU out of every way of serving profiled on 3 or more GPUs: one row per GPU left out,
+    with its latency errors when predicted from the others (the figure the transfer's error stands on)."""
+    rows = []
+    for values, part in _ways_of_serving(frame[frame["status"] == "ok"], list(keys)):
+        sources = _sources(part, specs, "latency_ms")
+        for source, errors in leave_one_gpu_out(sources):
+            rows.append({**{k: values[k] for k in keys}, "family": values["family"], "hardware": source.hardware,
+                         "precision": source.precision, "from": [c.hardware for c in sources if c is not source],
+                         "points": int(len(errors)), "median_pct": float(np.median(np.abs(errors))),
+                         "max_pct": float(np.max(np.abs(errors))),
+                         "errors_pct": [round(float(v), 2) for v in errors]})
+    return rows
 
 
 def _ways_of_serving(ok: pd.DataFrame, keys: list[str]):
@@ -160,8 +178,8 @@ def _transferred_group(values: dict, keys: list[str], target: str, spec: GpuSpec
     sources = by_quantity["latency_ms"]
     loo = leave_one_gpu_out(sources)
     if loo:
-        errors, validation = [round(float(v), 2) for e in loo.values() for v in e], \
-            f"leave one GPU out over the {len(sources)} source GPUs"
+        errors, validation = [round(float(v), 2) for _, e in loo for v in e], \
+            f"leave one GPU out over the {len({c.hardware for c in sources})} source GPUs"
     elif pooled_errors:
         errors, validation = list(pooled_errors), ("leave one GPU out over every way of serving in these profiles "
                                                    "with 3 or more GPUs (this one has 2)")
@@ -173,7 +191,7 @@ def _transferred_group(values: dict, keys: list[str], target: str, spec: GpuSpec
     region = _common_region(sources, spec)
     for quantity in QUANTITIES:
         curves = by_quantity.get(quantity, [])
-        if len(curves) < 2:
+        if len({c.hardware for c in curves}) < 2:
             reason = ("not transferred: a GPU never profiled has no warm-up or memory model" if quantity not in TRANSFERRED
                       else f"not transferred: fewer than 2 source GPUs have {quantity}")
             models[quantity] = QuantityModel(None, {"family": None, "reason": reason, "rows": 0})
@@ -202,8 +220,8 @@ def _transferred_group(values: dict, keys: list[str], target: str, spec: GpuSpec
                   "slope_ms_per_image": c.estimator.slope_} for c in sources],
         "method": METHOD, "coefficients": coefficients, "validation": validation, "errors_pct": errors,
         "median_pct": _summary(errors)["median"],
-        "per_gpu": {h: {"points": int(len(e)), "median_pct": float(np.median(np.abs(e))), "max_pct": float(np.max(np.abs(e)))}
-                    for h, e in loo.items()},
+        "per_gpu": {f"{c.hardware} {c.precision}": {"points": int(len(e)), "median_pct": float(np.median(np.abs(e))),
+                                                    "max_pct": float(np.max(np.abs(e)))} for c, e in loo},
         "checked_against_target": checked, "spec_source": spec.source,
     }
     largest = {int(size): int(hi) for size, _, hi in region}
