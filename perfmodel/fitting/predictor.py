@@ -127,9 +127,8 @@ class GroupPredictor:
         """True where (b, s) lies outside the region the quantity was fitted on: outside the input sizes
         measured, or outside the batch sizes measured at that input size (see `measured_batch_range`)."""
         b, s = np.broadcast_arrays(np.asarray(b, dtype=float), np.asarray(s, dtype=float))
-        lo, hi = self.measured_batch_range(s, quantity)
-        (_, _), (s_lo, s_hi) = self._training_range(quantity)
-        return (b < lo) | (b > hi) | (s < s_lo) | (s > s_hi)
+        lo, hi, outside = self._lookup(s, quantity)
+        return (b < lo) | (b > hi) | outside
 
     def measured_batch_range(self, s, quantity: str = "latency_ms") -> tuple[np.ndarray, np.ndarray]:
         """The smallest and largest batch measured at input size s, per s.
@@ -138,18 +137,38 @@ class GroupPredictor:
         largest); beyond the sizes measured, the nearest size's, its largest batch scaled down by
         image area above the largest size (the same work per call).
         """
-        s = np.asarray(s, dtype=float)
-        region = self._region(quantity)
-        sizes, lows, highs = region[:, 0], region[:, 1], region[:, 2]
-        index = np.clip(np.searchsorted(sizes, s), 0, len(sizes) - 1)  # first measured size >= s
-        below = np.clip(index - 1, 0, len(sizes) - 1)
-        exact = np.isclose(sizes[index], s)
-        inside = (s > sizes[0]) & (s < sizes[-1]) & ~exact
-        lo = np.where(inside, np.maximum(lows[index], lows[below]), lows[index])
-        hi = np.where(inside, np.minimum(highs[index], highs[below]), highs[index])
-        above = s > sizes[-1]
-        hi = np.where(above, np.floor(highs[-1] * pixels(sizes[-1]) / pixels(np.where(above, s, 1.0)) * (1 + _EPS)), hi)
-        return lo, np.maximum(hi, 1.0)
+        lo, hi, _ = self._lookup(np.asarray(s, dtype=float), quantity)
+        return lo, hi
+
+    def _lookup(self, s: np.ndarray, quantity: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(smallest, largest batch measured, outside the sizes measured) per s: one binary search and two
+        table look-ups, so that 10^6 queries stay cheap. Rows of the table: below the first size,
+        at it, between it and the next, at the next, ..., above the last size."""
+        sizes, lows, highs = self._region_table(quantity)
+        pos = np.searchsorted(sizes, s, side="left")
+        exact = (pos < len(sizes)) & (sizes[np.minimum(pos, len(sizes) - 1)] == s)
+        row = 2 * pos + exact
+        lo, hi = lows[row], highs[row]
+        above = pos == len(sizes)
+        if above.any():  # the same work per call as the largest batch at the largest size
+            scaled = np.floor(highs[-1] * pixels(sizes[-1]) / pixels(np.where(above, s, sizes[-1])) * (1 + _EPS))
+            hi = np.where(above, np.maximum(scaled, 1.0), hi)
+        return lo, hi, (pos == 0) & ~exact | above
+
+    def _region_table(self, quantity: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        cache = self.__dict__.setdefault("_tables", {})
+        if quantity not in cache:
+            region = self._region(quantity)
+            sizes, lows, highs = region[:, 0], region[:, 1], region[:, 2]
+            row_lo, row_hi = [lows[0]], [highs[0]]
+            for i in range(len(sizes)):
+                row_lo.append(lows[i])
+                row_hi.append(highs[i])
+                j = min(i + 1, len(sizes) - 1)
+                row_lo.append(max(lows[i], lows[j]))
+                row_hi.append(min(highs[i], highs[j]))
+            cache[quantity] = (sizes, np.array(row_lo), np.array(row_hi))
+        return cache[quantity]
 
     def error_quantile(self, confidence: float, beyond: bool = False, quantity: str = "latency_ms") -> dict | None:
         """How much slower than predicted the truth may be, at this confidence, from the measured errors.
