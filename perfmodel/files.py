@@ -1,4 +1,5 @@
-"""Atomic file writes: a reader never sees a half-written file, a crash never leaves one."""
+"""Atomic file writes (a reader never sees a half-written file, a crash never leaves one), and reading
+JSON and CSV files with one-sentence errors."""
 
 from __future__ import annotations
 
@@ -73,3 +74,26 @@ def read_json(path: str | os.PathLike, error: type[PerfmodelError], what: str, h
         raise error(f"cannot read {source}: permission denied.") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise error(f"{source} is not {what}: it is not JSON ({exc}); {hint}.") from None
+
+
+def read_csv_text(path: str | os.PathLike, error: type[PerfmodelError], what: str):
+    """A CSV as a DataFrame of strings (empty cells as ''), or `error` with one sentence on why it cannot be read.
+
+    what: the kind of file expected, e.g. "a profile CSV"; it completes "give the path of ...".
+    """
+    import pandas as pd
+
+    source = os.fspath(path)
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except FileNotFoundError:
+        raise error(f"{source} does not exist: give the path of {what}.") from None
+    except IsADirectoryError:
+        raise error(f"{source} is a directory: give the path of {what}.") from None
+    except PermissionError:
+        raise error(f"cannot read {source}: permission denied.") from None
+    except pd.errors.EmptyDataError:
+        raise error(f"{source} is empty: {what} needs a header row and at least one data row.") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise error(f"{source} is not a readable CSV file ({reason}).") from None

@@ -1,8 +1,9 @@
 """Choosing a model family per quantity by cross-validation, and measuring its error.
 
 The family with the lowest leave-one-batch-size-out MAPE wins (the roofline shape unless another
-family halves its error: PREFERENCE), among those that stay stable past the data (`unstable_past_data`: a tree ensemble extrapolates flat, a log or quadratic term can bend the
-wrong way). The folds include holding out the smallest and the largest batch size (one step of
+family halves its error: PREFERENCE), among those that stay stable past the data
+(`unstable_past_data`: a tree ensemble extrapolates flat, a log or quadratic term can bend the wrong
+way). The folds include holding out the smallest and the largest batch size (one step of
 extrapolation), so a family that cannot extrapolate does not win on interpolation alone. The report
 then gives:
   cv_*              held-out points of the interior batch sizes only: error inside the measured range;

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from perfmodel.errors import ProfileFormatError
+from perfmodel.files import read_csv_text
 from perfmodel.schema import PRECISIONS
 
 LATENCY_FROM = ("auto", "p50", "throughput", "mean")
@@ -54,22 +55,9 @@ def where(path: str, row: int, column: str) -> str:
 
 def read_text_csv(path: str | os.PathLike, what: str) -> pd.DataFrame:
     """A CSV as a frame of stripped strings (empty cells as ''), or one sentence on why it cannot be read."""
-    name = os.fspath(path)
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except FileNotFoundError:
-        raise ProfileFormatError(f"{name} does not exist: give the path of {what}.") from None
-    except IsADirectoryError:
-        raise ProfileFormatError(f"{name} is a directory: give the path of {what}.") from None
-    except PermissionError:
-        raise ProfileFormatError(f"cannot read {name}: permission denied.") from None
-    except pd.errors.EmptyDataError:
-        raise ProfileFormatError(f"{name} is empty: {what} has a header row and at least one data row.") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ProfileFormatError(f"{name} is not a readable CSV file ({reason}).") from None
+    frame = read_csv_text(path, ProfileFormatError, what)
     if frame.empty:
-        raise ProfileFormatError(f"{name} has a header but no data rows: {what} needs at least one.")
+        raise ProfileFormatError(f"{os.fspath(path)} has a header but no data rows: {what} needs at least one.")
     frame.columns = [str(c).strip() for c in frame.columns]
     return frame.apply(lambda column: column.str.strip())
 
