@@ -303,12 +303,14 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
                 try:
                     warmup = np.broadcast_to(np.asarray(group.warmup_ms(b, size), dtype=float), b.shape)
                 except InputError:  # the profile had no warm-up times, so the predictor has no model for them
-                    warnings.warn(f"{group.hardware} {group.backend} {group.precision}: the predictor has no warm-up "
-                                  "model; planning with the latency instead.", PerfmodelWarning, stacklevel=3)
-                    t.warmup_measured = False
-                    warmup = latency
+                    warmup = None
+            if warmup is None:
+                warnings.warn(f"{group.hardware} {group.backend} {group.precision}: the predictor has no warm-up "
+                              "model; planning with the latency instead.", PerfmodelWarning, stacklevel=3)
+                t.warmup_measured = False
+                warmup = latency
             if basis.confidence is not None:
-                factor = _confidence_factor(group, b, measured, basis.confidence, quantity, t, label, size)
+                factor = _confidence_factor(group, b, measured, basis.confidence, quantity, t, label)
                 latency, warmup = latency * factor, warmup * factor
             good = np.isfinite(latency) & (latency > 0) & np.isfinite(warmup) & (warmup >= 0)
             if not good.all():
@@ -335,7 +337,7 @@ def _record_predictor_basis(basis, group, label: str, name: str, predictor) -> N
         basis.of(group.hardware).transferred[label] = transfer_note(group)
 
 
-def _confidence_factor(group, b, measured, confidence, quantity, t, label, size) -> np.ndarray:
+def _confidence_factor(group, b, measured, confidence, quantity, t, label) -> np.ndarray:
     """1 + the confidence quantile of the group's measured error: inside the measured range from its
     cross-validation, beyond it from its extrapolation test (NaN drops the batch sizes without one)."""
     factors = np.full(b.shape, np.nan)

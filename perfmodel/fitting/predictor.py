@@ -323,7 +323,7 @@ class GroupPredictor:
         for quantity in QUANTITIES:
             entry = data["quantities"][quantity]
             estimator = _Estimator.from_dict(entry["model"]) if entry["model"] is not None else None
-            models[quantity] = QuantityModel(estimator, dict(entry["report"]))
+            models[quantity] = QuantityModel(estimator, _checked_report(dict(entry["report"])))
         batch_sizes = tuple(sorted(int(b) for b in data["batch_sizes"]))
         input_sizes = tuple(sorted(int(s) for s in data["input_sizes"]))
         ok_batches = tuple((int(s), int(b)) for s, b in data["ok_batches"])
@@ -333,8 +333,9 @@ class GroupPredictor:
         load_ms, transfer = data.get("load_ms"), data.get("transfer")
         if load_ms is not None and not (isinstance(load_ms, (int, float)) and math.isfinite(load_ms) and load_ms >= 0):
             raise PredictorFormatError(f"a group has load_ms {load_ms!r}, not a number of milliseconds >= 0.")
-        if transfer is not None and not isinstance(transfer, dict):
-            raise PredictorFormatError("a group's transfer is not an object.")
+        if transfer is not None and not (isinstance(transfer, dict) and
+                                         np.all(np.isfinite(np.asarray(transfer.get("errors_pct", []), dtype=float)))):
+            raise PredictorFormatError("a group's transfer is not an object with a list of errors_pct.")
         return cls(
             key=MappingProxyType(key),
             batch_sizes=batch_sizes,
@@ -347,6 +348,23 @@ class GroupPredictor:
             load_ms=None if load_ms is None else float(load_ms),
             transfer=None if transfer is None else MappingProxyType(transfer),
         )
+
+
+def _checked_report(report: dict) -> dict:
+    """The parts of a quantity's report that queries compute with (version 2): the measured region and
+    the signed errors must be finite numbers, the region rows (size, smallest, largest batch) > 0."""
+    region = report.get("measured")
+    if region is not None:
+        rows = np.asarray(region, dtype=float)
+        if rows.ndim != 2 or rows.shape[1] != 3 or not np.all(np.isfinite(rows)) or np.any(rows <= 0) \
+                or np.any(rows[:, 1] > rows[:, 2]):
+            raise PredictorFormatError("a quantity's measured region is not a list of [input size, smallest, largest batch].")
+    errors = [report.get("cv_errors_pct"), *(split.get("errors_pct") for split in report.get("extrapolation", {}).values()
+                                              if isinstance(split, dict))]
+    for values in errors:
+        if values is not None and not np.all(np.isfinite(np.asarray(values, dtype=float))):
+            raise PredictorFormatError("a quantity's error list holds something other than finite numbers.")
+    return report
 
 
 def _positive(values, what: str) -> np.ndarray:
