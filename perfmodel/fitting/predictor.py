@@ -127,6 +127,9 @@ class GroupPredictor:
         """True where (b, s) lies outside the region the quantity was fitted on: outside the input sizes
         measured, or outside the batch sizes measured at that input size (see `measured_batch_range`)."""
         b, s = np.broadcast_arrays(np.asarray(b, dtype=float), np.asarray(s, dtype=float))
+        sizes, lows, highs = self._region_table(quantity)
+        if b.size and b.min() >= lows.max() and b.max() <= highs.min() and s.min() >= sizes[0] and s.max() <= sizes[-1]:
+            return np.zeros(b.shape, dtype=bool)  # inside what every measured size covers: no look-up needed
         lo, hi, outside = self._lookup(s, quantity)
         return (b < lo) | (b > hi) | outside
 
