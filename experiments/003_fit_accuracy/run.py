@@ -168,9 +168,10 @@ POWERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 PREVIOUS_DEFAULT = ("linear", "piecewise", "tree")  # perfmodel's families before the roofline
 
 
-def _selection(families=None):
+def _selection(families=None, **options):
     def fitter(b, s, y):
-        options = {} if families is None else {"families": families}
+        if families is not None:
+            options["families"] = families
         return fit_quantity(b, s, y, **options).estimator.evaluate
     return fitter
 
@@ -184,6 +185,7 @@ def _family(name):
 
 
 METHODS = {"perfmodel (default selection)": _selection(), "roofline family": _family("roofline"),
+           "lowest cross-validated error alone (no preference)": _selection(preference=1.0),
            "previous default (linear, piecewise, tree)": _selection(PREVIOUS_DEFAULT), "line a + c*b": linear_baseline}
 
 

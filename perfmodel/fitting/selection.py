@@ -38,15 +38,20 @@ class QuantityFit:
     report: dict
 
 
-def fit_quantity(b: np.ndarray, s: np.ndarray, y: np.ndarray, families: tuple[str, ...] = DEFAULT_FAMILIES) -> QuantityFit:
-    """Cross-validate each family on (b, s) -> y, refit the best on all points, and report its errors."""
+def fit_quantity(b: np.ndarray, s: np.ndarray, y: np.ndarray, families: tuple[str, ...] = DEFAULT_FAMILIES,
+                 preference: float = PREFERENCE) -> QuantityFit:
+    """Cross-validate each family on (b, s) -> y, refit the best on all points, and report its errors.
+
+    preference: how much lower another family's cross-validated error must be, as a factor, to be
+    chosen over the roofline (1 chooses by the error alone).
+    """
     b, s, y = (np.asarray(v, dtype=float) for v in (b, s, y))
     X = np.column_stack([b, s])
     folds = batch_folds(b)
     held_out = {name: _cross_val_predict(FAMILIES[name], X, y, folds) for name in families}
     scores = {name: _mape(pred, y) for name, pred in held_out.items()}
     ranked = sorted(families, key=lambda name: (scores[name] is None,
-                                               (scores[name] or 0.0) * (1.0 if name == PREFERRED_FAMILY else PREFERENCE)))
+                                               (scores[name] or 0.0) * (1.0 if name == PREFERRED_FAMILY else preference)))
     selection = {name: {"lobo_mape": scores[name]} for name in families}
     best, estimator = None, None
     for name in ranked:
