@@ -276,6 +276,7 @@ def _load_predictor(source):
 
 def _from_predictor(options, predictor, model, sizes, use, backend, precision, basis, name="") -> None:
     quantity = LATENCY_COLUMNS[use]
+    no_warmup: dict[str, None] = {}
     for group in predictor.select(model=model, backend=backend, precision=precision):
         o = options.setdefault(group.hardware, _Options())
         t = basis.of(group.hardware)
@@ -305,8 +306,7 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
                 except InputError:  # the profile had no warm-up times, so the predictor has no model for them
                     warmup = None
             if warmup is None:
-                warnings.warn(f"{group.hardware} {group.backend} {group.precision}: the predictor has no warm-up "
-                              "model; planning with the latency instead.", PerfmodelWarning, stacklevel=3)
+                no_warmup[f"{group.hardware} {group.backend} {group.precision}"] = None
                 t.warmup_measured = False
                 warmup = latency
             if basis.confidence is not None:
@@ -317,6 +317,11 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
                 warnings.warn(f"{group.hardware}: the predictor gives no usable time for {int((~good).sum())} batch "
                               f"size(s) at {size} px; they are left out.", PerfmodelWarning, stacklevel=3)
             o.add(size, b[good], latency[good] / 1000, warmup[good] / 1000, [label] * int(good.sum()))
+    if no_warmup:
+        names = list(no_warmup)
+        warnings.warn(f"{len(names)} predictor group(s) have no warm-up model ({', '.join(names[:3])}"
+                      f"{', ...' if len(names) > 3 else ''}); planning their first batch with the latency instead.",
+                      PerfmodelWarning, stacklevel=3)
 
 
 def _largest_measured(group, size: int) -> float:

@@ -51,7 +51,8 @@ class Basis:
             out["confidence"] = {"level": self.confidence,
                                  "applied": "each predicted batch time and warm-up is multiplied by (1 + margin), margin "
                                             "the level's quantile of the predictor's measured errors",
-                                 "margins": [m for name in sorted(types) for m in self.types[name].margins]}
+                                 "margins": [m for name in sorted(types) for m in self.types[name].margins
+                                             if m["option"] in types[name]["kinds"]]}
         return out
 
     def _type_dict(self, name: str, t: TypeBasis, plan) -> dict:

@@ -187,7 +187,7 @@ class GroupPredictor:
             raise InputError(f"the confidence must lie between 0 and 1 (e.g. 0.99), not {confidence!r}.")
         report = self.models[quantity].report if quantity in self.models else {}
         if self.transfer is not None:
-            errors, origin = self.transfer.get("errors_pct"), f"{self.transfer.get('validation', 'leave-one-GPU-out')} errors"
+            errors, origin = self.transfer.get("errors_pct"), f"errors of the transfer, {self.transfer.get('validation', 'leave one GPU out')}"
         elif beyond:
             errors = report.get("extrapolation", {}).get("batch_2x", {}).get("errors_pct")
             origin = "errors extrapolating (fit on batch <= half the largest, tested on the larger)"
@@ -197,7 +197,7 @@ class GroupPredictor:
             return None
         values = np.asarray(errors, dtype=float) / 100.0
         fraction = max(float(np.quantile(values, confidence, method="higher")), 0.0)
-        return {"fraction": fraction, "errors": int(len(values)), "origin": f"{quantity}: {origin} of {self.name}"}
+        return {"fraction": fraction, "errors": int(len(values)), "origin": f"{quantity} of {self.name}: {origin}"}
 
     def max_batch(self, s, memory_budget_mb: float | None = None) -> np.ndarray:
         """The largest batch that fits at input size s (int array; 0 when not even one image fits).
