@@ -127,12 +127,8 @@ def transfer_groups(ok: pd.DataFrame, specs: dict[str, GpuSpec], target: str, ke
 def pooled_leave_one_gpu_out(ok: pd.DataFrame, specs: dict[str, GpuSpec], keys: list[str],
                              exclude: str | None = None) -> list[float]:
     """Leave-one-GPU-out latency errors (signed %) of every way of serving with 3 or more source GPUs."""
-    errors: list[float] = []
-    for _, rows in _ways_of_serving(ok, keys):
-        sources = _sources(rows[rows["hardware"] != exclude] if exclude else rows, specs, "latency_ms")
-        for _, values in leave_one_gpu_out(sources):
-            errors += [round(float(v), 2) for v in values]
-    return errors
+    rows = ok[ok["hardware"] != exclude] if exclude else ok
+    return [e for r in validate(rows, specs, tuple(keys)) for e in r["errors_pct"]]
 
 
 def validate(frame: pd.DataFrame, specs: dict[str, GpuSpec], keys: tuple[str, ...] = ("model", "backend")) -> list[dict]:
@@ -143,7 +139,8 @@ def validate(frame: pd.DataFrame, specs: dict[str, GpuSpec], keys: tuple[str, ..
         sources = _sources(part, specs, "latency_ms")
         for source, errors in leave_one_gpu_out(sources):
             rows.append({**{k: values[k] for k in keys}, "family": values["family"], "hardware": source.hardware,
-                         "precision": source.precision, "from": [c.hardware for c in sources if c is not source],
+                         "precision": source.precision,
+                         "from": sorted({c.hardware for c in sources if c.hardware != source.hardware}),
                          "points": int(len(errors)), "median_pct": float(np.median(np.abs(errors))),
                          "max_pct": float(np.max(np.abs(errors))),
                          "errors_pct": [round(float(v), 2) for v in errors]})
