@@ -1,6 +1,6 @@
 """What every importer shares: reading a CSV as text, numbers with their place named, and the profile rows.
 
-An importer turns another tool's file into rows of the profile contract (DESIGN.md section 2). What
+An importer turns another tool's file into rows of the profile contract (docs/design.md section 2). What
 the file does not say -- hardware, model, backend, precision, input size, sometimes the batch size --
 comes from `ImportSettings` (the command line). Every problem is one sentence naming the file, the
 row (data rows counted from 1, as `perfmodel.schema` does) and the column.
