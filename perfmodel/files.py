@@ -196,3 +196,45 @@ def read_json(path: str | os.PathLike, error: type[PerfmodelError], what: str, h
     if depth > MAX_JSON_DEPTH:
         raise error(f"{source} is not {what}: its lists and objects nest more than {MAX_JSON_DEPTH} deep; {hint}.")
     return value
+
+
+def read_csv_text(path: str | os.PathLike, error: type[PerfmodelError], what: str):
+    """A CSV as a DataFrame of strings (empty cells as ''), or `error` with one sentence on why it cannot be read.
+
+    Bounded like read_json: no file over MAX_INPUT_BYTES, UTF-8 only, no NUL byte (the CSV parser would end
+    a cell there: '4\\x002' would read as 4), no column named twice. what: the kind of file expected, e.g.
+    "a profile CSV"; it completes "give the path of ...".
+    """
+    import csv
+    import io
+
+    import pandas as pd
+
+    source = os.fspath(path)
+    data = read_bytes(path, error, f"give the path of {what}")
+    if not data.strip():
+        raise error(f"{source} is empty: {what} needs a header row and at least one data row.")
+    if b"\0" in data:
+        line = data[: data.index(b"\0")].count(b"\n") + 1
+        raise error(f"{source} is not a readable CSV file: line {line} holds a NUL byte, which no CSV text "
+                    f"has (the file is damaged, or not {what}).")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(f"{source} is not a readable CSV file: it is not UTF-8 text (byte {exc.start + 1}).") from None
+    try:
+        header = next(csv.reader(io.StringIO(text)), [])
+    except csv.Error as exc:
+        raise error(f"{source} is not a readable CSV file ({exc}).") from None
+    names = [h.strip() for h in header]
+    twice = sorted({c for c in names if c and names.count(c) > 1})
+    if twice:
+        raise error(f"{source} names the column{'s' if len(twice) > 1 else ''} {', '.join(map(repr, twice))} "
+                    "twice in its header; keep one of each.")
+    try:
+        return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True)
+    except pd.errors.EmptyDataError:
+        raise error(f"{source} is empty: {what} needs a header row and at least one data row.") from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise error(f"{source} is not a readable CSV file ({reason}).") from None

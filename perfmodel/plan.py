@@ -7,6 +7,7 @@ the solver picks the fastest. Profiles hold milliseconds; the solver works in se
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import warnings
@@ -18,6 +19,7 @@ import numpy as np
 
 import solvers
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
+from perfmodel.plan_basis import EXTRAPOLATION_FACTOR, Basis
 from perfmodel.units import MAX_SECONDS, parse_count, parse_duration, parse_fraction, shown, spoken_list
 
 # The most images (in all) and GPUs (of one type) a plan may hold: beyond them the solver's
@@ -76,13 +78,18 @@ def make_plan(
     precision: str | None = None,
     gap: float | None = None,
     time_limit: float = 10.0,
+    extrapolate: bool = False,
+    confidence: float | None = None,
 ) -> solvers.Plan:
     """Plan how many GPUs of which type, and which batch sizes, meet `deadline` for `images`.
 
     images/deadline/margin/load_time accept numbers (images, seconds, fraction) or text ('100k', '60s',
-    '5%'). With no profiles and no predictors, the files shipped in profiles/ are used; with no pool,
-    every hardware type found is available in any number. Raises NoPlanError (exit code 3) when no
-    plan meets the deadline, InputError for bad input.
+    '5%'). With no profiles and no predictors, the files shipped in profiles/ and profiles/reference/
+    are used; with no pool, every hardware type found is available in any number. A predictor offers
+    batch sizes up to 2x the largest measured at each input size (`extrapolate`: up to its max_batch).
+    `confidence` (e.g. 0.99, predictors only) multiplies each predicted time by 1 + that quantile of the
+    predictor's measured error. The plan's `annotations` say where its numbers come from. Raises
+    NoPlanError (exit code 3) when no plan meets the deadline, InputError for bad input.
     """
     deadline_s = deadline if isinstance(deadline, (int, float)) else parse_duration(deadline, "--deadline")
     if isinstance(deadline_s, bool) or not 0 < deadline_s <= MAX_SECONDS:
@@ -106,11 +113,13 @@ def make_plan(
     profiles, predictors = list(profiles), list(predictors)
     if not profiles and not predictors:
         profiles, predictors = shipped_sources()
-    options, model = _gather(profiles, predictors, model, sorted(workload), use, backend, precision)
+    basis = Basis(extrapolate=bool(extrapolate), confidence=_check_confidence(confidence, profiles, predictors))
+    options, model = _gather(profiles, predictors, model, sorted(workload), use, backend, precision, basis)
     problem = _problem(options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches,
                        gap, time_limit)
     try:
-        return solvers.solve(problem)
+        plan = solvers.solve(problem)
+        return dataclasses.replace(plan, annotations=basis.to_dict(plan))
     except solvers.InfeasibleProblem as exc:
         raise NoPlanError(explain(exc.diagnosis), exc.diagnosis) from None
     except solvers.ProblemError as exc:
@@ -139,11 +148,29 @@ def _workload(images, input_size, mix, mode) -> dict[int, int | None]:
     return {int(input_size or DEFAULT_INPUT_SIZE): count}
 
 
+def _check_confidence(confidence, profiles, predictors) -> float | None:
+    if confidence is None:
+        return None
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+        raise InputError(f"--confidence must lie between 0 and 1, e.g. 0.99; not {confidence!r}.")
+    if profiles or not predictors:
+        raise InputError("--confidence takes its margin from a predictor's measured error: plan with --predictor files "
+                         "only (make them with perfmodel fit), or give a --margin for profiles.")
+    return float(confidence)
+
+
 def shipped_sources() -> tuple[list[Path], list[Path]]:
-    """The shipped predictors (profiles/*.json) if any, else the shipped profiles (profiles/*.csv)."""
+    """What `perfmodel plan` uses when given no --profile or --predictor.
+
+    The shipped predictors (profiles/*.json and profiles/reference/*.json) if there are any, else the
+    shipped profiles: this machine's CPU profiles (profiles/*.csv, for CPU pools) and the published
+    GPU measurements (profiles/reference/*.csv). Looked for in the working directory, then beside
+    the package.
+    """
     for base in (Path.cwd(), Path(__file__).resolve().parents[1]):
-        folder = base / "profiles"
-        predictors, profiles = sorted(folder.glob("*.json")), sorted(folder.glob("*.csv"))
+        folders = (base / "profiles", base / "profiles" / "reference")
+        predictors = [p for folder in folders for p in sorted(folder.glob("*.json"))]
+        profiles = [p for folder in folders for p in sorted(folder.glob("*.csv"))]
         if predictors:
             return [], predictors
         if profiles:
@@ -151,20 +178,18 @@ def shipped_sources() -> tuple[list[Path], list[Path]]:
     raise InputError("no profiles found in profiles/: give --profile FILE or --predictor FILE.")
 
 
-def _gather(profiles, predictors, model, sizes, use, backend, precision) -> tuple[dict[str, _Options], str]:
-    from perfmodel.schema import load_profiles
-
-    frame = load_profiles(profiles) if profiles else None
-    loaded = [_load_predictor(p) for p in predictors]
+def _gather(profiles, predictors, model, sizes, use, backend, precision, basis) -> tuple[dict[str, _Options], str]:
+    frame = _load_tagged(profiles) if profiles else None
+    loaded = [(_source_name(p), _load_predictor(p)) for p in predictors]
     models = set() if frame is None else set(frame["model"])
-    models |= {g.model for p in loaded for g in p.groups}
+    models |= {g.model for _, p in loaded for g in p.groups}
     model = _pick_model(model, models)
 
     options: dict[str, _Options] = {}
     if frame is not None:
-        _from_profiles(options, frame, model, sizes, use, backend, precision)
-    for predictor in loaded:
-        _from_predictor(options, predictor, model, sizes, use, backend, precision)
+        _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
+    for name, predictor in loaded:
+        _from_predictor(options, predictor, model, sizes, use, backend, precision, basis, name)
     for size in sizes:
         if not any(size in o.columns for o in options.values()):
             measured = sorted(_profile_sizes(frame, model))
@@ -194,7 +219,32 @@ def _profile_sizes(frame, model) -> set[int]:
     return set() if frame is None else {int(s) for s in frame.loc[frame["model"] == model, "input_size"]}
 
 
-def _from_profiles(options, frame, model, sizes, use, backend, precision) -> None:
+def _load_tagged(paths):
+    """The profiles concatenated, each row tagged with its file (`profile_file`) for the plan's basis."""
+    import pandas as pd
+
+    from perfmodel.schema import load_profile
+
+    return pd.concat([load_profile(p).assign(profile_file=os.fspath(p)) for p in paths], ignore_index=True, sort=False)
+
+
+def _source_name(source) -> str:
+    return "a Predictor object" if hasattr(source, "select") else os.fspath(source)
+
+
+def _record_profile_basis(basis, hardware, group) -> None:
+    """Where each option's profile rows come from: their `source` (published or imported), else their file."""
+    for row in group.itertuples(index=False):
+        cited = str(getattr(row, "source", "") or "").strip()
+        if cited and cited != "nan":
+            basis.cite(hardware, _label(row), cited, "published")
+        else:
+            basis.cite(hardware, _label(row), f"profile {row.profile_file}", "measured")
+    if group["warmup_ms"].isna().any():
+        basis.of(hardware).warmup_measured = False
+
+
+def _from_profiles(options, frame, model, sizes, use, backend, precision, basis) -> None:
     rows = frame[(frame["status"] == "ok") & (frame["model"] == model) & frame["input_size"].isin(sizes)]
     if backend:
         rows = rows[rows["backend"] == backend]
@@ -207,6 +257,7 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision) -> Non
                       PerfmodelWarning, stacklevel=3)
     for hardware, group in rows.groupby("hardware", sort=True):
         o = options.setdefault(str(hardware), _Options())
+        _record_profile_basis(basis, str(hardware), group)
         if "load_ms" in group.columns and group["load_ms"].notna().any():
             o.load_s.append(float(np.nanmedian(group["load_ms"].to_numpy(dtype=float))) / 1000)
         for size, at in group.groupby("input_size", sort=True):
@@ -235,34 +286,95 @@ def _load_predictor(source):
     return Predictor.load(source)
 
 
-def _from_predictor(options, predictor, model, sizes, use, backend, precision) -> None:
+def _from_predictor(options, predictor, model, sizes, use, backend, precision, basis, name="") -> None:
+    quantity = LATENCY_COLUMNS[use]
+    no_warmup: dict[str, None] = {}
     for group in predictor.select(model=model, backend=backend, precision=precision):
         o = options.setdefault(group.hardware, _Options())
-        load_ms = getattr(group, "load_ms", None)  # not in the agreed Predictor interface yet; used when present
+        t = basis.of(group.hardware)
+        load_ms = getattr(group, "load_ms", None)
         if load_ms is not None:
             o.load_s.append(float(load_ms) / 1000)
         low, high = min(group.input_sizes), max(group.input_sizes)
+        label = f"{group.backend} {group.precision} " + ("(transferred)" if getattr(group, "transfer", None) else "(predicted)")
+        _record_predictor_basis(basis, group, label, name, predictor)
         for size in sizes:
             if not low <= size <= high:
                 warnings.warn(f"{group.hardware} {group.backend} {group.precision}: input size {size} is outside the "
                               f"sizes measured ({low}-{high}); the predictor extrapolates.", PerfmodelWarning, stacklevel=3)
             largest = int(np.asarray(group.max_batch(size)).ravel()[0])
+            measured = _largest_measured(group, size)
+            t.measured[(label, size)] = measured
+            if not basis.extrapolate:
+                largest = min(largest, int(EXTRAPOLATION_FACTOR * measured))
             if largest < 1:
                 continue
             b = np.arange(1, largest + 1)
-            latency = np.broadcast_to(np.asarray(getattr(group, LATENCY_COLUMNS[use])(b, size), dtype=float), b.shape)
-            try:
-                warmup = np.broadcast_to(np.asarray(group.warmup_ms(b, size), dtype=float), b.shape)
-            except InputError:  # the profile had no warm-up times, so the predictor has no model for them
-                warnings.warn(f"{group.hardware} {group.backend} {group.precision}: the predictor has no warm-up "
-                              "model; planning with the latency instead.", PerfmodelWarning, stacklevel=3)
+            with warnings.catch_warnings():  # beyond the measured range on purpose (up to 2x): said in the plan
+                warnings.simplefilter("ignore", PerfmodelWarning)
+                latency = np.broadcast_to(np.asarray(getattr(group, quantity)(b, size), dtype=float), b.shape)
+                try:
+                    warmup = np.broadcast_to(np.asarray(group.warmup_ms(b, size), dtype=float), b.shape)
+                except InputError:  # the profile had no warm-up times, so the predictor has no model for them
+                    warmup = None
+            if warmup is None:
+                no_warmup[f"{group.hardware} {group.backend} {group.precision}"] = None
+                t.warmup_measured = False
                 warmup = latency
+            if basis.confidence is not None:
+                factor = _confidence_factor(group, b, measured, basis.confidence, quantity, t, label)
+                latency, warmup = latency * factor, warmup * factor
             good = np.isfinite(latency) & (latency > 0) & np.isfinite(warmup) & (warmup >= 0)
             if not good.all():
                 warnings.warn(f"{group.hardware}: the predictor gives no usable time for {int((~good).sum())} batch "
                               f"size(s) at {size} px; they are left out.", PerfmodelWarning, stacklevel=3)
-            label = f"{group.backend} {group.precision} (predicted)"
             o.add(size, b[good], latency[good] / 1000, warmup[good] / 1000, [label] * int(good.sum()))
+    if no_warmup:
+        names = list(no_warmup)
+        warnings.warn(f"{len(names)} predictor group(s) have no warm-up model ({', '.join(names[:3])}"
+                      f"{', ...' if len(names) > 3 else ''}); planning their first batch with the latency instead.",
+                      PerfmodelWarning, stacklevel=3)
+
+
+def _largest_measured(group, size: int) -> float:
+    """The largest batch the group measured at this input size (its batch range for other predictors)."""
+    if hasattr(group, "measured_batch_range"):
+        return float(np.asarray(group.measured_batch_range(np.array([float(size)]))[1]).ravel()[0])
+    return float(group.batch_range[1])
+
+
+def _record_predictor_basis(basis, group, label: str, name: str, predictor) -> None:
+    fitted_on = [os.path.basename(str(s.get("source", ""))) for s in getattr(predictor, "provenance", {}).get("sources", [])]
+    source = f"predictor {name}" + (f" (fitted on {', '.join(fitted_on)})" if fitted_on else "")
+    transfer = getattr(group, "transfer", None)
+    basis.cite(group.hardware, label, source, "transferred" if transfer else "predicted")
+    if transfer:
+        from perfmodel.fitting.report import transfer_note
+
+        basis.of(group.hardware).transferred[label] = transfer_note(group)
+
+
+def _confidence_factor(group, b, measured, confidence, quantity, t, label) -> np.ndarray:
+    """1 + the confidence quantile of the group's measured error: inside the measured range from its
+    cross-validation, beyond it from its extrapolation test (NaN drops the batch sizes without one)."""
+    factors = np.full(b.shape, np.nan)
+    for region, mask in (("inside", b <= measured), ("beyond", b > measured)):
+        if not mask.any():
+            continue
+        quantile = group.error_quantile(confidence, beyond=region == "beyond", quantity=quantity)
+        if quantile is None:
+            if region == "inside":
+                raise InputError(f"{group.name} has no measured {quantity} error (fewer than 3 batch sizes were fitted): "
+                                 "--confidence cannot take a margin from it; use --margin.")
+            warnings.warn(f"{group.name}: no measured error beyond the batch sizes measured; --confidence leaves them out.",
+                          PerfmodelWarning, stacklevel=4)
+            continue
+        factors[mask] = 1.0 + quantile["fraction"]
+        entry = {"hardware": group.hardware, "option": label, "region": region, "margin": quantile["fraction"],
+                 "errors": quantile["errors"], "origin": quantile["origin"]}
+        if entry not in t.margins:
+            t.margins.append(entry)
+    return factors
 
 
 def _problem(options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches, gap,

@@ -7,7 +7,6 @@ reported as one sentence naming the file, the row and the column.
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 import os
@@ -18,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.errors import ProfileFormatError
-from perfmodel.files import atomic_write_text, read_bytes
+from perfmodel.files import atomic_write_text, read_csv_text
 from perfmodel.units import MAX_BATCH_SIZE, MAX_INPUT_SIZE
 
 SCHEMA_VERSION = 1
@@ -38,7 +37,7 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
 )
 
 STATUSES = ("ok", "oom", "error")
-PRECISIONS = ("fp32", "fp16", "bf16", "int8", "fp8")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
 
 # Columns that, beside (hardware, model, backend, precision, input size, batch size), tell two
 # measured points apart: a sweep over concurrency levels has one row per level.
@@ -68,6 +67,7 @@ HARDWARE_COUNTERS = (
 RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "latency_p50_ms",
     "latency_p90_ms",
+    "latency_p95_ms",
     "latency_mean_ms",
     "latency_std_ms",
     "latency_min_ms",
@@ -93,6 +93,8 @@ RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "server_cpu_max",
     "server_version",
     "error",
+    "source",
+    "latency_basis",
     *(f"{c}_{s}" for c in HARDWARE_COUNTERS for s in ("min", "avg", "max")),
     "load_avg_1m",
     "threads",
@@ -129,13 +131,17 @@ TEXT_COLUMNS = frozenset(
         "host",
         "created_at",
         "stable",
+        "source",
+        "latency_basis",
     }
 )
 # Every other known column is a non-negative number; unknown columns are kept as text.
 NUMERIC_COLUMNS = frozenset(
     c for c in (*REQUIRED_COLUMNS, *RECOMMENDED_COLUMNS) if c not in TEXT_COLUMNS and c not in INTEGER_COLUMNS
 )
-POSITIVE_WHEN_OK = ("latency_ms", "latency_p99_ms")
+# latency_p99_ms, warmup_ms and memory_mb may be empty (imported and published measurements often
+# lack them); when latency_p99_ms is given for an 'ok' row it must be > 0 and not below the median.
+POSITIVE_WHEN_OK = ("latency_ms",)
 
 # The physically sane range of every numeric column, checked when a profile is read: a value outside
 # is a typo or a damaged file, and would overflow the fit or the solver further on. (low, high): a
@@ -259,6 +265,13 @@ def validate_profile(df: pd.DataFrame, source: str = "profile") -> pd.DataFrame:
                 f"{_where(source, i, column)}: a row with status 'ok' needs a time in milliseconds > 0, not {_fmt(values[i])}."
             )
     median, p99 = df["latency_ms"].to_numpy(dtype=float), df["latency_p99_ms"].to_numpy(dtype=float)
+    bad = ok & ~np.isnan(p99) & ~(p99 > 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ProfileFormatError(
+            f"{_where(source, i, 'latency_p99_ms')}: a row with status 'ok' needs a time in milliseconds > 0 "
+            f"or an empty cell, not {_fmt(p99[i])}."
+        )
     bad = ok & (p99 < median * (1 - 1e-9))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -314,34 +327,7 @@ def _check_choice(df: pd.DataFrame, column: str, allowed: Sequence[str], source:
 
 def load_profile(path: str | os.PathLike) -> pd.DataFrame:
     """Read and validate one profile CSV; return a DataFrame with the contract's dtypes."""
-    source = os.fspath(path)
-    data = read_bytes(path, ProfileFormatError, "give the path of a profile CSV")
-    if not data.strip():
-        raise ProfileFormatError(f"{source} is empty: a profile needs a header row and at least one data row.")
-    if b"\0" in data:  # the CSV parser would end the cell there: '4\x002' would read as 4
-        line = data[: data.index(b"\0")].count(b"\n") + 1
-        raise ProfileFormatError(f"{source} is not a readable CSV file: line {line} holds a NUL byte, which no CSV text "
-                                 "has (the file is damaged, or not a profile).")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ProfileFormatError(f"{source} is not a readable CSV file: it is not UTF-8 text (byte {exc.start + 1}).") from None
-    try:
-        header = next(csv.reader(io.StringIO(text)), [])
-    except csv.Error as exc:
-        raise ProfileFormatError(f"{source} is not a readable CSV file ({exc}).") from None
-    twice = sorted({c.strip() for c in header if c.strip() and [h.strip() for h in header].count(c.strip()) > 1})
-    if twice:
-        raise ProfileFormatError(f"{source} names the column{'s' if len(twice) > 1 else ''} {', '.join(map(repr, twice))} "
-                                 "twice in its header; keep one of each.")
-    try:
-        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True)
-    except pd.errors.EmptyDataError:
-        raise ProfileFormatError(f"{source} is empty: a profile needs a header row and at least one data row.") from None
-    except (pd.errors.ParserError, ValueError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ProfileFormatError(f"{source} is not a readable CSV file ({reason}).") from None
-    return validate_profile(df, source)
+    return validate_profile(read_csv_text(path, ProfileFormatError, "a profile CSV"), os.fspath(path))
 
 
 def load_profiles(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Above this many GPUs, Plan.to_dict lists groups only (each with its count), not every GPU.
 PER_GPU_LIMIT = 1000
@@ -69,6 +69,8 @@ class Plan:
     build_time_s: float
     solver_time_s: float
     solve_time_s: float
+    # Extra top-level JSON keys from the caller (perfmodel: where the numbers come from); not used here.
+    annotations: dict = field(default_factory=dict)
 
     @property
     def total_gpus(self) -> int:
@@ -115,6 +117,7 @@ class Plan:
             "solve_time_s": self.solve_time_s,
             "assignments": [a.to_dict() for a in self.assignments],
             "gpus": self.per_gpu() if self.total_gpus <= per_gpu_limit else None,
+            **self.annotations,
         }
 
 

@@ -29,7 +29,7 @@ def test_readme_examples_write_outside_the_repository():
 
     texts = [(REPO / "README.md").read_text(), fit.FIT_EXAMPLES, report.REPORT_EXAMPLES]
     for text in texts:
-        for command, out in re.findall(r"perfmodel (fit|report)\b[^\n]*?--out (\S+)", text):
+        for command, out in re.findall(r"perfmodel (fit|report|import)\b[^\n]*?--out (\S+)", text):
             assert out.startswith("/tmp/"), (command, out)
 
 

@@ -27,7 +27,7 @@ def test_fit_writes_a_predictor_and_prints_the_report(profile_csv, tmp_path, cap
     assert "latency medians are known to +-1.0%" in printed.err
     predictor = Predictor.load(out)
     assert predictor.latency_ms(8, 224) > 0
-    assert set(predictor.provenance["families"]) == {"linear", "piecewise", "tree"}
+    assert set(predictor.provenance["families"]) == {"roofline", "linear", "piecewise", "tree"}
 
 
 def test_fit_json_prints_the_report_as_json(profile_csv, tmp_path, capsys):

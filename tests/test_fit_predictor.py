@@ -49,7 +49,7 @@ def test_public_api_exports_fit_and_the_predictor():
 
 def test_the_file_is_json_with_schema_provenance_and_report(saved, predictor):
     data = json.loads(saved.read_text())
-    assert data["format"] == "perfmodel-predictor" and data["schema_version"] == 1
+    assert data["format"] == "perfmodel-predictor" and data["schema_version"] == 2
     assert data["perfmodel"] == perfmodel.__version__
     assert len(data["provenance"]["sources"][0]["sha256"]) == 64
     latency = data["groups"][0]["quantities"]["latency_ms"]
@@ -127,7 +127,9 @@ def test_extrapolation_is_flagged_with_one_warning(predictor):
     assert len(caught) == 1 and issubclass(caught[0].category, PerfmodelWarning)
     assert "extrapolates" in str(caught[0].message)
     flags = predictor.extrapolates(b, 224)
-    assert not flags[: predictor.groups[0].batch_range[1]].any() and flags[-1]
+    largest_at_224 = int(predictor.groups[0].measured_batch_range(224)[1])  # the region measured at 224 px
+    assert largest_at_224 < predictor.groups[0].batch_range[1]  # less than at 160 px: not a rectangle
+    assert not flags[:largest_at_224].any() and flags[largest_at_224:].all()
 
 
 def test_max_batch_stays_below_every_measured_oom(predictor, profile):
@@ -200,3 +202,48 @@ def test_bad_profiles_raise_one_input_error(frame, message):
     with pytest.raises(InputError, match=message) as info:
         perfmodel.fit(frame, families=FAST)
     assert info.value.exit_code == 2
+
+
+# ---- version 2: the region measured per input size, load time, version 1 files --------------------
+
+
+def test_extrapolates_follows_the_region_measured_at_each_input_size():
+    rows = gpu_like_profile(GpuLikeCurve(capacity_mb=1e9), batch_sizes=(1, 2, 4, 8, 16, 32, 64), input_sizes=(160, 224))
+    rows = rows[(rows["input_size"] == 160) | (rows["batch_size"] <= 16)].assign(load_ms=1234.0)
+    group = perfmodel.fit(rows, families=FAST).groups[0]
+    assert group.report["latency_ms"]["measured"] == [[160.0, 1.0, 64.0], [224.0, 1.0, 16.0]]
+    b, s = np.array([32, 32, 32, 16, 16, 16]), np.array([160, 224, 192, 224, 192, 300])
+    assert list(group.extrapolates(b, s)) == [False, True, True, False, False, True]
+    assert list(group.measured_batch_range(np.array([160, 192, 224]))[1]) == [64, 16, 16]
+    assert group.load_ms == 1234.0
+    assert Predictor.from_dict(json.loads(Predictor((group,)).to_json())).groups[0].load_ms == 1234.0
+
+
+def test_version_1_files_still_load(predictor, tmp_path):
+    data = json.loads(predictor.to_json())
+    data["schema_version"] = 1
+    for g in data["groups"]:
+        del g["load_ms"], g["transfer"]
+        for q in g["quantities"].values():
+            q["report"].pop("measured", None)
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(data))
+    old = Predictor.load(path).groups[0]
+    assert old.load_ms is None and old.transfer is None
+    (b_lo, b_hi) = old.report["latency_ms"]["training_range"]["batch_size"]
+    assert not old.extrapolates(b_hi, 288) and old.extrapolates(b_hi + 1, 288)  # the rectangle, as in version 1
+
+
+@pytest.mark.parametrize("change", [
+    lambda g: g["quantities"]["latency_ms"]["report"].__setitem__("measured", [[224, 8, 4]]),
+    lambda g: g["quantities"]["latency_ms"]["report"].__setitem__("cv_errors_pct", [1.0, "x"]),
+    lambda g: g.__setitem__("load_ms", -5),
+    lambda g: g.__setitem__("transfer", ["not", "an", "object"]),
+])
+def test_damaged_version_2_fields_are_refused(predictor, tmp_path, change):
+    data = json.loads(predictor.to_json())
+    change(data["groups"][0])
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(PredictorFormatError, match="damaged predictor"):
+        Predictor.load(path)

@@ -209,7 +209,7 @@ def _changed(data, change):
     (lambda g, d: g["quantities"]["latency_ms"]["model"]["fitted"].update(knots_y=[1e300, 1e301]), "beyond 1e30"),
     (lambda g, d: g["quantities"]["latency_ms"]["model"]["fitted"].update(knots_y=["a", "b"]), "other than numbers"),
     (lambda g, d: d.update(schema_version="1"), "schema_version '\"1\"', which is not a whole number"),
-    (lambda g, d: d.update(schema_version=2), "schema version 2, but this perfmodel"),
+    (lambda g, d: d.update(schema_version=3), "schema version 3, but this perfmodel"),
 ])
 def test_damaged_predictors_are_refused_in_one_sentence(predictor_dict, change, words):
     from perfmodel.fitting import Predictor

@@ -230,3 +230,93 @@ def test_plan_json_is_what_perfmodel_report_reads(capsys, profile, tmp_path):
         path = tmp_path / f"{status}.json"
         path.write_text(out)
         assert read_plan(path)["status"] == status
+
+
+# ---- where the numbers come from, how far predictors go, and their error as a margin (issue 15) ---------
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """A predictor fitted on the synthetic profile (load_ms 50) and the profile's path."""
+    from perfmodel.fitting import fit
+
+    folder = tmp_path_factory.mktemp("fitted")
+    path = folder / "p.csv"
+    pd.DataFrame(profile_rows()).to_csv(path, index=False)
+    predictor = fit(str(path), families=("roofline",))
+    predictor.save(folder / "p.json")
+    return str(path), str(folder / "p.json")
+
+
+def test_a_plan_from_a_predictor_uses_its_load_time_and_agrees_with_the_profile(fitted):
+    profile, predictor = fitted
+    from_profile = make_plan(100_000, 60, profiles=[profile], input_size=64)
+    from_predictor = make_plan(100_000, 60, predictors=[predictor], input_size=64)
+    assert from_predictor.assignments[0].load_s == pytest.approx(from_profile.assignments[0].load_s) == 0.05
+    assert abs(from_predictor.total_gpus - from_profile.total_gpus) <= 1
+
+
+def test_predictors_stay_within_twice_the_measured_batch_unless_told():
+    plan = make_plan(1_000_000, 60, predictors=[FakePredictor()], input_size=64, pool={"gpu": 100})
+    assert max(a.batch_size for a in plan.assignments) <= 2 * FakeGroup.batch_range[1]
+    assert plan.annotations["extrapolation"]["allowed"] is False
+    far = make_plan(1_000_000, 60, predictors=[FakePredictor()], input_size=64, pool={"gpu": 100}, extrapolate=True)
+    assert max(a.batch_size for a in far.assignments) > 2 * FakeGroup.batch_range[1]
+    d = far.to_dict()
+    assert d["extrapolation"]["allowed"] is True and d["data_by_type"]["gpu"]["beyond_measured"]
+    from perfmodel.plan_basis import notes
+
+    assert any("--extrapolate" in line for line in notes(d)) and any("beyond the largest" in line for line in notes(d))
+
+
+def test_confidence_takes_the_margin_from_the_measured_errors(fitted):
+    _, predictor = fitted
+    plain = make_plan(100_000, 60, predictors=[predictor], input_size=224)
+    sure = make_plan(100_000, 60, predictors=[predictor], input_size=224, confidence=0.99)
+    margins = sure.to_dict()["confidence"]["margins"]
+    assert margins and all(m["margin"] >= 0 and "cross-validated" in m["origin"] or m["region"] == "beyond" for m in margins)
+    inside = next(m for m in margins if m["region"] == "inside")
+    assert inside["errors"] >= 3 and "latency_ms" in inside["origin"]
+    assert sure.total_gpus >= plain.total_gpus
+    a = sure.assignments[0]
+    from perfmodel.fitting import Predictor
+
+    group = Predictor.load(predictor).groups[0]
+    factor = next(1 + m["margin"] for m in margins
+                  if m["region"] == ("inside" if a.batch_size <= float(group.measured_batch_range(224)[1]) else "beyond"))
+    assert a.latency_s == pytest.approx(float(group.latency_ms(a.batch_size, 224)) / 1000 * factor)
+    with pytest.raises(InputError, match="--confidence"):
+        make_plan(1000, 60, profiles=[fitted[0]], confidence=0.99)
+    with pytest.raises(InputError, match="between 0 and 1"):
+        make_plan(1000, 60, predictors=[predictor], confidence=1.5)
+
+
+def test_a_profile_without_warm_up_is_planned_and_says_so(tmp_path, capsys):
+    path = tmp_path / "published.csv"
+    rows = [{**r, "warmup_ms": np.nan, "source": "a published table, v1"} for r in profile_rows(hardware="x100")]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    with pytest.warns(Warning, match="no warm-up"):
+        plan = make_plan(10_000, 60, profiles=[str(path)], input_size=64)
+    a = plan.assignments[0]
+    assert a.warmup_s == pytest.approx(a.latency_s)  # the first batch timed as a steady one
+    d = plan.to_dict()
+    assert d["warmup_measured"] is False
+    assert d["data_by_type"]["x100"]["numbers_from"] == {"torch fp32": ["a published table, v1"]}
+    code, out, err = run_cli(capsys, "--images", "10000", "--deadline", "60s", "--profile", str(path), "--input-size", "64")
+    assert code == 0 and "no warm-up measured: the first batch is timed as a steady one" in err
+    assert "x100 torch fp32: published numbers from a published table, v1" in err
+
+
+def test_the_shipped_data_plans_on_published_gpus(capsys):
+    from perfmodel.plan import shipped_sources
+
+    profiles, predictors = shipped_sources()
+    assert not predictors and any("reference" in str(p) for p in profiles) and any("cpu-" in str(p) for p in profiles)
+    code, out, err = run_cli(capsys, "--images", "100000", "--deadline", "60s", "--pool", "a100=8", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert set(d["gpus_by_type"]) == {"a100"} and d["warmup_measured"] is False
+    sources = [s for option in d["data_by_type"]["a100"]["numbers_from"].values() for s in option]
+    assert all("github.com/NVIDIA/DeepLearningExamples/blob/" in s for s in sources)
+    code, out, err = run_cli(capsys, "--images", "100", "--deadline", "60s", "--pool", "cpu=2", "--input-size", "64")
+    assert code == 0 and "x cpu" in out and "measured numbers from profile" in err

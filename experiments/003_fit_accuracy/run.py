@@ -9,8 +9,15 @@
 2. The shipped CPU profiles (profiles/cpu-*.csv): the report per quantity.
 3. Speed: a predictor saved to JSON and loaded again answers 10^6 random (b, s) queries;
    median of repeated runs, numpy's BLAS pinned to one thread, load average recorded.
+4. Real GPU curves (profiles/reference/: NVIDIA's published tables) and launch-bound synthetic curves:
+   the held-out splits of perfmodel.fitting.accuracy (between measured points: fit on batch 1, 4,
+   16, 64, 256; beyond them: fit on batch <= 64, predict 128 and 256) for perfmodel's default
+   selection, the roofline family alone, the previous default families (linear, piecewise, tree)
+   and the straight line a + c * batch. Every held-out point goes to reference_split_errors.csv.
+5. GPUs never profiled: leave each GPU out of every way of serving profiled on 3 or more GPUs and
+   predict it from the others and the GPU specification table (transfer_logo.csv).
 
-    python experiments/003_fit_accuracy/run.py           # writes results.json and results.md here
+    python experiments/003_fit_accuracy/run.py           # writes results.json, results.md and the CSVs here
     python experiments/003_fit_accuracy/run.py --quick   # 2 seeds, fewer repeats
 """
 
@@ -31,13 +38,19 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 import perfmodel
 from perfmodel.errors import PerfmodelWarning
 from perfmodel.fitting import Predictor
+from perfmodel.fitting.accuracy import SPLITS, linear_baseline, split_errors, summary
+from perfmodel.fitting.gpu_specs import load_gpu_specs
 from perfmodel.fitting.predictor import QUANTITIES
-from perfmodel.fitting.synthetic import DEFAULT_BATCH_SIZES, GpuLikeCurve, gpu_like_profile
+from perfmodel.fitting.selection import fit_quantity
+from perfmodel.fitting.synthetic import DEFAULT_BATCH_SIZES, GpuLikeCurve, LaunchBoundCurve, gpu_like_profile
+from perfmodel.fitting.transfer import validate
 from perfmodel.profile.provenance import cpu_name
+from perfmodel.schema import load_profiles
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -63,7 +76,7 @@ def synthetic(seeds: list[int]) -> list[dict]:
         t0 = time.perf_counter()
         group = perfmodel.fit(profile).groups[0]
         fit_s = time.perf_counter() - t0
-        half = perfmodel.fit(profile[profile["batch_size"] <= 256], families=("linear", "piecewise", "tree")).groups[0]
+        half = perfmodel.fit(profile[profile["batch_size"] <= 256]).groups[0]
         largest_ok = dict(group.ok_batches)
         inside = [(np.arange(1, top + 1), s) for s, top in largest_ok.items()]
         inside += [(np.arange(1, largest_ok[224] + 1), 192), (np.arange(1, largest_ok[288] + 1), 256)]
@@ -125,7 +138,7 @@ def speed(repeats: int) -> list[dict]:
     s_any = rng.uniform(160, 288, N_QUERIES)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for family in ("linear", "piecewise", "tree"):
+        for family in ("roofline", "linear", "piecewise", "tree"):
             path = Path(tmp) / f"{family}.json"
             perfmodel.fit(profile, families=(family,)).save(path)
             t0 = time.perf_counter()
@@ -149,6 +162,55 @@ def speed(repeats: int) -> list[dict]:
                              "min_s": float(np.min(times)), "repeats": repeats, "load_ms": load_ms,
                              "features": group.report["latency_ms"]["features"]})
     return rows
+
+
+POWERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+PREVIOUS_DEFAULT = ("linear", "piecewise", "tree")  # perfmodel's families before the roofline
+
+
+def _selection(families=None, **options):
+    def fitter(b, s, y):
+        if families is not None:
+            options["families"] = families
+        return fit_quantity(b, s, y, **options).estimator.evaluate
+    return fitter
+
+
+def _family(name):
+    from perfmodel.fitting.regressors import FAMILIES
+
+    def fitter(b, s, y):
+        return FAMILIES[name]().fit(np.column_stack([b, s]), y).evaluate
+    return fitter
+
+
+METHODS = {"perfmodel (default selection)": _selection(), "roofline family": _family("roofline"),
+           "lowest cross-validated error alone (no preference)": _selection(preference=1.0),
+           "previous default (linear, piecewise, tree)": _selection(PREVIOUS_DEFAULT), "line a + c*b": linear_baseline}
+
+
+def split_tables(frame: pd.DataFrame, label: str) -> tuple[pd.DataFrame, list[dict]]:
+    errors = split_errors(frame, METHODS).assign(data=label)
+    return errors, summary(errors).to_dict("records")
+
+
+def reference_splits() -> tuple[pd.DataFrame, list[dict]]:
+    frame = load_profiles(sorted((ROOT / "profiles" / "reference").glob("*.csv")))
+    return split_tables(frame, "reference")
+
+
+def launch_bound_splits(seeds: list[int]) -> tuple[pd.DataFrame, list[dict]]:
+    frames = []
+    for seed in seeds:
+        curve = LaunchBoundCurve(floor_ms=3.0 + 2 * seed, image_ms=0.1 + 0.1 * seed, sharpness=2.0 + seed)
+        frames.append(gpu_like_profile(curve, batch_sizes=POWERS, input_sizes=(224,), noise=0.01, seed=seed,
+                                       hardware=f"launch-bound-{seed}"))
+    return split_tables(pd.concat(frames, ignore_index=True), "launch-bound synthetic")
+
+
+def transfer_logo() -> list[dict]:
+    frame = load_profiles(sorted((ROOT / "profiles" / "reference").glob("*.csv")))
+    return validate(frame, load_gpu_specs())
 
 
 def fmt(value, digits=2) -> str:
@@ -181,6 +243,35 @@ def write_markdown(results: dict) -> str:
             lines.append(f"| {r['profile']} | {r['quantity']} | {r['family']} | {' + '.join(r['features'] or []) or '-'} | {r['rows']} | "
                          f"{fmt(r['cv_mape'])} | {fmt(r['cv_max_error'])} | {fmt(r.get('batch_2x_mape'))} | {fmt(r.get('batch_2x_worst'))} | "
                          f"{fmt(r.get('batch_half_mape'))} | {fmt(r.get('input_size_mape'))} |")
+    for title, key in (("Real GPU curves (profiles/reference/)", "reference"),
+                       ("Launch-bound synthetic curves (1% noise)", "launch_bound")):
+        lines += ["", f"## Held-out splits: {title}", "",
+                  *(f"- {name}: {text}" for name, text in SPLITS.items()), "",
+                  "| split | method | median % | mean % | p90 % | worst % | points |", "|---|---|---|---|---|---|---|"]
+        for r in results[key]:
+            lines.append(f"| {r['split']} | {r['method']} | {r['median']:.2f} | {r['mean']:.2f} | {r['p90']:.1f} | "
+                         f"{r['worst']:.1f} | {r['points']} |")
+    if results.get("reference_worst_curves"):
+        lines += ["", "Worst held-out error per reference curve, perfmodel (default selection), %:", "",
+                  "| curve | between | beyond |", "|---|---|---|"]
+        for r in results["reference_worst_curves"]:
+            lines.append(f"| {r['curve']} | {fmt(r.get('between'), 1)} | {fmt(r.get('beyond'), 1)} |")
+    logo = results.get("transfer", [])
+    if logo:
+        lines += ["", "## GPUs never profiled: leave one GPU out (profiles/reference/)", "",
+                  "| model | backend | precision family | GPU left out (precision) | predicted from | points | median % | worst % |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in logo:
+            lines.append(f"| {r['model']} | {r['backend']} | {r['family']} | {r['hardware']} ({r['precision']}) | "
+                         f"{', '.join(r['from'])} | {r['points']} | {r['median_pct']:.1f} | {r['max_pct']:.1f} |")
+        errors = np.abs(np.concatenate([r["errors_pct"] for r in logo]))
+        lines += ["", f"All points: median {np.median(errors):.1f}%, mean {np.mean(errors):.1f}%, "
+                      f"worst {np.max(errors):.1f}% ({len(errors)} points); median of the per-GPU-and-way medians "
+                      f"{np.median([r['median_pct'] for r in logo]):.1f}%.", "",
+                  "| GPU | median of its medians % | ways of serving |", "|---|---|---|"]
+        for hardware in sorted({r["hardware"] for r in logo}):
+            mine = [r["median_pct"] for r in logo if r["hardware"] == hardware]
+            lines.append(f"| {hardware} | {np.median(mine):.1f} | {len(mine)} |")
     lines += ["", f"## Speed: {N_QUERIES:,} queries on a loaded predictor (numpy, one thread)", "",
               "| family | query | median s | min s | repeats | load ms |", "|---|---|---|---|---|---|"]
     for r in results["speed"]:
@@ -193,11 +284,27 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     load_before = [round(x, 2) for x in os.getloadavg()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PerfmodelWarning)
+        reference_errors, reference_table = reference_splits()
+        launch_errors, launch_table = launch_bound_splits([0, 1] if args.quick else [0, 1, 2, 3, 4])
+    errors = pd.concat([reference_errors, launch_errors], ignore_index=True)
+    errors.to_csv(HERE / "reference_split_errors.csv", index=False, float_format="%.4g")
+    chosen = reference_errors[reference_errors["method"] == "perfmodel (default selection)"]
+    worst = chosen.groupby(["curve", "split"])["error_pct"].max().unstack()
+    logo = transfer_logo()
+    pd.DataFrame([{k: v for k, v in r.items() if k != "errors_pct"} for r in logo]).to_csv(
+        HERE / "transfer_logo.csv", index=False, float_format="%.4g")
     results = {
         "machine": f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}",
         "load_before": load_before,
         "synthetic": synthetic([0, 1] if args.quick else [0, 1, 2, 3, 4]),
         "shipped": shipped(),
+        "reference": reference_table,
+        "reference_worst_curves": [{"curve": c, **{k: (None if pd.isna(v) else float(v)) for k, v in row.items()}}
+                                   for c, row in worst.iterrows()],
+        "launch_bound": launch_table,
+        "transfer": logo,
         "speed": speed(3 if args.quick else 7),
     }
     results["load_after"] = [round(x, 2) for x in os.getloadavg()]

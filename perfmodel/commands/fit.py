@@ -9,9 +9,15 @@ FIT_EXAMPLES = """examples:
   perfmodel fit profiles/cpu-resnet50-torch.csv --out /tmp/cpu-resnet50.json
   perfmodel fit profiles/cpu-resnet50-torch.csv --out /tmp/cpu-resnet50.json --report
   perfmodel fit a100-*.csv h100-*.csv --out /tmp/gpus.json --json
+  perfmodel fit profiles/reference/*.csv --target-hardware h100 --out /tmp/h100.json --report
 
 One predictor per (hardware, model, backend, precision) group in the profiles; in Python:
   perfmodel.Predictor.load("/tmp/cpu-resnet50.json").latency_ms(b, s)
+
+--target-hardware predicts GPUs nobody profiled (or leaves a profiled one out to check the method):
+each way of serving profiled on 2 or more GPUs of the specification table (perfmodel/data/gpu_specs.csv)
+is carried to the target through its peak FLOP/s and memory bandwidth; the file says which groups
+are transferred, from which GPUs, and with which leave-one-GPU-out error.
 """
 
 
@@ -28,14 +34,20 @@ def add_parser(sub) -> None:
     p.add_argument("--out", required=True, metavar="FILE", help="the predictor JSON file to write")
     p.add_argument("--report", action="store_true", help="print the error report as tables")
     p.add_argument("--json", action="store_true", help="print the result (and the report) as JSON on stdout")
-    p.add_argument("--families", default="linear,piecewise,tree", metavar="LIST",
-                   help="model families to choose from by cross-validation (default: linear,piecewise,tree)")
+    p.add_argument("--target-hardware", metavar="LIST", help="GPUs to predict from the other GPUs' profiles and their "
+                   "specifications, e.g. h100 or v100,a10")
+    p.add_argument("--gpu-specs", metavar="FILE", help="GPU specification table for --target-hardware "
+                   "(default: perfmodel/data/gpu_specs.csv)")
+    p.add_argument("--families", default="roofline,linear,piecewise,tree", metavar="LIST",
+                   help="model families to choose from by cross-validation (default: roofline,linear,piecewise,tree)")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     from perfmodel.files import check_writable
-    from perfmodel.fitting.report import MAX_BATCH_HEADERS, QUANTITY_HEADERS, REPORT_LEGEND, max_batch_rows, noise_note, quantity_rows, report_json
+    from perfmodel.fitting.report import (
+        MAX_BATCH_HEADERS, QUANTITY_HEADERS, REPORT_LEGEND, max_batch_rows, noise_note, quantity_rows, report_json, transfer_note,
+    )
     from perfmodel.fitting.train import fit
 
     check_writable(args.out, inputs=args.profiles)
@@ -47,7 +59,9 @@ def run(args) -> int:
             count[0] += 1
             update(count[0], None, f"{group}: {quantity}")
 
-        predictor = fit(args.profiles, families=families, on_progress=on_progress)
+        targets = [t.strip() for t in (args.target_hardware or "").split(",") if t.strip()]
+        predictor = fit(args.profiles, families=families, on_progress=on_progress, target_hardware=targets,
+                        gpu_specs=args.gpu_specs)
     predictor.save(args.out)
     if args.json:
         console.print_json(console.clean_for_json({"out": args.out, "groups": report_json(predictor)}))
@@ -56,8 +70,15 @@ def run(args) -> int:
         for group in predictor.groups:
             console.table(group.name, QUANTITY_HEADERS, quantity_rows(group))
             console.table(f"{group.name}: max_batch", MAX_BATCH_HEADERS, max_batch_rows(group))
-            if noise_note(group):
-                console.note(noise_note(group))
+            for note in (noise_note(group), transfer_note(group)):
+                if note:
+                    console.note(note)
         console.note(REPORT_LEGEND)
+    transferred = [g for g in predictor.groups if g.transfer is not None]
+    if transferred and not args.report:
+        for group in transferred:
+            console.note(transfer_note(group))
+    for skipped in predictor.provenance.get("transfer", {}).get("skipped", []):
+        console.note(f"not transferred: {skipped}")
     console.note(f"wrote {len(predictor.groups)} group(s) to {args.out}")
     return 0

@@ -11,12 +11,19 @@ PLAN_EXAMPLES = """examples:
   perfmodel plan --mode relaxed --deadline 60s --pool cpu=8 --profile profiles/cpu-resnet50-torch.csv --input-size 64
   perfmodel plan --mix 224=70000,512=30000 --deadline 2m --pool h100=8,a100=16 --margin 5% --use p99
   perfmodel plan --images 1M --deadline 10m --objective cost --price h100=4.5,a100=2.2
+  perfmodel plan --images 100k --deadline 60s --pool a100=8 --precision fp16
+  perfmodel plan --images 100k --deadline 60s --predictor h100.json --confidence 0.99
 
 units: deadlines 60s, 1.5m, 250ms, 2h (a bare number is seconds); images 100000, 100k, 1.5M;
 margins 5% or 0.05. Each GPU loads the model once, runs its first batch (its warm-up time) and then
 further batches; the last batch may be partly filled. With no --pool, every hardware type found is
 available in any number and the plan says how many are needed. --objective cost assumes each GPU
 used is paid for the whole deadline window.
+
+data: with no --profile or --predictor, the shipped profiles: profiles/*.csv (this project's CPU, for
+CPU pools) and profiles/reference/*.csv (published GPU measurements: a100, a100-80gb, a30, a10, v100,
+v100-32gb, t4). The plan says per hardware type where its numbers come from; published figures have no
+warm-up, so their first batch is timed as a steady one (warmup_measured: false in --json).
 """
 
 PLAN_EXIT_CODES = EXIT_CODES.replace(
@@ -52,7 +59,11 @@ def add_parser(sub) -> None:
     p.add_argument("--precision", help="only this precision (default: every precision measured)")
     p.add_argument("--use", default="p50", choices=["p50", "p99"], help="plan on the median or the 99th-percentile latency (default: p50)")
     p.add_argument("--margin", default="0", metavar="PCT", help="safety margin: finish by deadline x (1 - margin), e.g. 5%% (default: 0)")
-    p.add_argument("--load-time", metavar="T", help="model load time per GPU (default: the profile's load_ms, else 0)")
+    p.add_argument("--load-time", metavar="T", help="model load time per GPU (default: the profile's or predictor's load_ms, else 0)")
+    p.add_argument("--extrapolate", action="store_true", help="let predictors go past 2x the largest batch measured "
+                   "(up to their max_batch), where their error was never measured")
+    p.add_argument("--confidence", type=float, metavar="P", help="predictors only: multiply each predicted time by 1 + "
+                   "the P quantile (e.g. 0.99) of the predictor's measured error")
     p.add_argument("--max-batches", metavar="N", help="at most N batches per GPU, the first included")
     p.add_argument("--gap", type=float, metavar="REL", help="relative optimality gap the solver may stop at (default: 0, or 1e-4 for cost)")
     p.add_argument("--time-limit", default="10s", metavar="T", help="solver time limit (default: 10s)")
@@ -63,6 +74,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from perfmodel.errors import InputError
     from perfmodel.plan import MAX_GPUS, MAX_IMAGES, PLAN_COLUMNS, NoPlanError, make_plan, plan_rows, summary
+    from perfmodel.plan_basis import notes
     from perfmodel.units import parse_count, parse_duration, parse_input_size, parse_mix, parse_pool, parse_prices
 
     images = None if args.images is None else parse_count(args.images, "--images", maximum=MAX_IMAGES)
@@ -92,6 +104,8 @@ def run(args) -> int:
             precision=args.precision,
             gap=args.gap,
             time_limit=parse_duration(args.time_limit, "--time-limit"),
+            extrapolate=args.extrapolate,
+            confidence=args.confidence,
         )
     except NoPlanError as exc:
         if args.json:
@@ -103,6 +117,8 @@ def run(args) -> int:
     console.out.print(summary(plan), markup=False)
     if plan.assignments:
         console.table(None, PLAN_COLUMNS, plan_rows(plan))
+    for line in notes(plan.annotations):
+        console.note(line)
     console.note(
         f"finish = load + warm-up (the first batch) + (batches - 1) x batch time; Pyomo built the model in "
         f"{plan.build_time_s * 1000:.1f} ms, HiGHS solved it in {plan.solver_time_s * 1000:.1f} ms."

@@ -9,14 +9,17 @@ from perfmodel.fitting.predictor import GroupPredictor, Predictor, QuantityModel
 __all__ = ["GroupPredictor", "Predictor", "QuantityModel", "fit"]
 
 
-def fit(profiles, *, families=None, on_progress=None) -> Predictor:
+def fit(profiles, *, families=None, on_progress=None, target_hardware=(), gpu_specs=None) -> Predictor:
     """Fit one GroupPredictor per (hardware, model, backend, precision) group of `profiles`.
 
     profiles: a profile CSV path, a DataFrame following the profile contract, or a list of them.
-    families: the model families to choose from by cross-validation (default: linear, piecewise, tree).
+    families: the model families to choose from by cross-validation (default: roofline, linear, piecewise, tree).
     on_progress(group, quantity) is called before each quantity is fitted.
+    target_hardware: GPUs to predict from the others' profiles and their specifications (e.g. ["v100"]):
+    transferred groups, each saying from what and with which leave-one-GPU-out error; gpu_specs: the
+    specification table (default: perfmodel/data/gpu_specs.csv).
     """
     from perfmodel.fitting import train  # pandas and scikit-learn load only when fitting
 
     options = {} if families is None else {"families": families}
-    return train.fit(profiles, on_progress=on_progress, **options)
+    return train.fit(profiles, on_progress=on_progress, target_hardware=target_hardware, gpu_specs=gpu_specs, **options)

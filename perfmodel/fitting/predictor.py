@@ -30,7 +30,10 @@ from perfmodel.fitting.regressors import _Estimator
 from perfmodel.units import MAX_BATCH_SIZE, MAX_INPUT_SIZE, shown
 
 FORMAT = "perfmodel-predictor"
-SCHEMA_VERSION = 1
+# Version 2 added load_ms, transfer, the roofline family, and per quantity the measured region and
+# signed errors; version 1 files still load (their measured region is the batch x size rectangle).
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 QUANTITIES: tuple[str, ...] = ("latency_ms", "latency_p99_ms", "warmup_ms", "memory_mb")
 KEY_COLUMNS: tuple[str, ...] = ("hardware", "model", "backend", "precision")
 EXTRA_KEY_COLUMNS: tuple[str, ...] = ("architecture", "protocol", "mode", "concurrency")
@@ -59,6 +62,8 @@ class GroupPredictor:
     oom_batches: tuple[tuple[int, int], ...] = ()  # (input size, smallest batch measured oom)
     memory_capacity_mb: float | None = None  # the most memory a point measured ok used
     provenance: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    load_ms: float | None = None  # model load and preparation, once per process (median of the profile's load_ms)
+    transfer: MappingProxyType | None = None  # for a GPU never profiled: from what, how, and its validated error
 
     @property
     def hardware(self) -> str:
@@ -121,10 +126,80 @@ class GroupPredictor:
             return b / self._predict("latency_ms", b, s) * 1000.0
 
     def extrapolates(self, b, s, quantity: str = "latency_ms") -> np.ndarray:
-        """True where (b, s) lies outside the batch and input sizes the quantity was fitted on."""
-        (b_lo, b_hi), (s_lo, s_hi) = self._training_range(quantity)
-        b, s = np.asarray(b, dtype=float), np.asarray(s, dtype=float)
-        return (b < b_lo) | (b > b_hi) | (s < s_lo) | (s > s_hi)
+        """True where (b, s) lies outside the region the quantity was fitted on: outside the input sizes
+        measured, or outside the batch sizes measured at that input size (see `measured_batch_range`)."""
+        b, s = np.broadcast_arrays(np.asarray(b, dtype=float), np.asarray(s, dtype=float))
+        sizes, lows, highs = self._region_table(quantity)
+        if b.size and b.min() >= lows.max() and b.max() <= highs.min() and s.min() >= sizes[0] and s.max() <= sizes[-1]:
+            return np.zeros(b.shape, dtype=bool)  # inside what every measured size covers: no look-up needed
+        lo, hi, outside = self._lookup(s, quantity)
+        return (b < lo) | (b > hi) | outside
+
+    def measured_batch_range(self, s, quantity: str = "latency_ms") -> tuple[np.ndarray, np.ndarray]:
+        """The smallest and largest batch measured at input size s, per s.
+
+        Between two measured sizes, the batches measured at both (the larger smallest, the smaller
+        largest); beyond the sizes measured, the nearest size's, its largest batch scaled down by
+        image area above the largest size (the same work per call).
+        """
+        lo, hi, _ = self._lookup(np.asarray(s, dtype=float), quantity)
+        return lo, hi
+
+    def _lookup(self, s: np.ndarray, quantity: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(smallest, largest batch measured, outside the sizes measured) per s: one binary search and two
+        table look-ups, so that 10^6 queries stay cheap. Rows of the table: below the first size,
+        at it, between it and the next, at the next, ..., above the last size."""
+        sizes, lows, highs = self._region_table(quantity)
+        pos = np.searchsorted(sizes, s, side="left")
+        exact = (pos < len(sizes)) & (sizes[np.minimum(pos, len(sizes) - 1)] == s)
+        row = 2 * pos + exact
+        lo, hi = lows[row], highs[row]
+        above = pos == len(sizes)
+        if above.any():  # the same work per call as the largest batch at the largest size
+            scaled = np.floor(highs[-1] * pixels(sizes[-1]) / pixels(np.where(above, s, sizes[-1])) * (1 + _EPS))
+            hi = np.where(above, np.maximum(scaled, 1.0), hi)
+        return lo, hi, (pos == 0) & ~exact | above
+
+    def _region_table(self, quantity: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        cache = self.__dict__.setdefault("_tables", {})
+        if quantity not in cache:
+            region = self._region(quantity)
+            sizes, lows, highs = region[:, 0], region[:, 1], region[:, 2]
+            row_lo, row_hi = [lows[0]], [highs[0]]
+            for i in range(len(sizes)):
+                row_lo.append(lows[i])
+                row_hi.append(highs[i])
+                j = min(i + 1, len(sizes) - 1)
+                row_lo.append(max(lows[i], lows[j]))
+                row_hi.append(min(highs[i], highs[j]))
+            cache[quantity] = (sizes, np.array(row_lo), np.array(row_hi))
+        return cache[quantity]
+
+    def error_quantile(self, confidence: float, beyond: bool = False, quantity: str = "latency_ms") -> dict | None:
+        """How much slower than predicted the truth may be, at this confidence, from the measured errors.
+
+        Inside the measured batch range: the cross-validated errors (each batch size predicted by a fit
+        without it); beyond it (up to 2x): the errors of the fit on the smaller half tested on the
+        larger (the batch_2x split); a transferred group: its leave-one-GPU-out errors. Returns
+        {"fraction", "errors", "origin"} with fraction >= 0 the `confidence` quantile of
+        (measured - predicted) / predicted (the largest error seen when there are too few to tell),
+        or None when no error was measured.
+        """
+        if not 0 < confidence < 1:
+            raise InputError(f"the confidence must lie between 0 and 1 (e.g. 0.99), not {confidence!r}.")
+        report = self.models[quantity].report if quantity in self.models else {}
+        if self.transfer is not None:
+            errors, origin = self.transfer.get("errors_pct"), f"errors of the transfer, {self.transfer.get('validation', 'leave one GPU out')}"
+        elif beyond:
+            errors = report.get("extrapolation", {}).get("batch_2x", {}).get("errors_pct")
+            origin = "errors extrapolating (fit on batch <= half the largest, tested on the larger)"
+        else:
+            errors, origin = report.get("cv_errors_pct"), "cross-validated errors inside the measured range"
+        if not errors:
+            return None
+        values = np.asarray(errors, dtype=float) / 100.0
+        fraction = max(float(np.quantile(values, confidence, method="higher")), 0.0)
+        return {"fraction": fraction, "errors": int(len(values)), "origin": f"{quantity} of {self.name}: {origin}"}
 
     def max_batch(self, s, memory_budget_mb: float | None = None) -> np.ndarray:
         """The largest batch that fits at input size s (int array; 0 when not even one image fits).
@@ -165,6 +240,16 @@ class GroupPredictor:
             raise InputError(f"{self.name} has no {quantity} model ({reason}); profile it with {quantity} recorded and fit again.")
         return model.estimator
 
+    def _region(self, quantity: str) -> np.ndarray:
+        """Rows (input size, smallest batch, largest batch) measured for the quantity, sorted by size."""
+        if quantity not in self.models:
+            raise InputError(f"unknown quantity {quantity!r}; one of {', '.join(QUANTITIES)}.")
+        measured = self.models[quantity].report.get("measured")
+        if measured:
+            return np.array(sorted(measured), dtype=float)
+        (b_lo, b_hi), (s_lo, s_hi) = self._training_range(quantity)  # a version 1 file: the rectangle
+        return np.array([[s_lo, b_lo, b_hi], [s_hi, b_lo, b_hi]] if s_hi > s_lo else [[s_lo, b_lo, b_hi]], dtype=float)
+
     def _training_range(self, quantity: str) -> tuple[tuple[float, float], tuple[float, float]]:
         if quantity not in self.models:
             raise InputError(f"unknown quantity {quantity!r}; one of {', '.join(QUANTITIES)}.")
@@ -177,8 +262,8 @@ class GroupPredictor:
         estimator = self._model(quantity)
         b, s = _positive(b, "batch sizes"), _positive(s, "input sizes")
         if np.any(self.extrapolates(b, s, quantity)):
-            (b_lo, b_hi), (s_lo, s_hi) = self._training_range(quantity)
-            self._warn(f"{quantity} outside the measured batch {b_lo:g}-{b_hi:g} and input size {s_lo:g}-{s_hi:g} px extrapolates")
+            region = "; ".join(f"{lo:g}-{hi:g} at {size:g} px" for size, lo, hi in self._region(quantity))
+            self._warn(f"{quantity} outside the batch sizes measured ({region}) extrapolates")
         with np.errstate(over="ignore", invalid="ignore"):  # a damaged file's model: inf or NaN, never a warning flood
             return np.maximum(estimator.evaluate(b, s), 0.0)
 
@@ -226,6 +311,8 @@ class GroupPredictor:
             "ok_batches": [list(p) for p in self.ok_batches],
             "oom_batches": [list(p) for p in self.oom_batches],
             "memory_capacity_mb": self.memory_capacity_mb,
+            "load_ms": self.load_ms,
+            "transfer": None if self.transfer is None else dict(self.transfer),
             "provenance": dict(self.provenance),
             "quantities": {
                 q: {"model": m.estimator.to_dict() if m.estimator is not None else None, "report": m.report}
@@ -260,6 +347,11 @@ class GroupPredictor:
         provenance = data.get("provenance", {})
         if not isinstance(provenance, dict):
             raise PredictorFormatError("a group's provenance is not an object.")
+        load_ms, transfer = data.get("load_ms"), data.get("transfer")
+        if load_ms is not None and not (_is_number(load_ms) and load_ms >= 0):
+            raise PredictorFormatError(f"a group has load_ms {shown(load_ms)}, not a number of milliseconds >= 0.")
+        if transfer is not None and not (isinstance(transfer, dict) and _finite_list(transfer.get("errors_pct", []))):
+            raise PredictorFormatError("a group's transfer is not an object with a list of errors_pct.")
         return cls(
             key=MappingProxyType(key),
             batch_sizes=batch_sizes,
@@ -269,11 +361,17 @@ class GroupPredictor:
             oom_batches=_size_batch_pairs(data["oom_batches"], "oom_batches"),
             memory_capacity_mb=None if capacity is None else float(capacity),
             provenance=MappingProxyType(dict(provenance)),
+            load_ms=None if load_ms is None else float(load_ms),
+            transfer=None if transfer is None else MappingProxyType(transfer),
         )
 
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _finite_list(values) -> bool:
+    return isinstance(values, list) and all(_is_number(v) for v in values)
 
 
 def _whole(value, what: str, largest: int) -> int:
@@ -289,7 +387,9 @@ def _size_batch_pairs(pairs, what: str) -> tuple[tuple[int, int], ...]:
 
 
 def _checked_report(report, quantity: str) -> dict:
-    """A quantity's error report: free-form, except the training range, which queries use."""
+    """A quantity's error report: free-form, except what queries compute with: the training range, the
+    measured region (version 2: rows of input size, smallest and largest batch, all > 0) and the signed
+    errors (finite numbers)."""
     if not isinstance(report, dict):
         raise PredictorFormatError(f"the report of {quantity} is not an object.")
     ranges = report.get("training_range")
@@ -299,6 +399,21 @@ def _checked_report(report, quantity: str) -> dict:
             and ranges[k][0] <= ranges[k][1] for k in ("batch_size", "input_size"))
         if not ok:
             raise PredictorFormatError(f"the training range of {quantity} is not [low, high] batch and input sizes.")
+    region = report.get("measured")
+    if region is not None:
+        ok = isinstance(region, list) and all(
+            isinstance(row, list) and len(row) == 3 and all(_is_number(v) and v > 0 for v in row) and row[1] <= row[2]
+            for row in region)
+        if not ok or not region:
+            raise PredictorFormatError(f"the measured region of {quantity} is not a list of [input size, smallest, "
+                                       "largest batch].")
+    extrapolation = report.get("extrapolation", {})
+    if not isinstance(extrapolation, dict):
+        raise PredictorFormatError(f"the extrapolation report of {quantity} is not an object.")
+    errors = [report.get("cv_errors_pct"), *(split.get("errors_pct") for split in extrapolation.values()
+                                              if isinstance(split, dict))]
+    if not all(values is None or _finite_list(values) for values in errors):
+        raise PredictorFormatError(f"an error list of {quantity} holds something other than finite numbers.")
     return dict(report)
 
 
@@ -383,9 +498,10 @@ class Predictor:
         if isinstance(version, bool) or not isinstance(version, int):
             raise PredictorFormatError(f"{source} has the schema_version {shown(json.dumps(version))}, which is not a "
                                        f"whole number (this perfmodel writes {SCHEMA_VERSION}); fit it again with `perfmodel fit`.")
-        if version != SCHEMA_VERSION:
+        if version not in READABLE_VERSIONS:
             raise PredictorFormatError(f"{source} has predictor schema version {version}, but this perfmodel "
-                                       f"{__version__} reads version {SCHEMA_VERSION}; fit it again with `perfmodel fit`.")
+                                       f"{__version__} reads versions {', '.join(map(str, READABLE_VERSIONS))}; "
+                                       "fit it again with `perfmodel fit`.")
         try:
             groups = tuple(GroupPredictor.from_dict(g) for g in data["groups"])
             provenance = dict(data.get("provenance", {}))

@@ -1,4 +1,4 @@
-"""The three model families, as estimators in scikit-learn's style.
+"""The model families, as estimators in scikit-learn's style.
 
 Each follows scikit-learn's conventions: hyper-parameters in __init__ (get_params/set_params work,
 so sklearn.base.clone does too), fit(X, y) returns self, learned attributes end in "_". X has two
@@ -6,7 +6,7 @@ columns, batch size b and input size s; y is a positive quantity (milliseconds, 
 
 Each also turns into plain JSON numbers (to_dict) and back (from_dict), and predicts with numpy
 alone: scikit-learn is imported only inside fit, so a loaded predictor needs neither it nor torch.
-All three fit relative error (what MAPE measures), not absolute error.
+All fit relative error (what MAPE measures), not absolute error.
 """
 
 from __future__ import annotations
@@ -205,6 +205,119 @@ def _lobo_mape(Z: np.ndarray, folds, subsets: np.ndarray) -> np.ndarray:
     return errors.mean(axis=1) * 100.0
 
 
+class RooflineRegression(_Estimator):
+    """The shape of a GPU's latency curve: a smooth maximum of a launch floor and a roofline-like term.
+
+        y = (f^k + max(a + c*w, 0)^k)^(1/k),   w = b * (s/224)^2 (the work of a call)
+
+    f is the floor that small batches cannot go below (kernel launches, the framework, the host), c
+    the time per 224-px image once the GPU is busy (1/c its saturated throughput), a >= 0 a fixed
+    part of the busy time, and k how sharply one regime hands over to the other (k = 1 adds them,
+    large k is a hard max). Past the data it stays linear in the batch, never flat. Fitted on relative
+    error for every k in `sharpness_grid` at once (`_fit_roofline`); the k with the least error wins.
+    `intercept=False` fixes a = 0, the form used to carry a curve to another GPU (transfer.py).
+    """
+
+    family = "roofline"
+    SHARPNESS = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0)
+
+    def __init__(self, intercept: bool = True, sharpness_grid: tuple[float, ...] | None = None):
+        self.intercept = intercept
+        self.sharpness_grid = sharpness_grid
+
+    def fit(self, X, y) -> "RooflineRegression":
+        b, s, y = _training_data(X, y)
+        ks = np.asarray(self.sharpness_grid or self.SHARPNESS, dtype=float)
+        self.floor_, self.intercept_, self.slope_, self.sharpness_ = _fit_roofline(b * pixels(s), y, ks, self.intercept)
+        self.n_features_in_ = 2
+        return self
+
+    def _evaluate(self, b: np.ndarray, s: np.ndarray) -> np.ndarray:
+        return _roofline(b * pixels(s), self.floor_, self.intercept_, self.slope_, self.sharpness_)
+
+    def _fitted_dict(self) -> dict:
+        return {"floor": self.floor_, "intercept": self.intercept_, "slope": self.slope_, "sharpness": self.sharpness_}
+
+    def _load_fitted(self, fitted: dict) -> None:
+        values = _floats([fitted["floor"], fitted["intercept"], fitted["slope"], fitted["sharpness"]], "a roofline model")
+        self.floor_, self.intercept_, self.slope_, self.sharpness_ = (float(v) for v in values)
+        if self.floor_ < 0 or self.slope_ < 0 or not 0.5 <= self.sharpness_ <= 64:
+            raise PredictorFormatError("the predictor file has a roofline model with a negative floor or slope, "
+                                       "or a sharpness outside 0.5-64.")
+
+
+def _fit_roofline(w: np.ndarray, y: np.ndarray, ks: np.ndarray, intercept: bool,
+                  iterations: int = 80) -> tuple[float, float, float, float]:
+    """Least relative squares of the roofline for every sharpness in ks at once (Levenberg-Marquardt).
+
+    Parameters are log f, log c and (with an intercept) log a, so f, c > 0 and a >= 0 hold without
+    bounds. Two starts per k: a floor at the smallest value with the slope of the largest point, and
+    half that floor with the secant of the two largest works. Returns (f, a, c, k) of the best.
+    """
+    order = np.argsort(w)
+    ws, ys = w[order], y[order]
+    slopes = [np.max(y) / np.max(w)]
+    if ws[-1] > ws[-2] and ys[-1] > ys[-2]:
+        slopes.append((ys[-1] - ys[-2]) / (ws[-1] - ws[-2]))
+    floors = [np.min(y), np.min(y) / 2][:len(slopes)]
+    starts = [[np.log(f), np.log(c)] + ([np.log(1e-3 * np.min(y))] if intercept else []) for f, c in zip(floors, slopes)]
+    k = np.repeat(ks, len(starts))[:, None]  # (R, 1): every (k, start) pair is one run
+    p = np.tile(np.array(starts), (len(ks), 1))  # (R, P)
+    lam = np.full(len(p), 1e-2)
+
+    def residuals_and_jacobian(p):
+        f, c = np.exp(p[:, :1]), np.exp(p[:, 1:2])
+        a = np.exp(p[:, 2:3]) if intercept else np.zeros_like(f)
+        busy = a + c * w[None, :]
+        fit = _roofline_rows(w, f, a, c, k)
+        d_floor = (f / fit) ** (k - 1)  # d fit / d f
+        d_busy = (busy / fit) ** (k - 1)
+        columns = [f * d_floor, c * w[None, :] * d_busy] + ([a * d_busy] if intercept else [])
+        return fit / y - 1.0, np.stack(columns, axis=-1) / y[None, :, None]
+
+    r, J = residuals_and_jacobian(p)
+    cost = np.sum(r**2, axis=1)
+    quiet = 0
+    for _ in range(iterations):
+        JtJ = np.einsum("rni,rnj->rij", J, J)
+        g = np.einsum("rni,rn->ri", J, r)
+        damped = JtJ + lam[:, None, None] * (np.eye(p.shape[1]) * np.maximum(np.diagonal(JtJ, axis1=1, axis2=2), 1e-12)[:, None, :])
+        step = np.linalg.solve(damped + 1e-12 * np.eye(p.shape[1]), -g[..., None])[..., 0]
+        trial = np.clip(p + step, -40.0, 40.0)
+        r_new, J_new = residuals_and_jacobian(trial)
+        new_cost = np.sum(r_new**2, axis=1)
+        better = np.isfinite(new_cost) & (new_cost < cost)
+        gain = np.max(np.where(better, (cost - new_cost) / np.maximum(cost, 1e-300), 0.0))
+        quiet = quiet + 1 if gain < 1e-10 else 0
+        if quiet >= 4:  # no run improves any more
+            break
+        p = np.where(better[:, None], trial, p)
+        r = np.where(better[:, None], r_new, r)
+        J = np.where(better[:, None, None], J_new, J)
+        cost = np.where(better, new_cost, cost)
+        lam = np.where(better, lam / 3, np.minimum(lam * 4, 1e12))
+    best = int(np.argmin(np.where(np.isfinite(cost), cost, np.inf)))
+    f, c = np.exp(p[best, 0]), np.exp(p[best, 1])
+    a = float(np.exp(p[best, 2])) if intercept else 0.0
+    return float(f), a, float(c), float(k[best, 0])
+
+
+def _roofline_rows(w: np.ndarray, f: np.ndarray, a: np.ndarray, c: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """_roofline for R parameter rows (columns of shape (R, 1)) over the same works w: shape (R, n)."""
+    busy = np.maximum(a + c * w[None, :], 0.0)
+    top = np.maximum(busy, f)
+    return top * ((f / top) ** k + (busy / top) ** k) ** (1.0 / k)
+
+
+def _roofline(w: np.ndarray, floor: float, intercept: float, slope: float, k: float) -> np.ndarray:
+    """(floor^k + max(intercept + slope*w, 0)^k)^(1/k), scaled by the larger term so that no power overflows."""
+    busy = np.maximum(intercept + slope * np.asarray(w, dtype=float), 0.0)
+    top = np.maximum(busy, floor)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = top * ((floor / top) ** k + (busy / top) ** k) ** (1.0 / k)
+    return np.where(top > 0, out, 0.0)
+
+
 class MonotonePiecewiseLinear(_Estimator):
     """A non-decreasing piecewise-linear function of the work w = b * (s/224)^2.
 
@@ -346,5 +459,5 @@ def _tree_values(tree: dict, points: np.ndarray) -> np.ndarray:
 
 
 FAMILIES: dict[str, type[_Estimator]] = {
-    cls.family: cls for cls in (FeatureLinearRegression, MonotonePiecewiseLinear, TreeEnsembleRegression)
+    cls.family: cls for cls in (RooflineRegression, FeatureLinearRegression, MonotonePiecewiseLinear, TreeEnsembleRegression)
 }

@@ -45,6 +45,22 @@ def noise_note(group: GroupPredictor) -> str | None:
             f"(median over points; worst +-{report['measured_ci_pct_max']:.1f}%): smaller model errors cannot be told from noise.")
 
 
+def transfer_note(group: GroupPredictor) -> str | None:
+    """One line on a transferred group: from which GPUs, with which error."""
+    t = group.transfer
+    if t is None:
+        return None
+    sources = ", ".join(f"{s['hardware']} {s['precision']}" for s in t["from"])
+    error = (f"leave-one-GPU-out median error {t['median_pct']:.1f}% ({t['validation']})" if t.get("median_pct") is not None
+             else t["validation"])
+    line = f"{group.name}: transferred from {sources} through the GPU specifications; {error}"
+    checked = t.get("checked_against_target")
+    if checked:
+        line += (f"; against {t['target']}'s own {checked['points']} measured points: median {checked['median_pct']:.1f}%, "
+                 f"worst {checked['max_pct']:.1f}%")
+    return line + "."
+
+
 def max_batch_rows(group: GroupPredictor) -> list[tuple]:
     ok, oom = dict(group.ok_batches), dict(group.oom_batches)
     sizes = sorted(set(ok) | set(oom))

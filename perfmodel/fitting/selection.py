@@ -1,10 +1,17 @@
 """Choosing a model family per quantity by cross-validation, and measuring its error.
 
-The family with the lowest leave-one-batch-size-out MAPE wins. Its folds include holding out the
-smallest and the largest batch size (one step of extrapolation), so a family that cannot
-extrapolate, like the tree baseline, does not win on interpolation alone. The report then gives:
+The family with the lowest leave-one-batch-size-out MAPE wins (the roofline shape unless another
+family beats its error by 10%: PREFERENCE), among those that stay stable past the data
+(`unstable_past_data`: a tree ensemble extrapolates flat, a log or quadratic term can bend the wrong
+way). The folds include holding out the smallest and the largest batch size (one step of
+extrapolation), so a family that cannot extrapolate does not win on interpolation alone. The report
+then gives:
   cv_*              held-out points of the interior batch sizes only: error inside the measured range;
-  extrapolation     refits on part of the data and tests on the rest (see `extrapolation_splits`).
+  cv_errors_pct     those points' signed errors, 100 * (measured - predicted) / predicted: positive
+                    where the truth was slower than predicted (what a deadline margin must cover);
+  extrapolation     refits on part of the data and tests on the rest (see `extrapolation_splits`),
+                    with the same signed errors;
+  measured          per input size, the smallest and largest batch size fitted (the region measured).
 """
 
 from __future__ import annotations
@@ -16,7 +23,13 @@ import numpy as np
 from perfmodel.fitting.folds import batch_folds, percent_errors, summarise
 from perfmodel.fitting.regressors import FAMILIES, _Estimator
 
-DEFAULT_FAMILIES: tuple[str, ...] = ("linear", "piecewise", "tree")
+DEFAULT_FAMILIES: tuple[str, ...] = ("roofline", "linear", "piecewise", "tree")
+# The roofline is the shape GPU curves have; another family must beat its cross-validated error by
+# 10% to be chosen instead (on the published curves of profiles/reference/, letting the lowest error
+# win alone chose piecewise fits that extrapolated worse: experiments/003_fit_accuracy). It is also
+# the family chosen when every family offered is unstable past the data.
+PREFERRED_FAMILY = "roofline"
+PREFERENCE = 1.1
 
 
 @dataclass(frozen=True)
@@ -25,15 +38,34 @@ class QuantityFit:
     report: dict
 
 
-def fit_quantity(b: np.ndarray, s: np.ndarray, y: np.ndarray, families: tuple[str, ...] = DEFAULT_FAMILIES) -> QuantityFit:
-    """Cross-validate each family on (b, s) -> y, refit the best on all points, and report its errors."""
+def fit_quantity(b: np.ndarray, s: np.ndarray, y: np.ndarray, families: tuple[str, ...] = DEFAULT_FAMILIES,
+                 preference: float = PREFERENCE) -> QuantityFit:
+    """Cross-validate each family on (b, s) -> y, refit the best on all points, and report its errors.
+
+    preference: how much lower another family's cross-validated error must be, as a factor, to be
+    chosen over the roofline (1 chooses by the error alone).
+    """
     b, s, y = (np.asarray(v, dtype=float) for v in (b, s, y))
     X = np.column_stack([b, s])
     folds = batch_folds(b)
     held_out = {name: _cross_val_predict(FAMILIES[name], X, y, folds) for name in families}
     scores = {name: _mape(pred, y) for name, pred in held_out.items()}
-    best = min(families, key=lambda name: (scores[name] is None, scores[name] or 0.0))
-    estimator = FAMILIES[best]().fit(X, y)
+    ranked = sorted(families, key=lambda name: (scores[name] is None,
+                                               (scores[name] or 0.0) * (1.0 if name == PREFERRED_FAMILY else preference)))
+    selection = {name: {"lobo_mape": scores[name]} for name in families}
+    best, estimator = None, None
+    for name in ranked:
+        candidate = FAMILIES[name]().fit(X, y)
+        reason = unstable_past_data(candidate, b, s)
+        if reason is None:
+            best, estimator = name, candidate
+            break
+        selection[name]["refused"] = reason
+    if best is None:  # every family offered bends past the data: the roofline shape does not
+        best = PREFERRED_FAMILY if PREFERRED_FAMILY in families else ranked[0]
+        estimator = FAMILIES[best]().fit(X, y)
+        if best not in held_out:
+            held_out[best] = _cross_val_predict(FAMILIES[best], X, y, folds)
 
     interior = np.zeros(len(y), dtype=bool)
     for fold in (f for f in folds if f.interior):
@@ -47,7 +79,9 @@ def fit_quantity(b: np.ndarray, s: np.ndarray, y: np.ndarray, families: tuple[st
         "cv_mape": cv["mape"],
         "cv_max_error": cv["max_error"],
         "cv_points": cv["points"],
-        "selection": {name: {"lobo_mape": scores[name]} for name in families},
+        "cv_errors_pct": _signed(held_out[best][interior], y[interior]),
+        "measured": measured_region(b, s),
+        "selection": selection,
         "extrapolation": {
             name: _extrapolate(FAMILIES[best], X, y, train, description)
             for name, (train, description) in extrapolation_splits(b, s).items()
@@ -80,7 +114,7 @@ def _extrapolate(family: type[_Estimator], X: np.ndarray, y: np.ndarray, train: 
         return {"split": description, "mape": None, "max_error": None, "points": 0,
                 "note": "not enough batch sizes on one side of the split"}
     pred = family().fit(X[train], y[train]).predict(X[test])
-    return {"split": description, **summarise(percent_errors(pred, y[test]))}
+    return {"split": description, **summarise(percent_errors(pred, y[test])), "errors_pct": _signed(pred, y[test])}
 
 
 def _cross_val_predict(family: type[_Estimator], X: np.ndarray, y: np.ndarray, folds) -> np.ndarray:
@@ -89,6 +123,44 @@ def _cross_val_predict(family: type[_Estimator], X: np.ndarray, y: np.ndarray, f
     for fold in folds:
         pred[fold.test] = family().fit(X[~fold.test], y[~fold.test]).predict(X[fold.test])
     return pred
+
+
+def unstable_past_data(estimator, b: np.ndarray, s: np.ndarray) -> str | None:
+    """Why a fitted model cannot be trusted beyond the largest batch measured, or None if it can.
+
+    At each measured input size, with B its largest batch: the model must not decrease anywhere up
+    to 4B; its time per extra image from B to 2B must be at least half its own from B/2 to B (a
+    tree ensemble, flat past the data, fails this: it would have the throughput grow without end);
+    and at most twice the average time per image at B (no term may blow up past the data).
+    """
+    for size in np.unique(s):
+        top = float(np.max(b[s == size]))
+        grid = np.linspace(1.0, 4.0 * top, 257)
+        curve = estimator.evaluate(grid, np.full_like(grid, size))
+        if not np.all(np.isfinite(curve)) or np.any(np.diff(curve) < -1e-6 * np.abs(curve[:-1])):
+            return f"decreases with the batch size below 4x the largest measured ({4 * top:g}) at {size:g} px"
+        if top < 2:
+            continue
+        half, at, double = estimator.evaluate(np.array([top / 2, top, 2 * top]), np.full(3, size))
+        inside, beyond = (at - half) / (top / 2), (double - at) / top
+        if beyond < 0.5 * inside:
+            return (f"flattens past the data at {size:g} px: {beyond:.3g} per image from batch {top:g} to {2 * top:g}, "
+                    f"against {inside:.3g} below it")
+        if at > 0 and beyond > 2.0 * at / top:
+            return f"grows past the data at {size:g} px faster than twice the time per image measured at batch {top:g}"
+    return None
+
+
+def measured_region(b: np.ndarray, s: np.ndarray) -> list[list[float]]:
+    """[[input size, smallest batch, largest batch], ...] that a quantity was fitted on."""
+    return [[float(size), float(np.min(b[s == size])), float(np.max(b[s == size]))] for size in np.unique(s)]
+
+
+def _signed(pred: np.ndarray, y: np.ndarray) -> list[float]:
+    """100 * (measured - predicted) / predicted per point, rounded to 0.01 %: > 0 where the prediction was low."""
+    pred = np.asarray(pred, dtype=float)
+    done = np.isfinite(pred) & (pred > 0)
+    return [round(float(v), 2) for v in (np.asarray(y, dtype=float)[done] / pred[done] - 1.0) * 100.0]
 
 
 def _mape(pred: np.ndarray, y: np.ndarray) -> float | None:

@@ -1,9 +1,11 @@
-"""A synthetic GPU-like profile with a known ground truth, to test and measure the fitting.
+"""Synthetic GPU-like profiles with a known ground truth, to test and measure the fitting.
 
-The curve follows what GPUs do: a batch runs in waves of `wave` images, so latency is near-flat
-while one wave is not full, then grows in steps of one wave, plus a small per-image cost (copies);
-memory is weights plus activations per image; warm-up is a fixed set-up plus a few calls' worth.
-Every measured value is the truth times (1 + noise * N(0, 1)).
+GpuLikeCurve follows a GPU's waves: a batch runs in waves of `wave` images, so latency is near-flat
+while one wave is not full, then grows in steps of one wave, plus a small per-image cost (copies).
+LaunchBoundCurve has the shape of published serving curves (profiles/reference/): flat while the
+launches and the framework bound a call, then linear once the GPU is busy, the two joined smoothly.
+For both, memory is weights plus activations per image; warm-up is a fixed set-up plus a few calls'
+worth. Every measured value is the truth times (1 + noise * N(0, 1)).
 """
 
 from __future__ import annotations
@@ -45,6 +47,20 @@ class GpuLikeCurve:
     def max_batch(self, s) -> np.ndarray:
         """The true largest batch that fits in capacity_mb."""
         return np.floor((self.capacity_mb - self.weights_mb) / (self.image_mb * pixels(s))).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class LaunchBoundCurve(GpuLikeCurve):
+    """latency = (floor^k + (busy + image * b * p)^k)^(1/k): flat up to batch ~16-32, then linear."""
+
+    floor_ms: float = 6.0  # launches, framework and host: what small batches cannot go below
+    busy_ms: float = 0.5  # the fixed part of a busy GPU's time
+    image_ms: float = 0.28  # per 224-px image once busy (about 3500 images/s saturated)
+    sharpness: float = 4.0
+
+    def latency_ms(self, b, s) -> np.ndarray:
+        busy = self.busy_ms + self.image_ms * np.asarray(b, dtype=float) * pixels(s)
+        return (self.floor_ms**self.sharpness + busy**self.sharpness) ** (1.0 / self.sharpness)
 
 
 DEFAULT_BATCH_SIZES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256)

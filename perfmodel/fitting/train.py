@@ -31,12 +31,17 @@ Profiles = str | os.PathLike | pd.DataFrame | Iterable[str | os.PathLike | pd.Da
 
 
 def fit(profiles: Profiles, *, families: Iterable[str] = DEFAULT_FAMILIES,
-        on_progress: Callable[[str, str], None] | None = None) -> Predictor:
+        on_progress: Callable[[str, str], None] | None = None, target_hardware: Iterable[str] = (),
+        gpu_specs: str | os.PathLike | None = None) -> Predictor:
     """Fit latency, p99 latency, warm-up and memory models, and the max-batch bounds, per group.
 
     profiles: a profile CSV path, a DataFrame following the profile contract, or a list of them.
-    families: the model families to choose from by cross-validation ("linear", "piecewise", "tree").
+    families: the model families to choose from by cross-validation ("roofline", "linear", "piecewise", "tree").
     on_progress(group, quantity) is called before each quantity is fitted.
+    target_hardware: hardware keys to predict from the other GPUs' profiles and the GPU specification
+        table (gpu_specs: its path; default perfmodel/data/gpu_specs.csv), as transferred groups
+        (see perfmodel.fitting.transfer). A target that was profiled is left out of the fit and its
+        measurements check the prediction; the other hardware is fitted as usual.
     """
     families = tuple(families)
     unknown = [f for f in families if f not in FAMILIES]
@@ -48,10 +53,19 @@ def fit(profiles: Profiles, *, families: Iterable[str] = DEFAULT_FAMILIES,
     frame = frame.copy()
     for column in keys:  # a missing extra key (a profile without that column) groups as "" not NaN
         frame[column] = frame[column].map(lambda v: "" if _missing(v) else v).astype(str)
+    targets = list(dict.fromkeys(str(t) for t in target_hardware))
+    specs = _specs_for(targets, gpu_specs)
     groups = tuple(
         _fit_group(_group_key(keys, values), rows, families, on_progress)
         for values, rows in frame.groupby(keys, sort=True)
+        if values[0] not in targets
     )
+    transfer_note = None
+    if targets:
+        transferred, transfer_note = _transfer(frame, keys, targets, specs, gpu_specs, on_progress)
+        groups += transferred
+    if not groups:
+        raise InputError("nothing to fit: every profiled hardware type is a --target-hardware.")
     provenance = {
         "sources": sources,
         "perfmodel": __version__,
@@ -61,7 +75,45 @@ def fit(profiles: Profiles, *, families: Iterable[str] = DEFAULT_FAMILIES,
         "scikit-learn": _sklearn_version(),
         "families": list(families),
     }
+    if transfer_note is not None:
+        provenance["transfer"] = transfer_note
     return Predictor(groups, provenance)
+
+
+def _specs_for(targets: list[str], gpu_specs) -> dict:
+    """The GPU specification table, checked to hold every target, before any fitting is done."""
+    if not targets:
+        return {}
+    from perfmodel.fitting.gpu_specs import load_gpu_specs
+
+    specs = load_gpu_specs(gpu_specs)
+    unknown = [t for t in targets if t not in specs]
+    if unknown:
+        raise InputError(f"no specification for {', '.join(repr(t) for t in unknown)} in the GPU table (it has "
+                         f"{', '.join(sorted(specs))}); add a row (perfmodel/data/gpu_specs.csv, or --gpu-specs FILE).")
+    return specs
+
+
+def _transfer(frame: pd.DataFrame, keys: list[str], targets: list[str], specs: dict, gpu_specs,
+              on_progress) -> tuple[tuple, dict]:
+    """The transferred groups of every target, and what the predictor file says about them."""
+    from perfmodel.fitting.gpu_specs import DEFAULT_TABLE
+    from perfmodel.fitting.transfer import pooled_leave_one_gpu_out, transfer_groups
+
+    ok = frame[frame["status"] == "ok"]
+    serving = [k for k in keys if k not in ("hardware", "precision")]
+    groups, notes = [], []
+    for target in targets:
+        if on_progress is not None:
+            on_progress(f"{target} (transferred)", "latency_ms")
+        pooled = pooled_leave_one_gpu_out(ok, specs, serving, exclude=target)
+        made, skipped = transfer_groups(ok, specs, target, serving, pooled)
+        if not made:
+            raise InputError(f"cannot predict {target} from these profiles: " + " ".join(skipped or ["no way of serving "
+                             "was profiled on 2 or more GPUs of the specification table."]))
+        groups += made
+        notes += [f"{target}: {n}" for n in skipped]
+    return tuple(groups), {"targets": targets, "gpu_specs": str(gpu_specs or DEFAULT_TABLE), "skipped": notes}
 
 
 def _read(profiles: Profiles) -> tuple[pd.DataFrame, list[dict]]:
@@ -142,7 +194,17 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
         oom_batches=_per_size(oom, "min"),
         memory_capacity_mb=float(memory.max()) if len(memory) else None,
         provenance=MappingProxyType(_provenance(rows)),
+        load_ms=load_time_ms(rows),
     )
+
+
+def load_time_ms(rows: pd.DataFrame) -> float | None:
+    """The median load_ms of the rows that recorded one (the profiler writes it once per process)."""
+    if "load_ms" not in rows.columns:
+        return None
+    values = rows["load_ms"].to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
+    return float(np.median(values)) if len(values) else None
 
 
 def _measurement_noise(ok: pd.DataFrame) -> dict:

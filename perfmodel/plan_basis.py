@@ -1,0 +1,97 @@
+"""What a plan's numbers rest on, per hardware type: where they come from, what was not measured, how far
+a predictor was trusted, and the margin its error calls for. perfmodel.plan fills a Basis while it
+gathers candidates; the plan carries `Basis.to_dict(plan)` in its JSON and `notes(plan)` in its output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+EXTRAPOLATION_FACTOR = 2.0  # a predictor's batch sizes go up to this x the largest measured, unless --extrapolate
+
+
+@dataclass
+class TypeBasis:
+    """One hardware type: its sources and what they lack."""
+
+    sources: dict[str, dict[str, None]] = field(default_factory=dict)  # option -> an ordered set of sources
+    kinds: dict[str, str] = field(default_factory=dict)  # option -> measured, published, predicted, transferred
+    warmup_measured: bool = True
+    transferred: dict[str, str] = field(default_factory=dict)  # option -> what it was transferred from
+    measured: dict[tuple[str, int], float] = field(default_factory=dict)  # (option, size) -> largest batch measured
+    margins: list[dict] = field(default_factory=list)  # --confidence: one entry per (option, region)
+
+
+@dataclass
+class Basis:
+    types: dict[str, TypeBasis] = field(default_factory=dict)
+    extrapolate: bool = False
+    confidence: float | None = None
+
+    def of(self, hardware: str) -> TypeBasis:
+        return self.types.setdefault(hardware, TypeBasis())
+
+    def cite(self, hardware: str, option: str, source: str, kind: str) -> None:
+        t = self.of(hardware)
+        t.sources.setdefault(option, {})[source] = None
+        t.kinds[option] = kind
+
+    def to_dict(self, plan) -> dict:
+        """The plan JSON's keys about its data (for the types the plan uses)."""
+        used = set(plan.gpus_by_type)
+        types = {name: self._type_dict(name, t, plan) for name, t in self.types.items() if name in used}
+        out = {
+            "warmup_measured": all(t["warmup_measured"] for t in types.values()),
+            "data_by_type": types,
+            "extrapolation": {"allowed": self.extrapolate,
+                              "limit": None if self.extrapolate else f"{EXTRAPOLATION_FACTOR:g}x the largest batch measured "
+                                                                      "at each input size (predictors)"},
+        }
+        if self.confidence is not None:
+            out["confidence"] = {"level": self.confidence,
+                                 "applied": "each predicted batch time and warm-up is multiplied by (1 + margin), margin "
+                                            "the level's quantile of the predictor's measured errors",
+                                 "margins": [m for name in sorted(types) for m in self.types[name].margins
+                                             if m["option"] in types[name]["kinds"]]}
+        return out
+
+    def _type_dict(self, name: str, t: TypeBasis, plan) -> dict:
+        beyond, options = [], []
+        for a in plan.assignments:
+            if a.hardware != name:
+                continue
+            options.append(a.label)
+            largest = t.measured.get((a.label, a.input_size))
+            if largest is not None and a.batch_size > largest:
+                beyond.append({"option": a.label, "input_size": a.input_size, "batch_size": a.batch_size,
+                               "largest_measured": largest})
+        options = list(dict.fromkeys(options))
+        return {"numbers_from": {o: list(t.sources.get(o, {})) for o in options},
+                "kinds": {o: t.kinds.get(o) for o in options}, "warmup_measured": t.warmup_measured,
+                "transferred": {o: t.transferred[o] for o in options if o in t.transferred},
+                "beyond_measured": beyond}
+
+
+def notes(basis_dict: dict) -> list[str]:
+    """Lines for the readable output: per type used, where its numbers come from and what they lack."""
+    lines = []
+    for name, t in basis_dict.get("data_by_type", {}).items():
+        for option, sources in t["numbers_from"].items():
+            line = f"{name} {option}: {t['kinds'][option]} numbers from {'; '.join(sources)}"
+            if not t["warmup_measured"]:
+                line += "; no warm-up measured: the first batch is timed as a steady one"
+            lines.append(line + ".")
+        lines += list(t["transferred"].values())
+        for b in t["beyond_measured"]:
+            lines.append(f"{name} {b['option']} at {b['input_size']} px: batch {b['batch_size']} lies beyond the largest "
+                         f"measured ({b['largest_measured']:g}); its time is extrapolated.")
+    extrapolation = basis_dict.get("extrapolation", {})
+    if extrapolation.get("allowed"):
+        lines.append("--extrapolate: predictors were used past 2x the largest batch measured, where their error was "
+                     "never measured.")
+    confidence = basis_dict.get("confidence")
+    if confidence:
+        for m in confidence["margins"]:
+            lines.append(f"confidence {confidence['level']:g}: {m['hardware']} {m['option']} {m['region']}: times x "
+                         f"{1 + m['margin']:.3f} ({m['origin']}, {m['errors']} errors)")
+    return lines

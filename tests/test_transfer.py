@@ -1,0 +1,89 @@
+"""GPUs never profiled: the specification table, the transfer, its leave-one-GPU-out error, and plans on it."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import perfmodel
+from perfmodel.cli import main
+from perfmodel.errors import InputError
+from perfmodel.fitting import Predictor
+from perfmodel.fitting.gpu_specs import load_gpu_specs
+from perfmodel.fitting.transfer import validate
+from perfmodel.schema import load_profiles
+
+REFERENCE = Path(__file__).resolve().parents[1] / "profiles" / "reference"
+TENSORFLOW = REFERENCE / "dle-tensorflow-resnet50.csv"
+
+
+def test_the_specification_table_is_sourced_and_complete():
+    specs = load_gpu_specs()
+    assert {"a100", "a100-80gb", "a30", "a10", "v100", "v100-32gb", "t4", "h100"} <= set(specs)
+    for spec in specs.values():
+        assert spec.source.startswith("NVIDIA") and "http" in spec.source
+        assert spec.peak_tflops("fp32") > 0 and spec.memory_bandwidth_gbs > 0 and spec.sm_count > 0
+    assert specs["v100"].peak_tflops("tf32") is None and specs["a100"].peak_tflops("tf32") == 156
+
+
+def test_a_bad_specification_table_is_one_clear_error(tmp_path):
+    bad = tmp_path / "specs.csv"
+    bad.write_text("hardware,name\nx,y\n")
+    with pytest.raises(InputError, match="missing fp32_tflops"):
+        load_gpu_specs(bad)
+    table = (Path(perfmodel.__file__).parent / "data" / "gpu_specs.csv").read_text().replace(",320,", ",fast,")
+    bad.write_text(table)
+    with pytest.raises(InputError, match="row 7, column 'memory_bandwidth_gbs': 'fast'"):
+        load_gpu_specs(bad)
+
+
+def test_leave_one_gpu_out_on_the_reference_profiles_meets_the_median_target():
+    rows = validate(load_profiles(sorted(REFERENCE.glob("*.csv"))), load_gpu_specs())
+    assert {r["hardware"] for r in rows} >= {"a100", "a100-80gb", "a30", "a10", "v100", "t4"}
+    errors = np.abs(np.concatenate([r["errors_pct"] for r in rows]))
+    assert np.median(errors) <= 10.0
+    assert np.median([r["median_pct"] for r in rows]) <= 10.0
+
+
+def test_a_profiled_gpu_left_out_is_predicted_and_checked_against_its_measurements():
+    predictor = perfmodel.fit(TENSORFLOW, families=("roofline",), target_hardware=["v100"])
+    transferred = [g for g in predictor.groups if g.transfer is not None]
+    assert {g.hardware for g in transferred} == {"v100"} and len(transferred) == 3
+    assert not [g for g in predictor.groups if g.hardware == "v100" and g.transfer is None]
+    fp32 = predictor.select(hardware="v100", backend="tensorflow", precision="fp32")[0]
+    t = fp32.transfer
+    assert {s["hardware"] for s in t["from"]} == {"a100", "v100-32gb", "t4"}
+    assert {s["precision"] for s in t["from"]} == {"tf32", "fp32"}  # float32 runs in tf32 on the A100
+    assert t["checked_against_target"]["points"] == 9 and t["checked_against_target"]["median_pct"] < 15
+    assert t["errors_pct"] and "leave one GPU out" in t["validation"]
+    quantile = fp32.error_quantile(0.9)
+    assert quantile["fraction"] >= 0 and quantile["errors"] == len(t["errors_pct"])
+    assert fp32.models["warmup_ms"].estimator is None and fp32.models["memory_mb"].estimator is None
+
+
+def test_cli_fit_target_hardware_and_a_plan_on_it(tmp_path, capsys):
+    out = tmp_path / "h100.json"
+    assert main(["fit", str(REFERENCE / "dle-paddle-resnet50.csv"), "--families", "roofline", "--target-hardware", "h100",
+                 "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "h100/resnet50/paddle-tensorrt/fp16: transferred from a10 fp16, a100-80gb fp16, a30 fp16" in err
+    data = json.loads(out.read_text())
+    h100 = [g for g in data["groups"] if g["key"]["hardware"] == "h100"]
+    assert h100 and all(g["transfer"]["from"] and g["transfer"]["errors_pct"] for g in h100)
+    assert {g["key"]["precision"] for g in h100} == {"tf32", "fp16", "int8"}
+    assert main(["plan", "--images", "1M", "--deadline", "60s", "--predictor", str(out), "--pool", "h100=4",
+                 "--precision", "fp16", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    basis = plan["data_by_type"]["h100"]
+    assert basis["kinds"] == {"paddle-tensorrt fp16 (transferred)": "transferred"}
+    assert "transferred from" in basis["transferred"]["paddle-tensorrt fp16 (transferred)"]
+    assert plan["warmup_measured"] is False
+    Predictor.load(out)  # the file loads back
+
+
+def test_cli_unknown_target_is_exit_2(tmp_path, capsys):
+    code = main(["fit", str(TENSORFLOW), "--families", "roofline", "--target-hardware", "b200", "--out",
+                 str(tmp_path / "x.json")])
+    assert code == 2 and "no specification for 'b200'" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
