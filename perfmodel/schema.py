@@ -231,7 +231,8 @@ def validate_profile(df: pd.DataFrame, source: str = "profile") -> pd.DataFrame:
 
 
 def _is_missing(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    # pd.NA: an empty cell of a nullable column (Int64, and pandas 3's strings) as map() hands it over.
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
 def _fmt(value: float) -> str:

@@ -10,6 +10,7 @@ backend's shared-memory regions. Every wait has a bound.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import secrets
@@ -116,6 +117,9 @@ class LocalTritonServer:
             raise
 
     def _start(self) -> ServerInfo:
+        if importlib.util.find_spec("pytriton") is None:
+            raise DeviceError("the local Triton server needs nvidia-pytriton: pip install 'perfmodel[triton]' "
+                              "(it needs numpy<2), or measure a running server with --url.")
         self.directory = Path(tempfile.mkdtemp(prefix="perfmodel-triton-"))
         ready_file = self.directory / "ready.json"
         token = secrets.token_urlsafe(24)
