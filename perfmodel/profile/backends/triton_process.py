@@ -110,6 +110,9 @@ class LocalTritonServer:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> ServerInfo:
+        if importlib.util.find_spec("pytriton") is None:
+            raise DeviceError("the local Triton server needs nvidia-pytriton: pip install 'perfmodel[triton]' "
+                              "(it needs numpy<2), or measure a running server with --url.")
         try:
             return self._start()
         except BaseException:  # an error or Ctrl-C while starting: leave nothing behind
@@ -117,9 +120,6 @@ class LocalTritonServer:
             raise
 
     def _start(self) -> ServerInfo:
-        if importlib.util.find_spec("pytriton") is None:
-            raise DeviceError("the local Triton server needs nvidia-pytriton: pip install 'perfmodel[triton]' "
-                              "(it needs numpy<2), or measure a running server with --url.")
         self.directory = Path(tempfile.mkdtemp(prefix="perfmodel-triton-"))
         ready_file = self.directory / "ready.json"
         token = secrets.token_urlsafe(24)
