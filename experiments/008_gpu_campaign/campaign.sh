@@ -91,15 +91,24 @@ check_features() {
 
 has_flag() { local f; for f in "${MISSING_FLAGS[@]+"${MISSING_FLAGS[@]}"}"; do [[ "$f" == "$1" ]] && return 1; done; return 0; }
 
-detect_hardware() {
+detect_hardware() {  # the hardware key the files are named by: h100, h200 ...
   if [[ "$DRY" == 1 ]]; then HW=cpu; return; fi
+  HW="${CAMPAIGN_HARDWARE:-}"
+  [[ -n "$HW" ]] && return
   HW="$("$PY" - <<'EOF'
 import torch
 from perfmodel.profile.provenance import hardware_key
 print(hardware_key(torch.cuda.get_device_name(0)) if torch.cuda.is_available() else "")
 EOF
 )" || die "cannot ask torch for the GPU's name."
-  [[ -n "$HW" ]] || die "torch sees no CUDA GPU here; on a CPU, run: campaign.sh dry-run"
+  [[ -n "$HW" ]] && return
+  if [[ "$STEP" == fit ]]; then  # fitting needs no GPU: take the hardware of the profiles found
+    HW="$(for dir in "$OUT" "$SEED"; do compgen -G "$dir/*-*-torch-*.csv" || true; done | xargs -r -n1 basename \
+          | cut -d- -f1 | sort -u)"
+    [[ -n "$HW" && "$HW" != *$'\n'* ]] && return
+    die "fit: name the hardware of the profiles to fit, e.g. CAMPAIGN_HARDWARE=h100 (found: ${HW:-none})."
+  fi
+  die "torch sees no CUDA GPU here; on a CPU, run: campaign.sh dry-run"
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -222,14 +231,21 @@ step_profile() {  # $1 = resnet50 | efficientnet_b0
   done
 }
 
+# The fit and validate steps read the profiles and predictors where they are (OUT, else SEED) without
+# copying them into OUT: a device call brings back at most 8 files, so OUT holds only what a step makes.
+found() {  # the files matching $1 in OUT, else in SEED
+  local dir
+  for dir in "$OUT" "$SEED"; do
+    compgen -G "$dir/$1" >/dev/null && { printf '%s\n' "$dir"/$1; return; }
+  done
+  return 0
+}
+
 step_fit() {
-  seed "$HW-*-*.csv"
-  local step model profiles
+  local step profiles
   for step in resnet50 efficientnet_b0; do
-    shopt -s nullglob
-    profiles=("$OUT/$HW-$step-"*.csv)
-    shopt -u nullglob
-    if ((${#profiles[@]} == 0)); then say "fit: no $step profiles in $OUT (run: campaign.sh $step); skipped"; continue; fi
+    mapfile -t profiles < <(found "$HW-$step-*.csv")
+    if ((${#profiles[@]} == 0)); then say "fit: no $step profiles in $OUT or $SEED (run: campaign.sh $step); skipped"; continue; fi
     say "fit: ${profiles[*]##*/}"
     "${PM[@]}" fit "${profiles[@]}" --out "$OUT/$HW-$step.json" --report >"$OUT/$HW-$step-fit.txt"
     cat "$OUT/$HW-$step-fit.txt"
@@ -242,10 +258,10 @@ step_validate() {
     say "dry run: validate skipped: perfmodel has no \`run\` command yet (helper run's branch)"
     return
   fi
-  seed "$HW-*.json"
   seed "$HW-validate.jsonl"
+  seed "$HW-validate.state"
   local have_predictors=1 step
-  for step in resnet50 efficientnet_b0; do [[ -f "$OUT/$HW-$step.json" ]] || have_predictors=0; done
+  for step in resnet50 efficientnet_b0; do [[ -n "$(found "$HW-$step.json")" ]] || have_predictors=0; done
   ((have_predictors)) || step_fit
   local plan rc=0
   for plan in "${PLANS[@]}"; do
@@ -259,7 +275,7 @@ step_validate() {
     local step="$model"; [[ "$DRY" == 1 ]] && step=$([[ "$size" == 32 ]] && echo resnet50 || echo efficientnet_b0)
     say "validate $name"
     rc=0
-    bounded "$PY" "$HERE/validate.py" --predictor "$OUT/$HW-$step.json" --model "$model" --hardware "$HW" \
+    bounded "$PY" "$HERE/validate.py" --predictor "$(found "$HW-$step.json")" --model "$model" --hardware "$HW" \
       --input-size "$size" --images "$images" --deadline "$deadline" --device "$DEVICE" --name "$name" \
       --results "$OUT/$HW-validate.jsonl" ${more[@]+--plan-args "${more[@]}"} || rc=$?
     ((rc == 3)) && out_of_time validate
