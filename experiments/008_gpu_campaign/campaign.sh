@@ -12,7 +12,7 @@
 # OUT is one folder for every step. A step first copies in what earlier calls left in SEED (default:
 # experiments/008_gpu_campaign/results, where the files of each call are committed), so a call that was
 # cut off resumes: profiles with --resume, and sub-steps listed in OUT/<hw>-<step>.state are skipped.
-# Each call stops itself cleanly before CAMPAIGN_BUDGET_S seconds (default 570) and exits 3 when work is
+# Each call stops itself cleanly before CAMPAIGN_BUDGET_S seconds (default 540) and exits 3 when work is
 # left: run the same step again. Exit 2: this machine cannot run the campaign (the message says why).
 set -euo pipefail
 
@@ -20,7 +20,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 PY="${PYTHON:-python3}"
 PM=("$PY" -m perfmodel)
-BUDGET_S="${CAMPAIGN_BUDGET_S:-570}"
+BUDGET_S="${CAMPAIGN_BUDGET_S:-540}"
 STARTED=$SECONDS
 
 say() { printf '==> [%4d s] %s\n' $((SECONDS - STARTED)) "$*"; }
@@ -139,7 +139,7 @@ bounded() {  # run a command within the time left; 3 when it was stopped for tim
   left="$(left_s)"
   ((left > 20)) || return 3
   local rc=0
-  timeout --signal=TERM --kill-after=30 "$left" "$@" || rc=$?
+  timeout --signal=TERM --kill-after=20 "$left" "$@" || rc=$?
   ((rc == 124 || rc == 143)) && return 3
   return "$rc"
 }
