@@ -35,6 +35,9 @@ case "$STEP" in
   *) usage ;;
 esac
 SEED="${CAMPAIGN_SEED:-$HERE/results}"
+# Relative paths are the caller's: make them absolute before moving to the repository's root.
+[[ -n "$OUT" ]] && { mkdir -p "$OUT" && OUT="$(cd "$OUT" && pwd)" || die "cannot make the folder $OUT."; }
+[[ -d "$SEED" ]] && SEED="$(cd "$SEED" && pwd)"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 cd "$ROOT"
 
@@ -44,8 +47,8 @@ cd "$ROOT"
 set_grid() {
   if [[ "$DRY" == 1 ]]; then
     DEVICE=cpu
-    MODEL_resnet50=tiny SIZES_resnet50=32,48
-    MODEL_efficientnet_b0=tiny SIZES_efficientnet_b0=32,48,64
+    MODEL_resnet50=tiny SIZES_resnet50=32
+    MODEL_efficientnet_b0=tiny SIZES_efficientnet_b0=32,48
     # tf32 and CUDA graphs need CUDA: the dry run measures fp32, bf16 and channels-last in their place.
     OPTIONS=("torch-fp32:--precision fp32" "torch-bf16:--precision bf16" "torch-channels-last-fp32:--channels-last")
     SWEEP=(--batch-sizes auto --max-batch-size 8 --max-time-per-point 0.2)
@@ -72,7 +75,7 @@ set_grid() {
 # Flags the campaign needs that perfmodel may not have yet (they are being built on other branches).
 # On a GPU their absence stops the campaign (it would waste the GPU's minutes); the dry run says what it
 # leaves out and goes on without them.
-PROFILE_FLAGS=(--fresh-warmup-at --search-tolerance --worker-timeout --call-timeout --estimate)
+PROFILE_FLAGS=(--fresh-warmup-at --search-tolerance --worker-timeout --call-timeout)
 check_features() {
   local help missing=()
   help="$("${PM[@]}" profile --help 2>&1)" || die "perfmodel does not start here: $help"
@@ -221,7 +224,6 @@ step_profile() {  # $1 = resnet50 | efficientnet_b0
     local cmd=("${PM[@]}" profile --model "$model" --device "$DEVICE" --input-sizes "$sizes" $flags "${SWEEP[@]}"
                "${extra[@]+"${extra[@]}"}" --out "$out")
     [[ -f "$out" ]] && cmd+=(--resume)
-    if has_flag --estimate; then "${cmd[@]}" --estimate || true; fi
     say "$step $name: ${cmd[*]:2}"
     rc=0
     bounded "${cmd[@]}" || rc=$?
@@ -306,8 +308,6 @@ if [[ "$DRY" == 1 ]]; then
   fi
   SEED="${CAMPAIGN_SEED:-/nonexistent}"  # a dry run never resumes from the committed GPU results
 fi
-mkdir -p "$OUT"
-OUT="$(cd "$OUT" && pwd)"
 set_grid
 check_features
 detect_hardware
