@@ -191,11 +191,22 @@ EOF
     ((rc == 0)) && mark_done check gpu-tests || say "check: the GPU tests FAILED (exit $rc); the rest goes on"
   fi
   if ! done_before check suite; then
-    say "check: the rest of the suite on this machine (numpy 2, pandas 3, no Triton)"
-    local parallel=() rc=0
-    "$PY" -c "import xdist" 2>/dev/null && parallel=(-n 8)
-    bounded "$PY" -m pytest -q -p no:cacheprovider -m "not gpu" "${parallel[@]+"${parallel[@]}"}" tests 2>&1 \
-      | tail -n 40 | tee -a "$log" || rc=${PIPESTATUS[0]}
+    # In parallel (pytest-xdist, one file per worker), then what failed once more alone: the process-
+    # hygiene tests look at every process and temporary folder, so a neighbour's can fail them.
+    say "check: the rest of the suite on this machine (numpy 2, pandas 3, no Triton; not the slow dry run)"
+    local cache="${TMPDIR:-/tmp}/perfmodel-campaign-pytest-cache"
+    local suite=("$PY" -m pytest -q -m "not gpu and not slow" -o cache_dir="$cache" tests) rc=0
+    if "$PY" -c "import xdist" 2>/dev/null; then
+      bounded "${suite[@]}" -n 8 --dist loadfile 2>&1 | tail -n 30 | tee -a "$log" || rc=${PIPESTATUS[0]}
+      if ((rc != 0 && rc != 3)); then
+        say "check: the tests that failed, once more one at a time"
+        rc=0
+        bounded "${suite[@]}" --last-failed 2>&1 | tail -n 60 | tee -a "$log" || rc=${PIPESTATUS[0]}
+      fi
+    else
+      bounded "${suite[@]}" 2>&1 | tail -n 60 | tee -a "$log" || rc=${PIPESTATUS[0]}
+    fi
+    rm -rf "$cache"
     ((rc == 3)) && out_of_time check
     ((rc == 0)) && mark_done check suite || say "check: the suite FAILED on this machine (exit $rc)"
   fi
