@@ -18,16 +18,19 @@ HERE = ROOT / "experiments" / "008_gpu_campaign"
 SCRIPT = HERE / "campaign.sh"
 
 
-def campaign(*args: str, budget_s: int | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+def campaign(*args: str, budget_s: int | None = None, seed: Path | None = None,
+             timeout: float = 900) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHON=sys.executable, PYTHONUNBUFFERED="1")
     if budget_s is not None:
         env["CAMPAIGN_BUDGET_S"] = str(budget_s)
+    if seed is not None:
+        env["CAMPAIGN_SEED"] = str(seed)
     return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, env=env, cwd=ROOT,
                           timeout=timeout)
 
 
 @pytest.mark.slow
-def test_dry_run_runs_every_step_and_a_second_run_resumes(tmp_path):
+def test_dry_run_runs_every_step_and_the_next_call_resumes_from_its_files(tmp_path):
     out = tmp_path / "out"
     done = campaign("dry-run", str(out))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -47,10 +50,14 @@ def test_dry_run_runs_every_step_and_a_second_run_resumes(tmp_path):
     else:
         assert "validate skipped: perfmodel has no `run` command" in done.stdout
 
-    again = campaign("dry-run", str(out))
+    # The next device call starts with an empty folder and the files of this one (committed) as its seed.
+    second = tmp_path / "second"
+    again = campaign("dry-run", str(second), seed=out)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stdout.count("done in an earlier call") >= 6
+    assert "resuming from" in again.stdout and again.stdout.count("done in an earlier call") >= 6
     assert "perfmodel profile --model" not in again.stdout  # nothing measured twice
+    assert "check: the GPU tests" not in again.stdout
+    assert (second / "cpu-resnet50.json").exists()  # fitted again from the seeded profiles
 
 
 def test_a_call_stops_cleanly_before_its_budget(tmp_path):

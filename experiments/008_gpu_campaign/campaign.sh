@@ -152,6 +152,7 @@ bounded() {  # run a command within the time left; 3 when it was stopped for tim
 
 step_check() {
   local log="$OUT/$HW-check.txt"
+  seed "$HW-check.state"
   {
     echo "# perfmodel GPU campaign: environment ($(date -u +%FT%TZ))"
     command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,power.limit \
@@ -317,7 +318,7 @@ if [[ "$DRY" == 1 ]]; then
     OUT="$(mktemp -d "${TMPDIR:-/tmp}/perfmodel-campaign-XXXXXX")"
     trap 'rm -rf "$OUT"' EXIT
   fi
-  SEED="${CAMPAIGN_SEED:-/nonexistent}"  # a dry run never resumes from the committed GPU results
+  [[ -n "${CAMPAIGN_SEED:-}" ]] || SEED=/nonexistent  # a dry run never resumes from the committed GPU results
 fi
 set_grid
 check_features
