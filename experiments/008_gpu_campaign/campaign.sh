@@ -63,7 +63,7 @@ set_grid() {
     OPTIONS=("torch-fp16:--precision fp16"
              "torch-channels-last-cuda-graphs-fp16:--precision fp16 --channels-last --cuda-graphs --max-batch-size 2048"
              "torch-tf32:--precision tf32")
-    SWEEP=(--batch-sizes auto --max-time-per-point 2)
+    SWEEP=(--batch-sizes auto --max-time-per-point 1)
     FRESH=1,256 SEARCH_TOL=0.1 WORKER_TIMEOUT=300 CALL_TIMEOUT=120
     # model, input size, images, deadline [more perfmodel plan flags]: one GPU each (validate.py plans 80%
     # of the most one GPU can do when it cannot do them all).
