@@ -36,12 +36,12 @@ def test_dry_run_runs_every_step_and_the_next_call_resumes_from_its_files(tmp_pa
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for step in ("resnet50", "efficientnet_b0"):
         profiles = sorted(out.glob(f"cpu-{step}-*.csv"))
-        assert [p.name for p in profiles] == [f"cpu-{step}-torch-{o}.csv" for o in ("bf16", "channels-last-fp32", "fp32")]
+        assert [p.name for p in profiles] == [f"cpu-{step}-torch-{o}.csv" for o in ("channels-last-bf16", "fp32")]
         for path in profiles:
             df = load_profile(path)
             assert set(df["status"]) == {"ok"} and df["batch_size"].max() == 8
         predictor = Predictor.load(out / f"cpu-{step}.json")
-        assert len(predictor.select(hardware="cpu")) == 3
+        assert len(predictor.select(hardware="cpu")) == 2
         assert "CV MAPE" in (out / f"cpu-{step}-fit.txt").read_text()
     assert "torch" in (out / "cpu-check.txt").read_text()
     if (out / "cpu-validate.jsonl").exists():
@@ -54,7 +54,7 @@ def test_dry_run_runs_every_step_and_the_next_call_resumes_from_its_files(tmp_pa
     second = tmp_path / "second"
     again = campaign("dry-run", str(second), seed=out)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "resuming from" in again.stdout and again.stdout.count("done in an earlier call") >= 6
+    assert "resuming from" in again.stdout and again.stdout.count("done in an earlier call") >= 4
     assert "perfmodel profile --model" not in again.stdout  # nothing measured twice
     assert "check: the GPU tests" not in again.stdout
     assert (second / "cpu-resnet50.json").exists()  # fitted again from the seeded profiles

@@ -49,8 +49,8 @@ set_grid() {
     DEVICE=cpu
     MODEL_resnet50=tiny SIZES_resnet50=32
     MODEL_efficientnet_b0=tiny SIZES_efficientnet_b0=32,48
-    # tf32 and CUDA graphs need CUDA: the dry run measures fp32, bf16 and channels-last in their place.
-    OPTIONS=("torch-fp32:--precision fp32" "torch-bf16:--precision bf16" "torch-channels-last-fp32:--channels-last")
+    # tf32 and CUDA graphs need CUDA: the dry run's two options pass a precision and channels-last instead.
+    OPTIONS=("torch-fp32:--precision fp32" "torch-channels-last-bf16:--precision bf16 --channels-last")
     SWEEP=(--batch-sizes auto --max-batch-size 8 --max-time-per-point 0.2)
     FRESH=2 SEARCH_TOL=0.1 WORKER_TIMEOUT=120 CALL_TIMEOUT=60
     PLANS=("tiny 32 2000 4s --margin 5%")
