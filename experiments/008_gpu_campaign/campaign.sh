@@ -47,7 +47,9 @@ cd "$ROOT"
 set_grid() {
   if [[ "$DRY" == 1 ]]; then
     DEVICE=cpu
-    MODEL_resnet50=tiny SIZES_resnet50=32
+    # Two input sizes each: from one size and no out-of-memory point, the fitted memory model would let
+    # the plan pick batches far past the measured 8.
+    MODEL_resnet50=tiny SIZES_resnet50=32,48
     MODEL_efficientnet_b0=tiny SIZES_efficientnet_b0=32,48
     # tf32 and CUDA graphs need CUDA: the dry run's two options pass a precision and channels-last instead.
     OPTIONS=("torch-fp32:--precision fp32" "torch-channels-last-bf16:--precision bf16 --channels-last")

@@ -73,12 +73,24 @@ def main() -> int:
     keys = ("predicted_makespan_s", "measured_makespan_s", "error_rel", "deadline_s", "met_deadline", "images_done")
     line = {"name": args.name, "model": args.model, "hardware": args.hardware, "input_size": args.input_size,
             "images": planned.get("images"), "batch_size": [a["batch_size"] for a in planned.get("assignments", [])],
+            "extrapolated": extrapolated(planned, Path(args.predictor)),
             **{k: measured.get(k) for k in keys}, "plan": planned, "run": measured}
     with open(args.results, "a") as f:  # one line per plan, appended whole
         f.write(json.dumps(line) + "\n")
         f.flush()
         os.fsync(f.fileno())
     return 0
+
+
+def extrapolated(planned: dict, predictor: Path) -> bool:
+    """Whether a batch of the plan lies past the largest its option was measured at (then the plan rests
+    on the fit's extrapolation, not on measured points)."""
+    largest = {}
+    for group in json.loads(predictor.read_text())["groups"]:
+        option = (group["key"].get("backend"), group["key"].get("precision"))
+        largest[option] = max(largest.get(option, 0), max(group["batch_sizes"]))
+    return any(a["batch_size"] > largest.get((a.get("backend"), a.get("precision")), 0)
+               for a in planned.get("assignments", []))
 
 
 def summary(path: Path) -> int:
@@ -88,8 +100,11 @@ def summary(path: Path) -> int:
         error = "-" if r["error_rel"] is None else f"{100 * r['error_rel']:+.1f}%"
         met = "met" if r["met_deadline"] else "MISSED"
         measured = "-" if r["measured_makespan_s"] is None else f"{r['measured_makespan_s']:.2f}"
-        print(f"{r['name']:34} {r['images'] or 0:>8} {','.join(map(str, r['batch_size'])):>7} "
+        batch = ",".join(map(str, r["batch_size"])) + ("*" if r.get("extrapolated") else "")
+        print(f"{r['name']:34} {r['images'] or 0:>8} {batch:>7} "
               f"{r['predicted_makespan_s']:>12.2f} {measured:>11} {error:>7} {met:>9}")
+    if any(r.get("extrapolated") for r in rows):
+        print("* a batch larger than its option was measured at: the prediction is the fit's extrapolation")
     return 0
 
 
