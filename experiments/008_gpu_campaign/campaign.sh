@@ -139,13 +139,14 @@ out_of_time() {  # $1 = step: stop this call cleanly, the work left for the next
   exit 3
 }
 
-bounded() {  # run a command within the time left; 3 when it was stopped for time
+TIMED_OUT=124
+bounded() {  # run a command within the time left; $TIMED_OUT when it was stopped for time
   local left
   left="$(left_s)"
-  ((left > 20)) || return 3
+  ((left > 20)) || return $TIMED_OUT
   local rc=0
   timeout --signal=TERM --kill-after=20 "$left" "$@" || rc=$?
-  ((rc == 124 || rc == 143)) && return 3
+  ((rc == 137)) && return $TIMED_OUT  # it ignored SIGTERM and was killed
   return "$rc"
 }
 
@@ -155,6 +156,7 @@ bounded() {  # run a command within the time left; 3 when it was stopped for tim
 step_check() {
   local log="$OUT/$HW-check.txt"
   seed "$HW-check.state"
+  seed "$HW-check.txt"  # the log goes on across calls
   {
     echo "# perfmodel GPU campaign: environment ($(date -u +%FT%TZ))"
     command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,power.limit \
@@ -173,13 +175,13 @@ if torch.cuda.is_available():
     p = torch.cuda.get_device_properties(0)
     print("device", p.name, f"{p.total_memory / 2**20:.0f} MiB", p.multi_processor_count, "SMs")
 EOF
-  } 2>&1 | tee "$log"
+  } 2>&1 | tee -a "$log"
   if [[ "$DRY" == 1 ]]; then
     done_before check gpu-tests && return
     say "check: the GPU tests (they skip themselves without CUDA)"
     local rc=0
     bounded "$PY" -m pytest -q -p no:cacheprovider -m gpu tests 2>&1 | tail -n 5 | tee -a "$log" || rc=${PIPESTATUS[0]}
-    ((rc == 3)) && out_of_time check
+    ((rc == TIMED_OUT)) && out_of_time check
     ((rc == 0)) || die "check: pytest -m gpu failed (exit $rc)." 1
     mark_done check gpu-tests
     say "dry run: the rest of the suite is make test's job; not run here"
@@ -190,7 +192,7 @@ EOF
     local rc=0
     bounded "$PY" -m pytest -q -p no:cacheprovider -m gpu tests --junitxml="$OUT/$HW-check-gpu-tests.xml" 2>&1 \
       | tee -a "$log" || rc=${PIPESTATUS[0]}
-    ((rc == 3)) && out_of_time check
+    ((rc == TIMED_OUT)) && out_of_time check
     ((rc == 0)) && mark_done check gpu-tests || say "check: the GPU tests FAILED (exit $rc); the rest goes on"
   fi
   if ! done_before check suite; then
@@ -201,7 +203,7 @@ EOF
     local suite=("$PY" -m pytest -q -m "not gpu and not slow" -o cache_dir="$cache" tests) rc=0
     if "$PY" -c "import xdist" 2>/dev/null; then
       bounded "${suite[@]}" -n 8 --dist loadfile 2>&1 | tail -n 30 | tee -a "$log" || rc=${PIPESTATUS[0]}
-      if ((rc != 0 && rc != 3)); then
+      if ((rc != 0 && rc != TIMED_OUT)); then
         say "check: the tests that failed, once more one at a time"
         rc=0
         bounded "${suite[@]}" --last-failed 2>&1 | tail -n 60 | tee -a "$log" || rc=${PIPESTATUS[0]}
@@ -210,7 +212,7 @@ EOF
       bounded "${suite[@]}" 2>&1 | tail -n 60 | tee -a "$log" || rc=${PIPESTATUS[0]}
     fi
     rm -rf "$cache"
-    ((rc == 3)) && out_of_time check
+    ((rc == TIMED_OUT)) && out_of_time check
     ((rc == 0)) && mark_done check suite || say "check: the suite FAILED on this machine (exit $rc)"
   fi
 }
@@ -241,7 +243,7 @@ step_profile() {  # $1 = resnet50 | efficientnet_b0
     say "$step $name: ${cmd[*]:2}"
     rc=0
     bounded "${cmd[@]}" || rc=$?
-    ((rc == 3)) && out_of_time "$step"
+    ((rc == TIMED_OUT)) && out_of_time "$step"
     ((rc == 0)) || die "$step $name: perfmodel profile failed (exit $rc); its points are kept in $out: run the step again." 1
     mark_done "$step" "$name"
   done
@@ -294,7 +296,7 @@ step_validate() {
     bounded "$PY" "$HERE/validate.py" --predictor "$(found "$HW-$step.json")" --model "$model" --hardware "$HW" \
       --input-size "$size" --images "$images" --deadline "$deadline" --device "$DEVICE" --name "$name" \
       --results "$OUT/$HW-validate.jsonl" ${more[@]+--plan-args "${more[@]}"} || rc=$?
-    ((rc == 3)) && out_of_time validate
+    ((rc == TIMED_OUT)) && out_of_time validate
     ((rc == 0)) || die "validate $name failed (exit $rc); the plans done so far are in $OUT/$HW-validate.jsonl." 1
     mark_done validate "$name"
   done

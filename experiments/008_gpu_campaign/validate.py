@@ -68,7 +68,7 @@ def main() -> int:
         done = perfmodel("run", str(plan_file), "--synthetic", "--device", args.device, "--json")
     sys.stderr.write(done.stderr[-4000:])
     if done.returncode != 0:
-        return 3 if done.returncode in (130, 143) else done.returncode
+        return 124 if done.returncode in (130, 143) else done.returncode  # interrupted, as timeout(1) says
     measured = json.loads(done.stdout)
     keys = ("predicted_makespan_s", "measured_makespan_s", "error_rel", "deadline_s", "met_deadline", "images_done")
     line = {"name": args.name, "model": args.model, "hardware": args.hardware, "input_size": args.input_size,
