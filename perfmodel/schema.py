@@ -309,7 +309,8 @@ def _shown(text: str, limit: int = 40) -> str:
 
 
 def _is_missing(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    # pd.NA: an empty cell of a nullable column (Int64, and pandas 3's strings) as map() hands it over.
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
 def _fmt(value: float) -> str:

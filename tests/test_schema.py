@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from perfmodel.errors import ProfileFormatError
-from perfmodel.schema import REQUIRED_COLUMNS, load_profile, load_profiles, write_profile
+from perfmodel.schema import REQUIRED_COLUMNS, load_profile, load_profiles, validate_profile, write_profile
 
 GOOD = {
     "hardware": "cpu", "model": "tiny", "backend": "torch", "precision": "fp32", "input_size": 32,
@@ -101,3 +101,12 @@ def test_load_profiles_concatenates(tmp_path):
     assert sorted(df["hardware"]) == ["cpu", "h100"]
     with pytest.raises(ProfileFormatError, match="no profile given"):
         load_profiles([])
+
+
+def test_a_loaded_profile_validates_again_with_empty_integer_cells(tmp_path):
+    # A column with some empty whole-number cells loads as pandas' nullable Int64, whose empty cells are
+    # pd.NA; validating that frame again (perfmodel.fit(DataFrame) does) must read them as empty, not "<NA>".
+    df = load_profile(write_rows(tmp_path, [{**GOOD, "concurrency": 4}, {**GOOD, "batch_size": 2, "concurrency": None}]))
+    assert str(df["concurrency"].dtype) == "Int64"
+    again = validate_profile(df, "frame")
+    assert again["concurrency"].isna().tolist() == [False, True]

@@ -123,6 +123,7 @@ def _closed_port() -> int:
 
 @pytest.mark.parametrize("protocol", ["grpc", "http"])
 def test_unreachable_server_is_a_clear_error(tmp_path, capsys, protocol):
+    pytest.importorskip(f"tritonclient.{protocol}")
     out = tmp_path / "p.csv"
     started = time.monotonic()
     code = main(["profile", "--model", "tiny", "--backend", "triton", "--url", f"127.0.0.1:{_closed_port()}",
@@ -131,6 +132,21 @@ def test_unreachable_server_is_a_clear_error(tmp_path, capsys, protocol):
     assert code == 2  # nothing was measured: the address given is wrong, as with --device cuda on a CPU
     assert "cannot reach a Triton server" in err and "Traceback" not in err
     assert time.monotonic() - started < 30  # a bound against hanging, not a timing
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("url", [None, "127.0.0.1:8001"])
+def test_missing_triton_packages_are_one_sentence(tmp_path, capsys, monkeypatch, url):
+    # As on a machine with numpy 2, where the `triton` extra (nvidia-pytriton needs numpy<2) is not installed.
+    for name in ("tritonclient", "tritonclient.grpc", "tritonclient.http", "pytriton"):
+        monkeypatch.setitem(sys.modules, name, None)
+    out = tmp_path / "p.csv"
+    args = ["profile", "--model", "tiny", "--backend", "triton", "--batch-sizes", "1", "--input-sizes", "32",
+            "--device", "cpu", "--out", str(out)]
+    code = main(args + (["--url", url] if url else []))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "pip install 'perfmodel[triton]'" in err and "Traceback" not in err and " line " not in err
     assert not out.exists()
 
 

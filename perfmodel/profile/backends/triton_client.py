@@ -100,10 +100,13 @@ def random_batches(batch_size: int, input_size: int, dtype, count: int = 3, seed
 
 
 def _module(protocol: str):
-    if protocol == "grpc":
-        import tritonclient.grpc as module
-    else:
-        import tritonclient.http as module
+    try:
+        if protocol == "grpc":
+            import tritonclient.grpc as module
+        else:
+            import tritonclient.http as module
+    except ImportError:  # the optional extra is not installed (e.g. beside numpy 2, which pytriton refuses)
+        raise DeviceError("--backend triton needs the Triton client: pip install 'perfmodel[triton]'.") from None
     return module
 
 

@@ -10,6 +10,7 @@ backend's shared-memory regions. Every wait has a bound.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import secrets
@@ -109,6 +110,9 @@ class LocalTritonServer:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> ServerInfo:
+        if importlib.util.find_spec("pytriton") is None:
+            raise DeviceError("the local Triton server needs nvidia-pytriton: pip install 'perfmodel[triton]' "
+                              "(it needs numpy<2), or measure a running server with --url.")
         try:
             return self._start()
         except BaseException:  # an error or Ctrl-C while starting: leave nothing behind
