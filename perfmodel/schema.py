@@ -35,7 +35,7 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
 )
 
 STATUSES = ("ok", "oom", "error")
-PRECISIONS = ("fp32", "fp16", "bf16", "int8", "fp8")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
 
 # Columns that, beside (hardware, model, backend, precision, input size, batch size), tell two
 # measured points apart: a sweep over concurrency levels has one row per level.

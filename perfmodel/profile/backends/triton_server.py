@@ -46,7 +46,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--ready-file", default=None, help="write ports, load time and provenance here (JSON) once ready")
     p.add_argument("--model-name", default=None, help="the name clients use (default: the model's name)")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"])
+    p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16", "bf16"])
     p.add_argument("--channels-last", action="store_true")
     p.add_argument("--compile", action="store_true")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: 1 on CPU)")
