@@ -222,3 +222,42 @@ def test_torchscript_model_file(tmp_path, tiny_config):
     torch.jit.save(torch.jit.script(build_model(ModelSpec("tiny"))), str(path))
     df = run_profile(tiny_config(model=str(path), batch_sizes=(1,)), tmp_path / "p.csv")
     assert df.loc[0, "model"] == "scripted_tiny" and df.loc[0, "status"] == "ok"
+
+
+def test_the_monitor_samples_in_its_own_process():
+    """A reading holds an interpreter for ~2 ms: on the timing process's interpreter it moved the p99."""
+    import threading
+    import time
+
+    from perfmodel.profile.monitor import HardwareMonitor
+
+    threads_before = threading.active_count()
+    with HardwareMonitor(interval_s=0.01) as monitor:
+        mark = monitor.window()
+        time.sleep(0.5)
+        assert threading.active_count() == threads_before  # no sampling thread here
+        later = monitor.window()
+        summary = monitor.summary(mark)
+    assert later - mark >= 5  # it sampled meanwhile, elsewhere
+    assert summary["cpu_util_max"] >= 0 and summary["host_rss_mb_max"] > 0
+
+
+def test_each_compile_worker_has_its_own_cache_folder_removed_after():
+    from dataclasses import asdict
+
+    from perfmodel.profile.backends.torch_backend import TorchOptions
+    from perfmodel.profile.models import ModelSpec
+    from perfmodel.profile.worker_process import WorkerProcess
+
+    request = {"op": "load", "model": asdict(ModelSpec("tiny")), "options": asdict(TorchOptions(compile=True)),
+               "seed": 0, "call_timeout_s": 60}
+    caches, folders = [], []
+    for _ in range(2):
+        with WorkerProcess(own_compile_cache=True) as worker:
+            reply = worker.request(request, 600, "--worker-timeout")
+            assert reply["status"] == "ok", reply
+            caches.append(reply["compile_cache"])
+            folders.append(worker.scratch)
+            assert str(worker.scratch) in reply["compile_cache"]
+        assert not folders[-1].exists()
+    assert caches[0] != caches[1]

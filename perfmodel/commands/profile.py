@@ -18,7 +18,7 @@ PROFILE_EXAMPLES = """examples:
   perfmodel profile --model resnet50 --backend triton --protocol grpc --mode async --concurrency 1,4 \\
                     --batch-sizes 1,2 --input-sizes 64 --device cpu --out t.csv
   perfmodel profile --model resnet50 --backend triton --url 10.0.0.2:8001 --protocol grpc --out remote.csv
-  perfmodel profile --model resnet50 --device cuda --precision fp16 --batch-sizes auto --search-tolerance 10% \
+  perfmodel profile --model resnet50 --device cuda --precision fp16 --batch-sizes auto --search-tolerance 10% \\
                     --fresh-warmup-at 1,16,256 --input-sizes 224,320,448 --out h100-resnet50-fp16.csv --estimate
 
 Each point is written as soon as it is measured; after an interruption (Ctrl-C, SIGTERM), run the same

@@ -113,8 +113,9 @@ class Estimate:
         points = f"{'at most ' if self.bound else ''}{self.points} point(s)"
         fresh = f", {self.fresh_workers} of them with a fresh warm-up process" if self.fresh_workers else ""
         if self.seconds is None:
+            starts = ", plus the start of each process" if self.fresh_workers else ""
             return (f"{points}{fresh}; sampling takes at most {self.per_point_s:g} s per point "
-                    f"({duration_text(self.points * self.per_point_s)} in all), plus the start of each process")
+                    f"({duration_text(self.points * self.per_point_s)} in all){starts}")
         return f"{points}{fresh}; at most {duration_text(self.seconds)} (a worker process takes {self.worker_s:.0f} s to start here)"
 
 

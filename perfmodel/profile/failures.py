@@ -58,16 +58,23 @@ def cause_line(text: str, limit: int = 300) -> str:
     Python tracebacks too. Anything else: the first line.
     """
     lines = [line.strip() for line in str(text).strip().splitlines() if line.strip()]
-    if not lines:
-        return ""
-    chosen = lines[0]
     if len(lines) > 1 and ("TorchScript" in lines[0] or lines[0].startswith("Traceback")):
-        for line in reversed(lines):
-            match = _EXCEPTION_LINE.match(line)
-            if match:
-                chosen = f"{match.group(1).rsplit('.', 1)[-1]}: {match.group(2)}"
-                break
-    return chosen[:limit]
+        return (_last_exception(lines) or lines[0])[:limit]
+    return lines[0][:limit] if lines else ""
+
+
+def log_cause(text: str, limit: int = 300) -> str:
+    """What a program's output (a log) says went wrong: its last exception line, else its last line."""
+    lines = [line.strip() for line in str(text).strip().splitlines() if line.strip()]
+    return (_last_exception(lines) or (lines[-1] if lines else ""))[:limit]
+
+
+def _last_exception(lines: list[str]) -> str | None:
+    for line in reversed(lines):
+        match = _EXCEPTION_LINE.match(line)
+        if match:
+            return f"{match.group(1).rsplit('.', 1)[-1]}: {match.group(2)}"
+    return None
 
 
 def classify(exc: BaseException) -> Failure:

@@ -202,7 +202,11 @@ class Worker:
 
 def _compile_cache() -> str | None:
     """Where torch.compile keeps its caches in this process (the worker's own folder, see worker_process.py)."""
-    return os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        return None
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    return cache_dir()
 
 
 def main() -> None:

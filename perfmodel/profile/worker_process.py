@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from perfmodel.profile.failures import cause_line
+from perfmodel.profile.failures import log_cause
 from perfmodel.profile.lifetime import owned_tempdir
 from perfmodel.profile.worker import REPLY_FD_ENV, SCRATCH_ENV
 
@@ -124,7 +124,7 @@ class WorkerProcess:
             return ""
         try:
             self._log.seek(max(0, self._log.seek(0, os.SEEK_END) - 16384))
-            return cause_line("Traceback\n" + self._log.read().decode(errors="replace"))
+            return log_cause(self._log.read().decode(errors="replace"))
         except (OSError, ValueError):
             return ""
 

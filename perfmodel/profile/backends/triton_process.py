@@ -17,15 +17,18 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
-from perfmodel.errors import DeviceError
+from perfmodel.errors import BackendError, DeviceError
 from perfmodel.profile.backends.triton_server import TOKEN_ENV
+from perfmodel.profile.failures import log_cause
+from perfmodel.profile.lifetime import owned_tempdir, remove_stale
+
+WORKSPACE_PREFIX = "perfmodel-triton-"
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,8 @@ class LocalTritonServer:
             raise
 
     def _start(self) -> ServerInfo:
-        self.directory = Path(tempfile.mkdtemp(prefix="perfmodel-triton-"))
+        remove_stale(WORKSPACE_PREFIX)  # the workspaces of runs that were killed before they could clean up
+        self.directory = owned_tempdir(WORKSPACE_PREFIX)
         ready_file = self.directory / "ready.json"
         token = secrets.token_urlsafe(24)
         env = dict(os.environ)
@@ -128,12 +132,12 @@ class LocalTritonServer:
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "perfmodel.profile.backends.triton_server", *self.settings.arguments(),
              "--host", self.host, "--workspace", str(self.directory / "pytriton"),
-             "--ready-file", str(ready_file), "--exit-with-parent"],
+             "--ready-file", str(ready_file), "--exit-with-parent", "--owned-dir", str(self.directory)],
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
         )
         deadline = t0 + self.start_timeout_s
         while not ready_file.exists():
-            if self._proc.poll() is not None:
+            if self._proc.poll() is not None and not ready_file.exists():
                 raise DeviceError(f"the local Triton server did not start ({self._log_tail()}).")
             if time.perf_counter() > deadline:
                 raise DeviceError(
@@ -142,6 +146,10 @@ class LocalTritonServer:
                 )
             time.sleep(0.05)
         ready = json.loads(ready_file.read_text())
+        if "error" in ready:  # the program said why it could not serve
+            if ready.get("exit_code") == 2:
+                raise DeviceError(ready["error"])
+            raise BackendError(f"the local Triton server did not start: {ready['error']}.")
         self._remember_leftovers()
         self.info = ServerInfo(
             pid=self._proc.pid, host=ready["host"], http_port=ready["http_port"], grpc_port=ready["grpc_port"],
@@ -174,15 +182,15 @@ class LocalTritonServer:
         except psutil.Error:
             return []
 
-    def _log_tail(self, lines: int = 3) -> str:
+    def _log_tail(self) -> str:
+        """The line of the server's log that says what went wrong (never a traceback frame)."""
         if self.directory is None:
             return "no log"
         try:
-            text = (self.directory / "server.log").read_text(errors="replace").strip().splitlines()
+            text = (self.directory / "server.log").read_text(errors="replace")
         except OSError:
             return "no log"
-        useful = [line.strip() for line in text if line.strip()][-lines:]
-        return " | ".join(useful)[-600:] if useful else "no output"
+        return log_cause(text[-16384:], 600) or "no output"
 
     def stop(self) -> None:
         """Stop the server and remove everything it made. Safe to call twice; bounded in time."""
