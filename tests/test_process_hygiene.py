@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-GRACE_S = 10  # how long the children may take to notice and go (a bound, not a measurement)
+GRACE_S = 20  # how long the children may take to notice and go (a bound, not a measurement)
 
 
 def _env() -> dict:
@@ -61,8 +61,16 @@ def _workers(proc: subprocess.Popen) -> list[psutil.Process]:
     return found
 
 
-def _temp_folders(prefix: str) -> set[Path]:
-    return set(Path(tempfile.gettempdir()).glob(f"{prefix}*"))
+def _temp_folders(prefix: str, owner: int) -> set[Path]:
+    """The temp folders `prefix*` that name `owner` as their owner (others' runs may share this machine)."""
+    found = set()
+    for path in Path(tempfile.gettempdir()).glob(f"{prefix}*"):
+        try:
+            if int((path / "owner.pid").read_text().split()[0]) == owner:
+                found.add(path)
+        except (OSError, ValueError, IndexError):
+            pass
+    return found
 
 
 def _assert_all_gone(procs: list[psutil.Process]) -> None:
@@ -71,11 +79,11 @@ def _assert_all_gone(procs: list[psutil.Process]) -> None:
     assert not alive, f"still running: {[' '.join(p.cmdline()[:4]) for p in alive]}"
 
 
-def _assert_no_new_folders(before: set[Path], prefix: str) -> None:
+def _assert_no_folders_left(prefix: str, owner: int) -> None:
     deadline = time.monotonic() + GRACE_S
-    while _temp_folders(prefix) - before and time.monotonic() < deadline:
+    while _temp_folders(prefix, owner) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _temp_folders(prefix) - before
+    assert not _temp_folders(prefix, owner)
 
 
 def _end(proc: subprocess.Popen, sig: int) -> None:
@@ -105,17 +113,16 @@ def test_torch_profile_with_fresh_workers(tmp_path, sig):
 
 
 def test_compile_workers_remove_their_cache_folders_when_the_profiler_is_killed(tmp_path):
-    before = _temp_folders("perfmodel-worker-")
     proc = _profile(tmp_path, "--batch-sizes", "1,2", "--compile")
     try:
-        _wait_until(proc, lambda: len(_temp_folders("perfmodel-worker-") - before) >= 2)  # measuring + fresh
+        _wait_until(proc, lambda: len(_temp_folders("perfmodel-worker-", proc.pid)) >= 2)  # measuring + fresh
         children = _descendants(proc)
         _end(proc, signal.SIGKILL)
     finally:
         if proc.poll() is None:
             proc.kill()
     _assert_all_gone(children)
-    _assert_no_new_folders(before, "perfmodel-worker-")
+    _assert_no_folders_left("perfmodel-worker-", proc.pid)
 
 
 def _triton_ready() -> str | None:
@@ -133,7 +140,6 @@ def test_triton_profile(tmp_path, sig):
     why = _triton_ready()
     if why:
         pytest.skip(why)
-    before = _temp_folders("perfmodel-triton-")
     proc = _profile(tmp_path, "--backend", "triton", "--batch-sizes", "1,2,4", "--concurrency", "1,2",
                     "--warmup", "in-process", "--max-time-per-point", "2")
     out = tmp_path / "p.csv"
@@ -146,7 +152,7 @@ def test_triton_profile(tmp_path, sig):
             proc.kill()
     assert proc.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 143)
     _assert_all_gone(children)
-    _assert_no_new_folders(before, "perfmodel-triton-")
+    _assert_no_folders_left("perfmodel-triton-", proc.pid)
 
 
 def test_stale_folders_of_dead_runs_are_removed_at_the_next_start(tmp_path):

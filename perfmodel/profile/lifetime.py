@@ -1,9 +1,9 @@
 """Nothing outlives the profiler: child processes that die with it, temporary folders that name their owner.
 
-- A child (a warm-up or measuring worker, the monitor, the Triton server program) calls
-  `exit_with_parent()` first thing: on Linux the kernel kills it when the profiler dies
-  (PR_SET_PDEATHSIG), even by SIGKILL; where it holds a folder to remove first, a watch thread
-  notices the parent is gone within a fraction of a second, removes the folder and exits.
+- A child (a warm-up or measuring worker, the monitor) calls `exit_with_parent()` first thing: on
+  Linux the kernel kills it when the profiler dies (PR_SET_PDEATHSIG), even by SIGKILL; where it
+  holds a folder (a compile cache), a watch thread notices the parent is gone within a fraction of
+  a second, and the folder is removed as soon as the child has ended.
 - A temporary folder made with `owned_tempdir()` records its owner's PID and start time, so that
   the next run can remove the folders of runs that died without cleaning up (`remove_stale()`).
 """
@@ -14,6 +14,7 @@ import ctypes
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -24,36 +25,68 @@ from pathlib import Path
 import psutil
 
 OWNER_FILE = "owner.pid"
+PARENT_ENV = "PERFMODEL_PARENT_PID"  # set by the parent in a child's environment (see child_environment)
 _PR_SET_PDEATHSIG = 1
 
 
-def exit_with_parent(cleanup: Callable[[], None] | None = None, poll_s: float = 0.2) -> None:
-    """End this process when the process that started it ends.
+def exit_with_parent(owned_dir: str | None = None, poll_s: float = 0.2) -> Callable[[], None]:
+    """End this process when the process that started it ends, and then remove `owned_dir`.
 
-    Without `cleanup`, the kernel sends SIGKILL at the parent's death (Linux). With it, a daemon
-    thread polls the parent and runs `cleanup` before exiting, which a SIGKILL would not allow.
+    Without a folder to remove, the kernel sends SIGKILL at the parent's death (Linux). With one, a
+    daemon thread polls the parent; when it is gone, it starts a small remover that waits until this
+    process has ended (nothing writes into the folder any more: a compilation may be running here)
+    and removes the folder, and then ends this process at once.
+
+    Returns `finish()`, for the end of the program: it does the same if the parent is gone by then
+    (a parent's death also closes the pipes, and the program may notice that first).
     """
-    parent = os.getppid()
-    if cleanup is None and sys.platform.startswith("linux"):
+    # The parent names itself: if it died before this line, getppid() would already name the reaper.
+    # (Read once and dropped, so that this process's own children do not inherit it.)
+    parent = int(os.environ.pop(PARENT_ENV, os.getppid()))
+
+    def leave() -> None:
+        try:
+            if owned_dir is not None:
+                _remove_after_exit(owned_dir)
+        finally:
+            os._exit(1)
+
+    if owned_dir is None and sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         except (OSError, AttributeError):  # no prctl: the watch thread below does the job
             pass
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
+    if os.getppid() != parent:  # the parent died before prctl took effect, or before we got here
+        leave()
 
     def watch() -> None:
-        while True:
+        while os.getppid() == parent:
             time.sleep(poll_s)
-            if os.getppid() != parent:
-                try:
-                    if cleanup is not None:
-                        cleanup()
-                finally:
-                    os._exit(1)
+        leave()
 
     threading.Thread(target=watch, name="perfmodel-parent-watch", daemon=True).start()
+
+    def finish() -> None:
+        if os.getppid() != parent:
+            leave()
+
+    return finish
+
+
+def _remove_after_exit(folder: str) -> None:
+    """Remove `folder` once this process has ended (a detached shell; a second pass for stragglers)."""
+    script = 'while kill -0 "$1" 2>/dev/null; do sleep 0.05; done; rm -rf "$2"; sleep 1; rm -rf "$2"'
+    subprocess.Popen(["sh", "-c", script, "remove", str(os.getpid()), folder], stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def child_environment(extra_path: str) -> dict[str, str]:
+    """The environment for a child program of perfmodel: this perfmodel first on its path, and our PID."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (extra_path, env.get("PYTHONPATH")) if p)
+    env[PARENT_ENV] = str(os.getpid())
+    return env
 
 
 def owned_tempdir(prefix: str) -> Path:

@@ -28,6 +28,7 @@ import numpy as np
 import psutil
 
 from perfmodel.errors import BackendError, PerfmodelWarning
+from perfmodel.profile.lifetime import child_environment
 from perfmodel.schema import HARDWARE_COUNTERS
 
 GPU_COUNTERS = ("gpu_util", "gpu_mem_used_mb", "power_w", "temp_c", "sm_clock_mhz")
@@ -239,8 +240,7 @@ class HardwareMonitor:
     def start(self) -> None:
         config = {"gpu_index": self.gpu_index, "interval_s": self.interval_s, "host_pid": os.getpid(),
                   "roles": {k: list(v) for k, v in self.roles.items()}}
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+        env = child_environment(_PACKAGE_ROOT)
         self._proc = subprocess.Popen([sys.executable, "-m", "perfmodel.profile.monitor", json.dumps(config)],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                       env=env, text=True, start_new_session=True)

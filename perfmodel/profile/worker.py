@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import threading
 import time
@@ -210,8 +209,7 @@ def _compile_cache() -> str | None:
 
 
 def main() -> None:
-    scratch = os.environ.get(SCRATCH_ENV)
-    exit_with_parent(cleanup=(lambda: shutil.rmtree(scratch, ignore_errors=True)) if scratch else None)
+    finish = exit_with_parent(owned_dir=os.environ.get(SCRATCH_ENV))
     reply_fd = int(os.environ[REPLY_FD_ENV])
     lock = threading.Lock()
 
@@ -222,9 +220,14 @@ def main() -> None:
                 data = data[os.write(reply_fd, data):]
 
     worker = Worker(reply)
-    for line in sys.stdin:
-        if line.strip():
-            reply(worker.handle(json.loads(line)))
+    try:
+        for line in sys.stdin:
+            if line.strip():
+                reply(worker.handle(json.loads(line)))
+    except BrokenPipeError:  # the profiler is gone: nobody reads our answers
+        pass
+    finally:
+        finish()  # stdin closed: by the profiler (it removes our folder), or by its death (then we do)
 
 
 if __name__ == "__main__":

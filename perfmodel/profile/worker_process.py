@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from perfmodel.profile.failures import log_cause
-from perfmodel.profile.lifetime import owned_tempdir
+from perfmodel.profile.lifetime import child_environment, owned_tempdir
 from perfmodel.profile.worker import REPLY_FD_ENV, SCRATCH_ENV
 
 SCRATCH_PREFIX = "perfmodel-worker-"
@@ -54,8 +54,7 @@ class WorkerProcess:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+        env = child_environment(_PACKAGE_ROOT)
         if self.own_compile_cache:
             self.scratch = owned_tempdir(SCRATCH_PREFIX)
             env[SCRATCH_ENV] = str(self.scratch)
