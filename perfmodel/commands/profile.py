@@ -100,7 +100,9 @@ def add_parser(sub) -> None:
                    help="auto: stop bisecting once the largest batch that runs is known within this fraction, "
                         "e.g. 10%% (default: 0, exact)")
     p.add_argument("--memory-limit-mb", type=_positive("MiB"), default=None, metavar="MB",
-                   help="CPU: memory budget that counts as out-of-memory (default: half the free memory)")
+                   help="the memory budget, over which a batch counts as out-of-memory: on a CPU the process's "
+                        "data (default: half the free memory); on CUDA the device memory each worker may use, "
+                        "to profile a smaller GPU (default: all of it)")
     p.add_argument("--max-time-per-point", type=_positive("seconds"), default=10.0, metavar="S",
                    help="stop sampling a point after this many seconds (default: 10)")
     p.add_argument("--call-timeout", type=_positive("seconds"), default=300.0, metavar="S",

@@ -35,7 +35,7 @@ class ProfileConfig:
     max_batch_size: int | None = None  # auto search cap; None: 1024 on CPU, 16384 on CUDA
     max_call_ms: float | None = None  # auto search stops after a slower call; None: 2000 on CPU, none on CUDA
     search_tolerance: float = 0.0  # auto: stop bisecting when the gap is within this fraction of the largest that ran
-    memory_limit_mb: float | None = None  # CPU only: the memory budget; None: half the free memory
+    memory_limit_mb: float | None = None  # the memory budget; None: half the free memory (CPU), the whole GPU (CUDA)
     worker_timeout_s: float = 900.0  # a fresh warm-up worker, from start to answer
     call_timeout_s: float = 300.0  # one model call (or a point's set-up) without progress
     seed: int = 0

@@ -140,6 +140,11 @@ class Worker:
 
         options = TorchOptions(**request["options"])
         self.runner = TorchRunner(ModelSpec(**request["model"]), options, request["seed"])
+        limit = request.get("device_memory_limit_mb")
+        if limit is not None and self.runner.is_cuda:  # a smaller GPU than this one: the allocator's cap
+            torch = self.runner.torch
+            total = torch.cuda.get_device_properties(self.runner.device).total_memory
+            torch.cuda.set_per_process_memory_fraction(min(1.0, limit * 2**20 / total), self.runner.device)
         load_ms = self.runner.load()
         return {"status": "ok", "load_ms": load_ms, "threads": self.runner.torch.get_num_threads(),
                 "provenance": torch_provenance(options.device), "compile_cache": _compile_cache()}

@@ -203,7 +203,8 @@ class _TorchSweep:
 
     def _load_request(self) -> dict:
         return {"op": "load", "model": asdict(self.spec), "options": asdict(self.options), "seed": self.config.seed,
-                "call_timeout_s": self.config.call_timeout_s}
+                "call_timeout_s": self.config.call_timeout_s,
+                "device_memory_limit_mb": self.config.memory_limit_mb if self.is_cuda else None}
 
     def _start_measuring_worker(self) -> dict:
         """Start (or restart) the measuring worker and load the model; a failure here ends the sweep."""
