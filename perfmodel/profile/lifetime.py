@@ -51,12 +51,7 @@ def exit_with_parent(owned_dir: str | None = None, poll_s: float = 0.2) -> Calla
         finally:
             os._exit(1)
 
-    if owned_dir is None and sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):  # no prctl: the watch thread below does the job
-            pass
+    killed_by_kernel = owned_dir is None and _kill_me_with_parent()
     if os.getppid() != parent:  # the parent died before prctl took effect, or before we got here
         leave()
 
@@ -65,7 +60,8 @@ def exit_with_parent(owned_dir: str | None = None, poll_s: float = 0.2) -> Calla
             time.sleep(poll_s)
         leave()
 
-    threading.Thread(target=watch, name="perfmodel-parent-watch", daemon=True).start()
+    if not killed_by_kernel:  # no thread waking up in a timing process unless it is needed
+        threading.Thread(target=watch, name="perfmodel-parent-watch", daemon=True).start()
 
     def finish() -> None:
         if os.getppid() != parent:
@@ -74,11 +70,38 @@ def exit_with_parent(owned_dir: str | None = None, poll_s: float = 0.2) -> Calla
     return finish
 
 
+def _kill_me_with_parent() -> bool:
+    """PR_SET_PDEATHSIG(SIGKILL): the kernel ends this process when its parent dies (Linux only)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def _remove_after_exit(folder: str) -> None:
     """Remove `folder` once this process has ended (a detached shell; a second pass for stragglers)."""
     script = 'while kill -0 "$1" 2>/dev/null; do sleep 0.05; done; rm -rf "$2"; sleep 1; rm -rf "$2"'
     subprocess.Popen(["sh", "-c", script, "remove", str(os.getpid()), folder], stdin=subprocess.DEVNULL,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def end_child(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """End a child that stops when its stdin closes: close it, wait `grace_s`, then SIGKILL. Always reaped."""
+    try:
+        proc.stdin.close()
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+    except KeyboardInterrupt:  # a second Ctrl-C: no more patience, still no orphan
+        proc.kill()
+        proc.wait(timeout=10)
+        raise
 
 
 def child_environment(extra_path: str) -> dict[str, str]:

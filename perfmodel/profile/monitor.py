@@ -28,7 +28,7 @@ import numpy as np
 import psutil
 
 from perfmodel.errors import BackendError, PerfmodelWarning
-from perfmodel.profile.lifetime import child_environment
+from perfmodel.profile.lifetime import child_environment, end_child
 from perfmodel.schema import HARDWARE_COUNTERS
 
 GPU_COUNTERS = ("gpu_util", "gpu_mem_used_mb", "power_w", "temp_c", "sm_clock_mhz")
@@ -288,14 +288,7 @@ class HardwareMonitor:
         if proc is None:
             return
         try:
-            proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+            end_child(proc)
         finally:
             proc.stdout.close()
 

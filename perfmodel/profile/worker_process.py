@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from perfmodel.profile.failures import log_cause
-from perfmodel.profile.lifetime import child_environment, owned_tempdir
+from perfmodel.profile.lifetime import child_environment, end_child, owned_tempdir
 from perfmodel.profile.worker import REPLY_FD_ENV, SCRATCH_ENV
 
 SCRATCH_PREFIX = "perfmodel-worker-"
@@ -130,23 +130,11 @@ class WorkerProcess:
     def stop(self) -> None:
         """End the worker (stdin closed, a short wait, then SIGKILL) and remove its folder. Safe twice."""
         proc, self._proc = self._proc, None
-        if proc is not None:
-            try:
-                proc.stdin.close()
-            except OSError:
-                pass
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-            except KeyboardInterrupt:  # a second Ctrl-C: no more patience, still no orphan
-                proc.kill()
-                proc.wait(timeout=10)
-                raise
-            finally:
-                self._close_files()
-        self._close_files()
+        try:
+            if proc is not None:
+                end_child(proc)
+        finally:
+            self._close_files()
 
     def _close_files(self) -> None:
         if self._replies is not None:

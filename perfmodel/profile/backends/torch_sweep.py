@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import psutil
 
@@ -78,7 +78,8 @@ class _TorchSweep:
         self.largest_ok: dict[int, int] = {}  # input size -> largest batch that ran (for OOM in disguise)
         self.done = self.measured = 0
         self.measuring_s = 0.0  # time spent on newly measured points, for the ETA
-        self.remaining_bound = {size: None for size in config.input_sizes}  # points left per size (auto)
+        # Points left per input size: exact for a list, a bound for auto (which may stop sooner).
+        self.remaining_bound = {size: self.plan.points // len(config.input_sizes) for size in config.input_sizes}
 
     # -- the sweep ----------------------------------------------------------------------------
 
@@ -97,8 +98,7 @@ class _TorchSweep:
                 self.monitor = monitor
                 if monitor.has_gpu_counters:
                     self.fixed["driver"] = monitor.gpu_info().driver
-                plan = Estimate(self.plan.points, self.plan.bound, self.plan.per_point_s, self.plan.fresh_workers,
-                                worker_s=self.loaded["start_s"])
+                plan = replace(self.plan, worker_s=self.loaded["start_s"])
                 self.notify(SweepEvent("start", total=plan.points, total_is_bound=plan.bound, eta_s=plan.seconds,
                                        message=plan.describe()))
                 for size in c.input_sizes:
@@ -110,11 +110,9 @@ class _TorchSweep:
     def _sweep_size(self, size: int) -> None:
         c = self.config
         if c.batch_sizes is not None:
-            self.remaining_bound[size] = len(c.batch_sizes)
             for b in c.batch_sizes:
                 self.point(b, size)
             return
-        self.remaining_bound[size] = self.plan.points // len(c.input_sizes)
         result = search_batch_sizes(lambda b: self.point(b, size), _max_batch(c, self.is_cuda), self.max_call_ms,
                                     c.search_tolerance)
         tried = {row["batch_size"] for row in result.rows}
@@ -146,16 +144,15 @@ class _TorchSweep:
                 f"that process would fail, so the sweep stops here. {self.output.saved()} Run the same command with "
                 "--resume to go on (this point is recorded as an error)."
             )
-        left = self.done + sum(v or 0 for v in self.remaining_bound.values())
-        self.notify(SweepEvent("point", self.done, left, input_size, batch_size, row["status"], resumed,
+        total = self.done + sum(self.remaining_bound.values())
+        self.notify(SweepEvent("point", self.done, total, input_size, batch_size, row["status"], resumed,
                                eta_s=self._eta(), total_is_bound=self.config.batch_sizes is None))
         return row
 
     def _eta(self) -> float | None:
         if not self.measured:
             return None
-        left = sum(v or 0 for v in self.remaining_bound.values())
-        return self.measuring_s / self.measured * left
+        return self.measuring_s / self.measured * sum(self.remaining_bound.values())
 
     # -- one point ----------------------------------------------------------------------------
 
