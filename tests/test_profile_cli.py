@@ -239,3 +239,17 @@ def test_an_interrupt_before_the_first_point_claims_no_file(tmp_path):
     assert proc.returncode == 130
     assert not out.exists()
     assert "nothing was written" in stderr and "saved in" not in stderr and "Traceback" not in stderr
+
+
+def test_a_sticky_cuda_error_exits_1_with_a_resume_hint(tmp_path, capsys):
+    import faulty_models
+
+    model = faulty_models.fails_above(tmp_path, 1, faulty_models.ILLEGAL_ACCESS)
+    out = tmp_path / "p.csv"
+    code, _, stderr = run_cli(capsys, "profile", "--model", model, "--batch-sizes", "1,2,4", "--input-sizes", "32",
+                              "--out", str(out), *FAST)
+    assert code == 1
+    error = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and "illegal memory access" in error[0] and "--resume" in error[0]
+    assert "Traceback" not in stderr
+    assert list(load_profile(out)["status"]) == ["ok", "error"]

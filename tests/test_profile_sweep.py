@@ -180,19 +180,24 @@ def test_torchscript_errors_keep_their_real_cause(tmp_path, tiny_config):
 
 
 def test_real_cpu_out_of_memory_under_a_memory_limit(tmp_path, tiny_config):
-    # A budget of 150 MiB: large batches at 640 px fail with a real allocation error in the fresh
-    # worker, caught as OOM, and the points after it still run.
-    df = run_profile(
-        tiny_config(batch_sizes=None, input_sizes=(640,), memory_limit_mb=150, max_call_ms=1e9,
-                    warmup="fresh-process"),
-        tmp_path / "p.csv",
-    )
+    # A budget of 150 MiB: large batches at 640 px fail with a real allocation error, caught as OOM,
+    # and the points after it still run.
+    df = run_profile(tiny_config(batch_sizes=None, input_sizes=(640,), memory_limit_mb=150, max_call_ms=1e9),
+                     tmp_path / "p.csv")
     assert (df["status"] == "oom").any()
     ok = df[df["status"] == "ok"]
     largest_ok = ok["batch_size"].max()
     smallest_oom = df.loc[df["status"] == "oom", "batch_size"].min()
     assert smallest_oom == largest_ok + 1
     assert ok["memory_mb"].max() <= 150 * 1.1
+    assert df.loc[df["status"] == "oom", "error"].str.contains("alloc", case=False).all()
+
+
+def test_real_cpu_out_of_memory_in_a_fresh_worker(tmp_path, tiny_config):
+    df = run_profile(tiny_config(batch_sizes=(1, 64), input_sizes=(640,), memory_limit_mb=150, warmup="fresh-process"),
+                     tmp_path / "p.csv")
+    assert df["status"].tolist() == ["ok", "oom"]  # 64 images of 640 px are 300 MiB
+    assert df.loc[0, "memory_mb"] <= 150 and df.loc[0, "warmup_ms"] > 0
 
 
 def test_without_nvml_the_sweep_goes_on(tmp_path, tiny_config):

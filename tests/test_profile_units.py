@@ -262,6 +262,8 @@ def test_large_batches_rotate_one_input_not_three():
     assert runner.input_count(1, 224) == 3
     big = int(ROTATE_BELOW_MB * 2**20 / (3 * 224 * 224 * 2)) + 1
     assert runner.input_count(big, 224) == 1
+    assert runner.input_count(64, 224, budget_mb=80_000) == 3  # 18 MiB, a GPU of 80 GB
+    assert runner.input_count(64, 224, budget_mb=1_000) == 1  # two more would be 3.6% of a 1 GB budget
 
 
 @pytest.mark.parametrize("precision, tf32", [("fp32", False), ("tf32", True), ("fp16", False)])

@@ -42,7 +42,9 @@ class _Watchdog:
         self.timeout_s = timeout_s
         self.on_timeout = on_timeout
         self.calls = 0  # counted by guard(); read by the watch thread
-        self.since: float | None = None  # when the current request began or last made progress
+        self._lock = threading.Lock()
+        self._active = False  # a request is being handled
+        self._since = 0.0  # when it began, or last made progress
         threading.Thread(target=self._watch, name="perfmodel-call-watchdog", daemon=True).start()
 
     def guard(self, call):
@@ -54,23 +56,25 @@ class _Watchdog:
         return guarded
 
     def begin(self) -> None:
-        self.since = time.monotonic()
+        with self._lock:
+            self._active, self._since = True, time.monotonic()
 
     def end(self) -> None:
-        self.since = None
+        with self._lock:
+            self._active = False
 
     def _watch(self) -> None:
         seen = self.calls
         while True:
             time.sleep(min(1.0, self.timeout_s / 10))
-            since = self.since
-            if since is None:
-                continue
-            if self.calls != seen:
-                seen, self.since = self.calls, time.monotonic()
-            elif time.monotonic() - since > self.timeout_s:
-                self.on_timeout()
-                os._exit(TIMEOUT_EXIT)
+            with self._lock:
+                if not self._active:
+                    continue
+                if self.calls != seen:
+                    seen, self._since = self.calls, time.monotonic()
+                elif time.monotonic() - self._since > self.timeout_s:
+                    self.on_timeout()
+                    os._exit(TIMEOUT_EXIT)
 
 
 class Worker:
@@ -114,6 +118,14 @@ class Worker:
             if kind in ("oom-like", "error") and self._context_broken():
                 kind = "sticky"
         return {"status": "failed", "kind": kind, "error": failure.message}
+
+    def _device_memory_mb(self) -> float | None:
+        """What the device may hold for this worker: its memory, or the cap it was given at load."""
+        if not self.runner.is_cuda:
+            return None
+        torch = self.runner.torch
+        total = torch.cuda.get_device_properties(self.runner.device).total_memory / 2**20
+        return total * torch.cuda.get_per_process_memory_fraction(self.runner.device)
 
     def _free(self) -> None:
         try:
@@ -182,7 +194,7 @@ class Worker:
         graphs = runner.options.cuda_graphs
         runner.release()
         extra = None if limit is None or runner.is_cuda else limit - runner.used_memory_mb()
-        count = runner.input_count(b, s)
+        count = runner.input_count(b, s, request.get("memory_budget_mb") or self._device_memory_mb())
         out: dict = {}
         try:
             with memory.data_limit(extra), runner.inference():

@@ -19,7 +19,7 @@ from perfmodel.profile.models import ModelSpec, build_model
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 # Below this size per batch the steady state rotates between three input batches, so that no cache
 # flatters the numbers; a larger batch is larger than any cache, and holding three of them would move
-# the out-of-memory boundary, so it uses one.
+# the out-of-memory boundary, so it uses one (see TorchRunner.input_count).
 ROTATE_BELOW_MB = 256.0
 
 
@@ -137,9 +137,12 @@ class TorchRunner:
         """The size of one input batch (MiB)."""
         return batch_size * 3 * input_size * input_size * self.torch.tensor([], dtype=self.dtype).element_size() / 2**20
 
-    def input_count(self, batch_size: int, input_size: int) -> int:
-        """How many input batches the steady state rotates between (see ROTATE_BELOW_MB)."""
-        return 3 if self.batch_mb(batch_size, input_size) <= ROTATE_BELOW_MB else 1
+    def input_count(self, batch_size: int, input_size: int, budget_mb: float | None = None) -> int:
+        """How many input batches the steady state rotates between: three while a batch is under
+        ROTATE_BELOW_MB and the two extra ones take under 1% of the memory budget, else one (so that
+        rotation never moves the out-of-memory boundary)."""
+        limit = ROTATE_BELOW_MB if budget_mb is None else min(ROTATE_BELOW_MB, budget_mb / 200)
+        return 3 if self.batch_mb(batch_size, input_size) <= limit else 1
 
     def inputs(self, batch_size: int, input_size: int, count: int = 3) -> list:
         """A few random image batches (never zeros) to rotate between.

@@ -226,7 +226,7 @@ class _TorchSweep:
             self.loaded = {**self.loaded, **self._start_measuring_worker()}
         rule = self.config.rule
         request = {"op": "steady", "batch_size": batch_size, "input_size": input_size, "memory_limit_mb": memory_limit,
-                   "timed_first_call": timed_first_call, "rule": asdict(rule)}
+                   "memory_budget_mb": self.memory_limit, "timed_first_call": timed_first_call, "rule": asdict(rule)}
         # A backstop only: the worker's own watchdog reports a stuck call after --call-timeout.
         backstop = rule.max_time_s + (rule.warmup_calls + 3) * self.config.call_timeout_s + 60
         reply = self.measuring.request(request, backstop, "--call-timeout")
