@@ -37,8 +37,8 @@ def exit_with_parent(owned_dir: str | None = None, poll_s: float = 0.2) -> Calla
     process has ended (nothing writes into the folder any more: a compilation may be running here)
     and removes the folder, and then ends this process at once.
 
-    Returns `finish()`, for the end of the program: it does the same if the parent is gone by then
-    (a parent's death also closes the pipes, and the program may notice that first).
+    Returns `abandon()`, for a program that learns of its parent's death another way (its pipes close
+    as the parent dies, before the kernel names a new parent): it does the same at once.
     """
     # The parent names itself: if it died before this line, getppid() would already name the reaper.
     # (Read once and dropped, so that this process's own children do not inherit it.)
@@ -63,11 +63,7 @@ def exit_with_parent(owned_dir: str | None = None, poll_s: float = 0.2) -> Calla
     if not killed_by_kernel:  # no thread waking up in a timing process unless it is needed
         threading.Thread(target=watch, name="perfmodel-parent-watch", daemon=True).start()
 
-    def finish() -> None:
-        if os.getppid() != parent:
-            leave()
-
-    return finish
+    return leave
 
 
 def _kill_me_with_parent() -> bool:

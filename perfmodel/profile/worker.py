@@ -33,6 +33,7 @@ from perfmodel.profile.lifetime import exit_with_parent
 REPLY_FD_ENV = "PERFMODEL_REPLY_FD"
 SCRATCH_ENV = "PERFMODEL_WORKER_SCRATCH"  # a folder this worker must remove if its parent dies
 TIMEOUT_EXIT = 3
+EXIT_REQUEST = {"op": "exit"}
 
 
 class _Watchdog:
@@ -226,7 +227,7 @@ def _compile_cache() -> str | None:
 
 
 def main() -> None:
-    finish = exit_with_parent(owned_dir=os.environ.get(SCRATCH_ENV))
+    abandon = exit_with_parent(owned_dir=os.environ.get(SCRATCH_ENV))
     reply_fd = int(os.environ[REPLY_FD_ENV])
     lock = threading.Lock()
 
@@ -239,12 +240,14 @@ def main() -> None:
     worker = Worker(reply)
     try:
         for line in sys.stdin:
-            if line.strip():
-                reply(worker.handle(json.loads(line)))
-    except BrokenPipeError:  # the profiler is gone: nobody reads our answers
+            request = json.loads(line) if line.strip() else None
+            if request == EXIT_REQUEST:  # the profiler lets us go (and removes our folder itself)
+                return
+            if request is not None:
+                reply(worker.handle(request))
+    except BrokenPipeError:  # nobody reads our answers any more
         pass
-    finally:
-        finish()  # stdin closed: by the profiler (it removes our folder), or by its death (then we do)
+    abandon()  # stdin closed without a word: the profiler died (its pipes close before it is gone)
 
 
 if __name__ == "__main__":

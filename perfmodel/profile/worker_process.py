@@ -20,7 +20,7 @@ from pathlib import Path
 
 from perfmodel.profile.failures import log_cause
 from perfmodel.profile.lifetime import child_environment, end_child, owned_tempdir
-from perfmodel.profile.worker import REPLY_FD_ENV, SCRATCH_ENV
+from perfmodel.profile.worker import EXIT_REQUEST, REPLY_FD_ENV, SCRATCH_ENV
 
 SCRATCH_PREFIX = "perfmodel-worker-"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # so that the worker imports this same perfmodel
@@ -132,6 +132,11 @@ class WorkerProcess:
         proc, self._proc = self._proc, None
         try:
             if proc is not None:
+                try:
+                    proc.stdin.write((json.dumps(EXIT_REQUEST) + "\n").encode())
+                    proc.stdin.flush()
+                except OSError:  # it is gone already
+                    pass
                 end_child(proc)
         finally:
             self._close_files()
