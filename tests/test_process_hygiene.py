@@ -86,10 +86,14 @@ def _assert_no_folders_left(prefix: str, owner: int) -> None:
     assert not _temp_folders(prefix, owner)
 
 
-def _end(proc: subprocess.Popen, sig: int) -> None:
-    proc.send_signal(sig)
+def _signal_when(proc: subprocess.Popen, ready, sig: int) -> list[psutil.Process]:
+    """Wait until `ready()`, note the profiler's children, send `sig`, wait for the profiler's end."""
     try:
+        _wait_until(proc, ready)
+        children = _descendants(proc)
+        proc.send_signal(sig)
         proc.wait(timeout=60)
+        return children
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -101,26 +105,15 @@ def _end(proc: subprocess.Popen, sig: int) -> None:
 def test_torch_profile_with_fresh_workers(tmp_path, sig):
     """Ended while a fresh warm-up worker runs beside the measuring worker (and the monitor)."""
     proc = _profile(tmp_path, "--batch-sizes", "1,2,4,8,16,32", "--max-time-per-point", "1")
-    try:
-        _wait_until(proc, lambda: len(_workers(proc)) >= 2)  # the measuring worker and a fresh one
-        children = _descendants(proc)
-        _end(proc, sig)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    children = _signal_when(proc, lambda: len(_workers(proc)) >= 2, sig)  # the measuring worker and a fresh one
     assert proc.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 143)
     _assert_all_gone(children)
 
 
 def test_compile_workers_remove_their_cache_folders_when_the_profiler_is_killed(tmp_path):
     proc = _profile(tmp_path, "--batch-sizes", "1,2", "--compile")
-    try:
-        _wait_until(proc, lambda: len(_temp_folders("perfmodel-worker-", proc.pid)) >= 2)  # measuring + fresh
-        children = _descendants(proc)
-        _end(proc, signal.SIGKILL)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    ready = lambda: len(_temp_folders("perfmodel-worker-", proc.pid)) >= 2  # noqa: E731 (measuring + fresh)
+    children = _signal_when(proc, ready, signal.SIGKILL)
     _assert_all_gone(children)
     _assert_no_folders_left("perfmodel-worker-", proc.pid)
 
@@ -143,13 +136,7 @@ def test_triton_profile(tmp_path, sig):
     proc = _profile(tmp_path, "--backend", "triton", "--batch-sizes", "1,2,4", "--concurrency", "1,2",
                     "--warmup", "in-process", "--max-time-per-point", "2")
     out = tmp_path / "p.csv"
-    try:
-        _wait_until(proc, lambda: out.exists())  # the server is up and measuring
-        children = _descendants(proc)
-        _end(proc, sig)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    children = _signal_when(proc, out.exists, sig)  # the server is up and measuring
     assert proc.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 143)
     _assert_all_gone(children)
     _assert_no_folders_left("perfmodel-triton-", proc.pid)
