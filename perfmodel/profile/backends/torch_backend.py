@@ -135,7 +135,7 @@ class TorchRunner:
 
     def batch_mb(self, batch_size: int, input_size: int) -> float:
         """The size of one input batch (MiB)."""
-        return batch_size * 3 * input_size * input_size * self.torch.tensor([], dtype=self.dtype).element_size() / 2**20
+        return batch_size * 3 * input_size * input_size * (self.torch.finfo(self.dtype).bits // 8) / 2**20
 
     def input_count(self, batch_size: int, input_size: int, budget_mb: float | None = None) -> int:
         """How many input batches the steady state rotates between: three while a batch is under

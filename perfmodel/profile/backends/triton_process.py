@@ -11,7 +11,6 @@ backend's shared-memory regions. Every wait has a bound.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
 import signal
@@ -26,7 +25,7 @@ import psutil
 from perfmodel.errors import BackendError, DeviceError
 from perfmodel.profile.backends.triton_server import TOKEN_ENV
 from perfmodel.profile.failures import log_cause
-from perfmodel.profile.lifetime import owned_tempdir, remove_stale
+from perfmodel.profile.lifetime import child_environment, owned_tempdir, remove_stale
 
 WORKSPACE_PREFIX = "perfmodel-triton-"
 
@@ -123,9 +122,7 @@ class LocalTritonServer:
         self.directory = owned_tempdir(WORKSPACE_PREFIX)
         ready_file = self.directory / "ready.json"
         token = secrets.token_urlsafe(24)
-        env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[3])  # the server imports this same perfmodel
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        env = child_environment(str(Path(__file__).resolve().parents[3]))  # the server imports this same perfmodel
         env[TOKEN_ENV] = token  # in the environment, not on the command line that `ps` shows
         self._log = open(self.directory / "server.log", "wb")
         t0 = time.perf_counter()

@@ -79,7 +79,9 @@ def _stop_on_signals(stop: threading.Event) -> None:
 
 def _watch_parent(stop: threading.Event, orphaned: threading.Event) -> None:
     """Stop when the parent dies (a profiler killed with SIGKILL must not leave a server behind)."""
-    parent = os.getppid()
+    from perfmodel.profile.lifetime import PARENT_ENV
+
+    parent = int(os.environ.pop(PARENT_ENV, os.getppid()))  # named by the parent: it may be gone already
 
     def watch() -> None:
         while not stop.wait(0.5):
