@@ -9,12 +9,23 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from perfmodel.cli import main
 from perfmodel.schema import load_profile
 
 FAST = ["--max-time-per-point", "0.2", "--warmup", "in-process"]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+no_gpu_here = pytest.mark.skipif(_has_cuda(), reason="a CUDA GPU is here: --device cuda is valid")
 
 
 def run_cli(capsys, *args):
@@ -53,7 +64,7 @@ def _unreadable_model(tmp_path: Path) -> str:
     [
         (["--model", "resnet9000"], "unknown model 'resnet9000'"),
         (["--model", "tiny", "--backend", "onnx"], "invalid choice: 'onnx'"),
-        (["--model", "tiny", "--device", "cuda"], "finds no CUDA device"),
+        pytest.param(["--model", "tiny", "--device", "cuda"], "finds no CUDA device", marks=no_gpu_here),
         (["--model", "tiny", "--device", "tpu"], "unknown device 'tpu'"),
         (["--model", "no/such/model.pt"], "does not exist"),
         (["--model", "tiny", "--batch-sizes", "1,0,4"], "'0' is not a positive whole number"),
@@ -62,6 +73,23 @@ def _unreadable_model(tmp_path: Path) -> str:
         (["--model", "tiny", "--input-sizes", "-5"], "not a positive whole number"),
         (["--model", "tiny", "--cuda-graphs"], "--cuda-graphs needs a CUDA device"),
         (["--model", "tiny", "--precision", "fp8"], "invalid choice: 'fp8'"),
+        (["--model", "tiny", "--precision", "tf32"], "--precision tf32"),
+        (["--model", "tiny", "--max-time-per-point", "nan"], "--max-time-per-point: must be a positive number"),
+        (["--model", "tiny", "--max-time-per-point", "inf"], "--max-time-per-point: must be a positive number"),
+        (["--model", "tiny", "--max-call-ms", "-1"], "--max-call-ms: must be a positive number of milliseconds"),
+        (["--model", "tiny", "--memory-limit-mb", "0"], "--memory-limit-mb: must be a positive number of MiB"),
+        (["--model", "tiny", "--threads", "0"], "--threads: must be a positive whole number"),
+        (["--model", "tiny", "--max-batch-size", "-3"], "--max-batch-size: must be a positive whole number"),
+        (["--model", "tiny", "--call-timeout", "nan"], "--call-timeout: must be a positive number of seconds"),
+        (["--model", "tiny", "--worker-timeout", "0"], "--worker-timeout: must be a positive number of seconds"),
+        (["--model", "tiny", "--search-tolerance", "150%"], "below 100%"),
+        (["--model", "tiny", "--fresh-warmup-at", "0,16"], "'0' is not a positive whole number"),
+        (["--model", "tiny", "--fresh-warmup-at", "16", "--warmup", "in-process"], "needs --warmup fresh-process"),
+        (["--model", "tiny", "--fresh-warmup-at", "3", "--batch-sizes", "1,2"], "--fresh-warmup-at 3 is not among"),
+        (["--model", "tiny", "--backend", "triton", "--request-timeout", "nan"], "--request-timeout: must be"),
+        (["--model", "tiny", "--backend", "triton", "--batch-sizes", "auto"], "is for the in-process backend"),
+        (["--model", "tiny", "--backend", "triton", "--fresh-warmup-at", "1", "--batch-sizes", "1"],
+         "is for the in-process backend"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_exit_code_2(tmp_path, capsys, args, words):
@@ -132,3 +160,96 @@ def test_ctrl_c_keeps_finished_points_and_resume_completes(tmp_path):
     assert sorted(final["batch_size"]) == [1, 2, 4, 8, 16, 32, 64, 128]
     kept_rows = final.set_index("batch_size").loc[kept["batch_size"], "created_at"]
     assert list(kept_rows) == list(kept["created_at"])  # not measured again
+
+
+def test_help_says_what_auto_does(capsys):
+    assert main(["profile", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "double from 1 until a batch does not fit" in text and "bisect" in text
+    assert "powers of two up to" not in text
+
+
+def test_estimate_measures_nothing(tmp_path, capsys):
+    out = tmp_path / "p.csv"
+    code, _, stderr = run_cli(capsys, "profile", "--model", "tiny", "--batch-sizes", "auto", "--input-sizes", "32,64",
+                              "--fresh-warmup-at", "1,16", "--search-tolerance", "10%", "--out", str(out), "--estimate")
+    assert code == 0 and not out.exists()
+    # 1024 on a CPU: 11 doublings and at most 4 bisections within 10%, plus 2 chosen sizes, per input size
+    assert "at most 34 point(s), 4 of them with a fresh warm-up process" in stderr
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def _wait_for(predicate, proc: subprocess.Popen, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline and proc.poll() is None, "the sweep should still be running"
+        time.sleep(0.05)
+
+
+def _descendants(proc: subprocess.Popen) -> list[psutil.Process]:
+    try:
+        return psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _gone(procs: list[psutil.Process], timeout_s: float = 10) -> bool:
+    _, alive = psutil.wait_procs(procs, timeout=timeout_s)
+    return not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_sigterm_is_handled_like_ctrl_c(tmp_path):
+    out = tmp_path / "p.csv"
+    args = [sys.executable, "-m", "perfmodel", "profile", "--model", "tiny", "--input-sizes", "32",
+            "--batch-sizes", "1,2,4,8,16,32,64,128", "--out", str(out), "--max-time-per-point", "0.5",
+            "--warmup", "in-process"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    try:
+        _wait_for(lambda: out.exists() and len(load_profile(out)) >= 2, proc)
+        children = _descendants(proc)
+        assert children, "the sweep runs its model in worker processes"
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, stderr
+    assert "terminated" in stderr and "--resume" in stderr and "Traceback" not in stderr
+    assert 2 <= len(load_profile(out)) < 8
+    assert _gone(children)
+
+
+def test_an_interrupt_before_the_first_point_claims_no_file(tmp_path):
+    out = tmp_path / "p.csv"
+    args = [sys.executable, "-u", "-m", "perfmodel", "profile", "--model", "tiny", "--input-sizes", "32",
+            "--batch-sizes", "1", "--out", str(out)]  # fresh-process warm-up: the first point takes seconds
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    try:
+        assert "planned:" in proc.stderr.readline()
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert not out.exists()
+    assert "nothing was written" in stderr and "saved in" not in stderr and "Traceback" not in stderr
+
+
+def test_a_sticky_cuda_error_exits_1_with_a_resume_hint(tmp_path, capsys):
+    import faulty_models
+
+    model = faulty_models.fails_above(tmp_path, 1, faulty_models.ILLEGAL_ACCESS)
+    out = tmp_path / "p.csv"
+    code, _, stderr = run_cli(capsys, "profile", "--model", model, "--batch-sizes", "1,2,4", "--input-sizes", "32",
+                              "--out", str(out), *FAST)
+    assert code == 1
+    error = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and "illegal memory access" in error[0] and "--resume" in error[0]
+    assert "Traceback" not in stderr
+    assert list(load_profile(out)["status"]) == ["ok", "error"]

@@ -7,10 +7,10 @@ import warnings
 import numpy as np
 import pytest
 
-from perfmodel.errors import InputError
+from perfmodel.errors import BackendError, InputError
 from perfmodel.profile import run_profile
-from perfmodel.profile.backends.torch_backend import TorchRunner
 from perfmodel.schema import REQUIRED_COLUMNS, load_profile
+import faulty_models
 
 
 def test_round_trip_through_the_csv(tmp_path, tiny_config):
@@ -76,25 +76,11 @@ def test_resume_refuses_different_settings(tmp_path, tiny_config):
         run_profile(tiny_config(batch_sizes=(1, 2), warmup="fresh-process"), out, resume=True)
 
 
-def _inject_oom_above(monkeypatch, limit: int):
-    """Make the backend run out of memory for batches above `limit`, as a GPU would."""
-    import torch
-
-    real_inputs = TorchRunner.inputs
-
-    def inputs(self, batch_size, input_size, count=3):
-        if batch_size > limit:
-            raise torch.cuda.OutOfMemoryError(f"CUDA out of memory. Tried to allocate {batch_size} images")
-        return real_inputs(self, batch_size, input_size, count)
-
-    monkeypatch.setattr(TorchRunner, "inputs", inputs)
-
-
-def test_auto_finds_the_largest_batch_by_doubling_then_bisection(tmp_path, tiny_config, monkeypatch):
-    _inject_oom_above(monkeypatch, 11)
+def test_auto_finds_the_largest_batch_by_doubling_then_bisection(tmp_path, tiny_config):
+    model = faulty_models.fails_above(tmp_path, 11, faulty_models.OOM)
     out = tmp_path / "p.csv"
     events = []
-    df = run_profile(tiny_config(batch_sizes=None, max_call_ms=1e9), out, on_progress=events.append)
+    df = run_profile(tiny_config(model=model, batch_sizes=None, max_call_ms=1e9), out, on_progress=events.append)
     tried = list(df["batch_size"])
     assert tried == [1, 2, 4, 8, 16, 12, 10, 11]  # doubling to the first OOM, then bisection
     status = dict(zip(df["batch_size"], df["status"]))
@@ -102,45 +88,129 @@ def test_auto_finds_the_largest_batch_by_doubling_then_bisection(tmp_path, tiny_
     assert load_profile(out)["status"].tolist() == df["status"].tolist()
     search = [e for e in events if e.kind == "search"]
     assert "11 is the largest" in search[0].message
+    points = [e for e in events if e.kind == "point"]
+    assert all(e.total is not None and e.total >= e.done for e in points)  # a bound, never "?"
+    assert points[-1].eta_s is not None
 
 
-def test_oom_never_ends_a_fixed_grid(tmp_path, tiny_config, monkeypatch):
-    _inject_oom_above(monkeypatch, 2)
-    df = run_profile(tiny_config(batch_sizes=(1, 2, 4), input_sizes=(32, 40)), tmp_path / "p.csv")
+def test_oom_never_ends_a_fixed_grid(tmp_path, tiny_config):
+    model = faulty_models.fails_above(tmp_path, 2, faulty_models.OOM)
+    df = run_profile(tiny_config(model=model, batch_sizes=(1, 2, 4), input_sizes=(32, 40)), tmp_path / "p.csv")
     assert df["status"].tolist() == ["ok", "ok", "oom"] * 2
     assert df.loc[df["status"] == "oom", "error"].str.contains("out of memory").all()
 
 
+@pytest.mark.parametrize("message", [faulty_models.CUDNN_INTERNAL, faulty_models.NO_ENGINE,
+                                     "CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+                                     faulty_models.INDEX_32BIT])
+def test_out_of_memory_in_disguise_and_size_limits_bisect(tmp_path, tiny_config, message):
+    """cuDNN/cuBLAS failures at a large batch, and kernels' 2^31-element limits, bound the batch like an
+    OOM: the search bisects to the largest batch that runs, and each row keeps the original message."""
+    model = faulty_models.fails_above(tmp_path, 5, message)
+    df = run_profile(tiny_config(model=model, batch_sizes=None, max_call_ms=1e9), tmp_path / "p.csv")
+    assert list(df["batch_size"]) == [1, 2, 4, 8, 6, 5]
+    failed = df[df["status"] != "ok"]
+    assert set(failed["status"]) == {"oom"} and list(failed["batch_size"]) == [8, 6]
+    first_line = message.splitlines()[0][:60]
+    assert failed["error"].str.contains(first_line, regex=False).all()
+    assert not failed["error"].str.contains("TorchScript").any()  # the real cause, not the interpreter's preamble
+
+
+def test_a_disguised_oom_without_a_smaller_success_is_an_error(tmp_path, tiny_config):
+    model = faulty_models.fails_above(tmp_path, 0, faulty_models.CUDNN_INTERNAL)
+    df = run_profile(tiny_config(model=model, batch_sizes=(1, 2)), tmp_path / "p.csv")
+    assert df["status"].tolist() == ["error", "error"]
+    assert df["error"].str.contains("CUDNN_STATUS_INTERNAL_ERROR").all()
+
+
+def test_sticky_cuda_error_ends_the_sweep_with_a_resume_hint(tmp_path, tiny_config):
+    model = faulty_models.fails_above(tmp_path, 2, faulty_models.ILLEGAL_ACCESS)
+    out = tmp_path / "p.csv"
+    with pytest.raises(BackendError, match="--resume") as caught:
+        run_profile(tiny_config(model=model, batch_sizes=(1, 2, 4, 8, 16)), out)
+    assert "illegal memory access" in str(caught.value) and "\n" not in str(caught.value)
+    kept = load_profile(out)
+    assert list(kept["batch_size"]) == [1, 2, 4]  # stopped at once: 8 and 16 were not tried
+    assert list(kept["status"]) == ["ok", "ok", "error"] and "illegal memory access" in kept["error"].iloc[-1]
+
+
+@pytest.mark.parametrize("warmup", ["in-process", "fresh-process"])
+def test_a_call_that_never_returns_fails_its_point_and_the_sweep_goes_on(tmp_path, tiny_config, warmup):
+    model = faulty_models.save(faulty_models.LoopsAt(2), tmp_path, "loops")
+    df = run_profile(tiny_config(model=model, batch_sizes=(1, 2, 4), warmup=warmup, call_timeout_s=2), tmp_path / "p.csv")
+    assert df["status"].tolist() == ["ok", "error", "ok"]
+    assert "did not return within 2 s (--call-timeout)" in df["error"].iloc[1]
+
+
+def test_fresh_warmup_only_at_chosen_batch_sizes(tmp_path, tiny_config):
+    df = run_profile(tiny_config(batch_sizes=(1, 2, 4), warmup="fresh-process", fresh_warmup_at=(2,)), tmp_path / "p.csv")
+    assert (df["status"] == "ok").all() and set(df["warmup_method"]) == {"fresh-process"}
+    warm = dict(zip(df["batch_size"], df["warmup_ms"]))
+    assert warm[2] > 0 and np.isnan(warm[1]) and np.isnan(warm[4])
+    assert (df["load_ms"] > 0).all() and (df["memory_mb"] > 0).all()
+
+
+def test_fresh_warmup_sizes_off_the_doubling_path_are_measured_too(tmp_path, tiny_config):
+    model = faulty_models.fails_above(tmp_path, 11, faulty_models.OOM)
+    config = tiny_config(model=model, batch_sizes=None, max_call_ms=1e9, warmup="fresh-process",
+                         fresh_warmup_at=(3, 4, 64), search_tolerance=0.5)
+    df = run_profile(config, tmp_path / "p.csv")
+    # doubling 1..16, bisection within 50% of 8 (12 is OOM, gap 4 <= 4), then 3 (4 was visited; 64 does not fit)
+    assert list(df["batch_size"]) == [1, 2, 4, 8, 16, 12, 3]
+    assert set(df.loc[df["warmup_ms"].notna(), "batch_size"]) == {3, 4}
+
+
+def test_memory_is_one_input_batch_not_three(tmp_path, tiny_config):
+    """A model with no activations to speak of: its memory is its one input batch (24 MiB here),
+    not the three batches the steady state rotates between."""
+    model = faulty_models.save(faulty_models.MeanOnly(), tmp_path, "mean_only")
+    batch_mb = 8 * 3 * 512 * 512 * 4 / 2**20
+    for warmup in ("fresh-process", "in-process"):
+        df = run_profile(tiny_config(model=model, batch_sizes=(8,), input_sizes=(512,), warmup=warmup),
+                         tmp_path / f"{warmup}.csv")
+        assert df.loc[0, "status"] == "ok"
+        assert 0.8 * batch_mb < df.loc[0, "memory_mb"] < 1.6 * batch_mb, (warmup, df.loc[0, "memory_mb"])
+
+
+def test_torchscript_errors_keep_their_real_cause(tmp_path, tiny_config):
+    model = faulty_models.fails_above(tmp_path, 1, "the model refuses batches above 1")
+    df = run_profile(tiny_config(model=model, batch_sizes=(1, 2)), tmp_path / "p.csv")
+    assert df.loc[1, "status"] == "error"
+    assert df.loc[1, "error"] == "RuntimeError: the model refuses batches above 1"
+
+
 def test_real_cpu_out_of_memory_under_a_memory_limit(tmp_path, tiny_config):
-    # A budget of 150 MiB: large batches at 640 px fail with a real allocation error in the fresh
-    # worker, caught as OOM, and the points after it still run.
-    df = run_profile(
-        tiny_config(batch_sizes=None, input_sizes=(640,), memory_limit_mb=150, max_call_ms=1e9,
-                    warmup="fresh-process"),
-        tmp_path / "p.csv",
-    )
+    # A budget of 150 MiB: large batches at 640 px fail with a real allocation error, caught as OOM,
+    # and the points after it still run.
+    df = run_profile(tiny_config(batch_sizes=None, input_sizes=(640,), memory_limit_mb=150, max_call_ms=1e9),
+                     tmp_path / "p.csv")
     assert (df["status"] == "oom").any()
     ok = df[df["status"] == "ok"]
     largest_ok = ok["batch_size"].max()
     smallest_oom = df.loc[df["status"] == "oom", "batch_size"].min()
     assert smallest_oom == largest_ok + 1
     assert ok["memory_mb"].max() <= 150 * 1.1
+    assert df.loc[df["status"] == "oom", "error"].str.contains("alloc", case=False).all()
 
 
-def test_without_nvml_the_sweep_goes_on(tmp_path, tiny_config, monkeypatch):
-    import pynvml
+def test_real_cpu_out_of_memory_in_a_fresh_worker(tmp_path, tiny_config):
+    df = run_profile(tiny_config(batch_sizes=(1, 64), input_sizes=(640,), memory_limit_mb=150, warmup="fresh-process"),
+                     tmp_path / "p.csv")
+    assert df["status"].tolist() == ["ok", "oom"]  # 64 images of 640 px are 300 MiB
+    assert df.loc[0, "memory_mb"] <= 150 and df.loc[0, "warmup_ms"] > 0
 
+
+def test_without_nvml_the_sweep_goes_on(tmp_path, tiny_config):
     from perfmodel.profile.monitor import HardwareMonitor
 
-    def no_library():
-        raise pynvml.NVMLError_LibraryNotFound()
-
-    monkeypatch.setattr(pynvml, "nvmlInit", no_library)
+    monitor = HardwareMonitor(gpu_index=10_000)  # no such GPU: no NVML library here, or no such device there
     with pytest.warns(UserWarning, match="GPU counters are not available"):
-        monitor = HardwareMonitor(gpu_index=0)
-    with monitor:
+        monitor.start()
+    try:
         mark = monitor.window()
         summary = monitor.summary(mark)
+    finally:
+        monitor.stop()
     assert np.isnan(summary["gpu_util_avg"]) and summary["cpu_util_max"] >= 0
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # on a CPU device the monitor does not even try NVML
@@ -157,3 +227,42 @@ def test_torchscript_model_file(tmp_path, tiny_config):
     torch.jit.save(torch.jit.script(build_model(ModelSpec("tiny"))), str(path))
     df = run_profile(tiny_config(model=str(path), batch_sizes=(1,)), tmp_path / "p.csv")
     assert df.loc[0, "model"] == "scripted_tiny" and df.loc[0, "status"] == "ok"
+
+
+def test_the_monitor_samples_in_its_own_process():
+    """A reading holds an interpreter for ~2 ms: on the timing process's interpreter it moved the p99."""
+    import threading
+    import time
+
+    from perfmodel.profile.monitor import HardwareMonitor
+
+    threads_before = threading.active_count()
+    with HardwareMonitor(interval_s=0.01) as monitor:
+        mark = monitor.window()
+        time.sleep(0.5)
+        assert threading.active_count() == threads_before  # no sampling thread here
+        later = monitor.window()
+        summary = monitor.summary(mark)
+    assert later - mark >= 5  # it sampled meanwhile, elsewhere
+    assert summary["cpu_util_max"] >= 0 and summary["host_rss_mb_max"] > 0
+
+
+def test_each_compile_worker_has_its_own_cache_folder_removed_after():
+    from dataclasses import asdict
+
+    from perfmodel.profile.backends.torch_backend import TorchOptions
+    from perfmodel.profile.models import ModelSpec
+    from perfmodel.profile.worker_process import WorkerProcess
+
+    request = {"op": "load", "model": asdict(ModelSpec("tiny")), "options": asdict(TorchOptions(compile=True)),
+               "seed": 0, "call_timeout_s": 60}
+    caches, folders = [], []
+    for _ in range(2):
+        with WorkerProcess(own_compile_cache=True) as worker:
+            reply = worker.request(request, 600, "--worker-timeout")
+            assert reply["status"] == "ok", reply
+            caches.append(reply["compile_cache"])
+            folders.append(worker.scratch)
+            assert str(worker.scratch) in reply["compile_cache"]
+        assert not folders[-1].exists()
+    assert caches[0] != caches[1]

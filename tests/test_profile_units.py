@@ -13,7 +13,7 @@ from perfmodel.errors import InputError
 from perfmodel.files import atomic_write_text
 from perfmodel.profile.grid import parse_batch_sizes, parse_input_sizes
 from perfmodel.profile.provenance import hardware_key
-from perfmodel.profile.search import search_batch_sizes
+from perfmodel.profile.search import search_batch_sizes, search_points_bound
 from perfmodel.profile.timing import LatencySummary, StabilityRule, measure_latency, median_ci_rel
 
 
@@ -150,3 +150,203 @@ def test_atomic_write_replaces_whole_file_and_leaves_no_temp(tmp_path):
     assert path.read_text() == "two"
     assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
     assert oct(path.stat().st_mode & 0o777) != oct(0o600)
+
+
+# ------------------------------------------------------------------------------------------------
+# The bisection tolerance and the estimate
+
+
+@given(st.integers(min_value=1, max_value=20000), st.sampled_from([0.0, 0.05, 0.1, 0.25]))
+def test_search_with_a_tolerance_stops_within_it(fits_up_to, tolerance):
+    measure, seen = fake_measure(fits_up_to)
+    result = search_batch_sizes(measure, max_batch_size=16384, max_call_ms=None, tolerance=tolerance)
+    assert len(seen) == len(set(seen))
+    assert len(seen) <= search_points_bound(16384, tolerance)
+    largest = min(fits_up_to, 16384)
+    assert result.largest_ok <= largest
+    assert largest - result.largest_ok <= max(1, tolerance * result.largest_ok)
+    if tolerance == 0:
+        assert result.largest_ok == largest
+
+
+def test_a_ten_percent_tolerance_saves_points_at_gpu_batch_sizes():
+    exact, _ = fake_measure(13000)
+    fast, _ = fake_measure(13000)
+    n_exact = len(search_batch_sizes(exact, 16384, None).rows)
+    n_fast = len(search_batch_sizes(fast, 16384, None, tolerance=0.1).rows)
+    assert n_fast <= n_exact - 5
+    assert search_points_bound(16384, 0.1) < search_points_bound(16384, 0.0)
+
+
+def test_estimate_counts_points_and_fresh_workers():
+    from perfmodel.profile import ProfileConfig, estimate_profile
+
+    grid = estimate_profile(ProfileConfig(model="tiny", batch_sizes=(1, 2, 4), input_sizes=(32, 64),
+                                          fresh_warmup_at=(2,)))
+    assert (grid.points, grid.bound, grid.fresh_workers) == (6, False, 2)
+    auto = estimate_profile(ProfileConfig(model="tiny", batch_sizes=None, input_sizes=(32,), device="cuda",
+                                          search_tolerance=0.1, fresh_warmup_at=(1, 16, 256)))
+    assert auto.bound and auto.points == search_points_bound(16384, 0.1) + 3 and auto.fresh_workers == 3
+    assert auto.seconds is None and "at most" in auto.describe()
+
+
+# ------------------------------------------------------------------------------------------------
+# What a failure means
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        ("CUDA out of memory. Tried to allocate 20.00 MiB", "oom"),
+        ("DefaultCPUAllocator: can't allocate memory: you tried to allocate 123 bytes", "oom"),
+        ("cuDNN error: CUDNN_STATUS_INTERNAL_ERROR", "oom-like"),
+        ("FIND was unable to find an engine to execute this computation", "oom-like"),
+        ("CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`", "oom-like"),
+        ("Expected canUse32BitIndexMath(input) && canUse32BitIndexMath(output) to be true, but got false.", "limit"),
+        ("CUDA error: an illegal memory access was encountered", "sticky"),
+        ("CUDA error: device-side assert triggered", "sticky"),
+        ("CUDA error: misaligned address", "sticky"),
+        ("mat1 and mat2 shapes cannot be multiplied (4x3 and 5x6)", "error"),
+    ],
+)
+def test_failure_kinds(text, kind):
+    from perfmodel.profile.failures import classify
+
+    assert classify(RuntimeError(text)).kind == kind
+
+
+def test_torchscript_failures_name_their_real_cause():
+    from perfmodel.profile.failures import describe
+
+    class Error(Exception):  # torch.jit.Error is not a RuntimeError
+        pass
+
+    text = ("The following operation failed in the TorchScript interpreter.\nTraceback of TorchScript (most recent "
+            "call last):\n  File \"x.py\", line 5, in forward\n    raise RuntimeError('boom')\n    ~~~~ <--- HERE\n"
+            "builtins.RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert describe(Error(text)) == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert describe(RuntimeError("one line\nand a hint")) == "RuntimeError: one line"
+
+
+# ------------------------------------------------------------------------------------------------
+# The torch backend without a GPU: inputs, TF32, CUDA graphs (CUDA calls replaced by fakes)
+
+
+def test_inputs_are_drawn_in_the_measured_dtype_and_layout_without_a_copy(monkeypatch):
+    import torch
+
+    from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner
+    from perfmodel.profile.models import ModelSpec
+
+    runner = TorchRunner(ModelSpec("tiny"), TorchOptions(precision="bf16", channels_last=True))
+
+    def no_copies(*args, **kwargs):
+        raise AssertionError("inputs must be drawn on the device in their dtype, not converted")
+
+    monkeypatch.setattr(torch.Tensor, "to", no_copies)
+    monkeypatch.setattr(torch.Tensor, "contiguous", no_copies)
+    batches = runner.inputs(4, 16, count=2)
+    monkeypatch.undo()
+    assert len(batches) == 2 and all(x.dtype == torch.bfloat16 for x in batches)
+    assert all(x.is_contiguous(memory_format=torch.channels_last) for x in batches)
+    assert not torch.equal(batches[0], batches[1]) and batches[0].abs().sum() > 0  # distinct, never zeros
+    again = runner.inputs(4, 16, count=2)
+    assert torch.equal(again[0], batches[0])  # seeded: the same point gets the same inputs
+
+
+def test_large_batches_rotate_one_input_not_three():
+    from perfmodel.profile.backends.torch_backend import ROTATE_BELOW_MB, TorchOptions, TorchRunner
+    from perfmodel.profile.models import ModelSpec
+
+    runner = TorchRunner(ModelSpec("tiny"), TorchOptions(precision="fp16"))
+    assert runner.input_count(1, 224) == 3
+    big = int(ROTATE_BELOW_MB * 2**20 / (3 * 224 * 224 * 2)) + 1
+    assert runner.input_count(big, 224) == 1
+    assert runner.input_count(64, 224, budget_mb=80_000) == 3  # 18 MiB, a GPU of 80 GB
+    assert runner.input_count(64, 224, budget_mb=1_000) == 1  # two more would be 3.6% of a 1 GB budget
+
+
+@pytest.mark.parametrize("precision, tf32", [("fp32", False), ("tf32", True), ("fp16", False)])
+def test_fp32_is_true_fp32_and_tf32_is_recorded(precision, tf32):
+    import torch
+
+    from perfmodel.errors import InputError
+    from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner
+    from perfmodel.profile.models import ModelSpec
+
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = not tf32
+    try:
+        TorchRunner(ModelSpec("tiny"), TorchOptions(device="cuda", precision=precision))  # sets flags, touches no GPU
+        assert torch.backends.cuda.matmul.allow_tf32 is tf32 and torch.backends.cudnn.allow_tf32 is tf32
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+    with pytest.raises(InputError, match="tf32"):
+        TorchOptions(device="cpu", precision="tf32")
+
+
+class _FakeCuda:
+    """Stands in for the torch.cuda calls a CUDA-graph binding makes, and records their order."""
+
+    def __init__(self, monkeypatch, runner):
+        import contextlib
+
+        import torch
+
+        self.log: list[str] = []
+        log = self.log
+
+        class Graph:
+            def replay(self):
+                log.append("replay")
+
+        @contextlib.contextmanager
+        def graph(g):
+            log.append("capture")
+            yield
+
+        @contextlib.contextmanager
+        def stream(s):
+            yield
+
+        class Stream:
+            def __init__(self, *a, **k):
+                pass
+
+            def wait_stream(self, other):
+                pass
+
+        for name, value in (("CUDAGraph", Graph), ("graph", graph), ("stream", stream), ("Stream", Stream),
+                            ("current_stream", lambda *a: Stream()), ("synchronize", lambda *a: None),
+                            ("reset_peak_memory_stats", lambda *a: log.append("reset_peak"))):
+            monkeypatch.setattr(torch.cuda, name, value)
+        model = runner.model
+
+        def traced(x):
+            log.append("model")
+            return model(x)
+
+        runner.model = traced
+
+
+def test_cuda_graph_memory_counts_the_capture():
+    """The peak is reset after the eager warm-up and before the capture, never after it: a replay
+    allocates nothing, so a later reset would miss the graph's activations."""
+    import torch
+
+    from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner
+    from perfmodel.profile.models import ModelSpec
+
+    runner = TorchRunner(ModelSpec("tiny"), TorchOptions(device="cuda", cuda_graphs=True))
+    runner.device = torch.device("cpu")  # the fakes below run the graph's model on the CPU
+    runner.model = runner.torch.nn.Identity()
+    patch = pytest.MonkeyPatch()
+    try:
+        fake = _FakeCuda(patch, runner)
+        x = torch.ones(2, 3, 8, 8)
+        call = runner.bind([x])
+        call(0)
+        call(1)
+    finally:
+        patch.undo()
+    assert fake.log == ["model", "model", "model", "reset_peak", "capture", "model", "replay", "replay"]

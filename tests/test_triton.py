@@ -331,3 +331,45 @@ def test_ctrl_c_stops_the_server_and_keeps_points(server, tmp_path):
     assert len(load_profile(out)) >= 1
     assert not [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert _leftovers() <= before
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a CUDA GPU is here")
+def test_triton_on_cuda_without_a_gpu_says_so(tmp_path, capsys):
+    code = main(["profile", "--model", "tiny", "--backend", "triton", "--device", "cuda", "--batch-sizes", "1",
+                 "--input-sizes", "32", "--out", str(tmp_path / "p.csv")])
+    err = capsys.readouterr().err
+    assert code == 2 and "finds no CUDA device" in err and "NVML" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_url_at_a_plain_http_server_is_not_called_not_live(tmp_path, capsys):
+    import http.server
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        code = main(["profile", "--model", "tiny", "--backend", "triton", "--url", f"127.0.0.1:{server.server_port}",
+                     "--protocol", "http", "--batch-sizes", "1", "--input-sizes", "32", "--out", str(tmp_path / "p.csv")])
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    assert code == 2 and "not as a Triton server" in err and "not live yet" not in err
+
+
+@pytest.mark.triton
+def test_a_model_the_server_cannot_load_is_one_line_without_traceback_frames(tmp_path):
+    try:
+        import pytriton  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"nvidia-pytriton is not installed ({exc})")
+    broken = tmp_path / "broken.pt"
+    broken.write_bytes(b"this is not a TorchScript archive")
+    done = subprocess.run(_profile("--model", str(broken), "--batch-sizes", "1", "--out", str(tmp_path / "p.csv")),
+                          capture_output=True, text=True, timeout=300, env=_env(), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert "cannot load" in lines[-1] and "TorchScript" in lines[-1]
+    assert not any(marker in done.stderr for marker in ("Traceback", " | ", 'File "', "raise "))

@@ -10,6 +10,7 @@ EXIT_CODES = """exit codes:
   2    bad input: an argument, a file, a model, a device
   3    no feasible plan (perfmodel plan)
   130  interrupted (Ctrl-C); finished work is kept
+  143  terminated (SIGTERM, perfmodel profile); finished work is kept
 """
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
+import math
+import signal
+
 from perfmodel import console
 from perfmodel.commands.common import EXIT_CODES, formatter
 from perfmodel.errors import InputError, PerfmodelError
@@ -14,10 +18,46 @@ PROFILE_EXAMPLES = """examples:
   perfmodel profile --model resnet50 --backend triton --protocol grpc --mode async --concurrency 1,4 \\
                     --batch-sizes 1,2 --input-sizes 64 --device cpu --out t.csv
   perfmodel profile --model resnet50 --backend triton --url 10.0.0.2:8001 --protocol grpc --out remote.csv
+  perfmodel profile --model resnet50 --device cuda --precision fp16 --batch-sizes auto --search-tolerance 10% \\
+                    --fresh-warmup-at 1,16,256 --input-sizes 224,320,448 --out h100-resnet50-fp16.csv --estimate
 
-Each point is written as soon as it is measured; after an interruption, run the same command with
---resume to measure only what is missing.
+Each point is written as soon as it is measured; after an interruption (Ctrl-C, SIGTERM), run the same
+command with --resume to measure only what is missing.
 """
+
+
+def _positive(unit: str, whole: bool = False):
+    """An argparse type: a finite number above zero (a whole one if `whole`), else one clear sentence."""
+    what = "a positive whole number" if whole else f"a positive number of {unit}"
+
+    def parse(text: str):
+        try:
+            value = int(text) if whole else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}") from None
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}")
+        return value
+
+    return parse
+
+
+def _fraction(text: str) -> float:
+    from perfmodel.units import parse_fraction
+
+    try:
+        return parse_fraction(text, "the tolerance")
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).rstrip(".")) from None
+
+
+def _batch_list(text: str) -> tuple[int, ...]:
+    from perfmodel.profile.grid import parse_positive_ints
+
+    try:
+        return parse_positive_ints(text, "the list", "1,16,256")
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).rstrip(".")) from None
 
 
 def add_parser(sub) -> None:
@@ -35,21 +75,44 @@ def add_parser(sub) -> None:
                    help="torch: called in-process; triton: through a Triton Inference Server (default: torch)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     p.add_argument("--batch-sizes", default="1,2,4,8", metavar="LIST",
-                   help="e.g. 1,2,4,8, or 'auto': powers of two up to the largest batch that fits (default: 1,2,4,8)")
+                   help="e.g. 1,2,4,8, or 'auto': double from 1 until a batch does not fit (out of memory), then "
+                        "bisect to the largest batch that does (default: 1,2,4,8)")
     p.add_argument("--input-sizes", default="224", metavar="LIST", help="square image sides in pixels, e.g. 224,320 (default: 224)")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"], help="(default: fp32)")
+    p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16", "bf16"],
+                   help="fp32 is true fp32 (TF32 off); tf32: fp32 tensors, TF32 tensor-core math (CUDA) (default: fp32)")
     p.add_argument("--channels-last", action="store_true", help="run in channels-last memory format")
     p.add_argument("--compile", action="store_true", help="torch.compile the model (compilation counts as warm-up)")
     p.add_argument("--cuda-graphs", action="store_true", help="replay a captured CUDA graph per batch size (CUDA only)")
     p.add_argument("--warmup", default="fresh-process", choices=["fresh-process", "in-process"],
-                   help="measure the first call in a fresh worker process per point (default), or in this process")
-    p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: 1 on CPU, torch's default on CUDA)")
+                   help="measure the first call in a fresh worker process per point (default), or in the process "
+                        "that measures the steady state")
+    p.add_argument("--fresh-warmup-at", type=_batch_list, default=None, metavar="LIST",
+                   help="measure the warm-up in fresh processes only at these batch sizes, e.g. 1,16,256 (other "
+                        "points: steady state only, warmup_ms empty); the way to fit a GPU sweep into minutes")
+    p.add_argument("--threads", type=_positive("", whole=True), default=None, metavar="N",
+                   help="torch threads (default: 1 on CPU, torch's default on CUDA)")
     p.add_argument("--hardware", default=None, metavar="KEY", help="pool key for this device (default: from its name: h100, a100, cpu ...)")
-    p.add_argument("--max-batch-size", type=int, default=None, metavar="N", help="auto: largest batch to try (default: 1024 on CPU, 16384 on CUDA)")
-    p.add_argument("--max-call-ms", type=float, default=None, metavar="MS", help="auto: stop growing after a call this slow (default: 2000 on CPU, no limit on CUDA)")
-    p.add_argument("--memory-limit-mb", type=float, default=None, metavar="MB", help="CPU: memory budget that counts as out-of-memory (default: half the free memory)")
-    p.add_argument("--max-time-per-point", type=float, default=10.0, metavar="S", help="stop sampling a point after this many seconds (default: 10)")
+    p.add_argument("--max-batch-size", type=_positive("", whole=True), default=None, metavar="N",
+                   help="auto: largest batch to try (default: 1024 on CPU, 16384 on CUDA)")
+    p.add_argument("--max-call-ms", type=_positive("milliseconds"), default=None, metavar="MS",
+                   help="auto: stop growing after a call this slow (default: 2000 on CPU, no limit on CUDA)")
+    p.add_argument("--search-tolerance", type=_fraction, default=0.0, metavar="FRACTION",
+                   help="auto: stop bisecting once the largest batch that runs is known within this fraction, "
+                        "e.g. 10%% (default: 0, exact)")
+    p.add_argument("--memory-limit-mb", type=_positive("MiB"), default=None, metavar="MB",
+                   help="the memory budget, over which a batch counts as out-of-memory: on a CPU the process's "
+                        "data (default: half the free memory); on CUDA the device memory each worker may use, "
+                        "to profile a smaller GPU (default: all of it)")
+    p.add_argument("--max-time-per-point", type=_positive("seconds"), default=10.0, metavar="S",
+                   help="stop sampling a point after this many seconds (default: 10)")
+    p.add_argument("--call-timeout", type=_positive("seconds"), default=300.0, metavar="S",
+                   help="a model call (or a point's set-up) that has not returned after this long fails its point, "
+                        "and the sweep goes on (default: 300)")
+    p.add_argument("--worker-timeout", type=_positive("seconds"), default=900.0, metavar="S",
+                   help="longest a fresh warm-up process may take, from its start to its answer (default: 900)")
     p.add_argument("--resume", action="store_true", help="continue the sweep already in --out, measuring only missing points")
+    p.add_argument("--estimate", action="store_true",
+                   help="print how many points the sweep has and how long it may take, then exit without measuring")
     t = p.add_argument_group("--backend triton", "Without --url, perfmodel starts a Triton server on 127.0.0.1 and stops it "
                              "afterwards; --warmup fresh-process starts a fresh one per input size and batch size.")
     t.add_argument("--protocol", default=None, metavar="LIST", help="http, grpc or http,grpc (default: grpc)")
@@ -59,18 +122,27 @@ def add_parser(sub) -> None:
     t.add_argument("--architecture", default=None, choices=["local-server", "remote-server"],
                    help="the profile's architecture (default: remote-server for a --url host off this machine)")
     t.add_argument("--server-model", default=None, metavar="NAME", help="the model's name on the server (default: --model's)")
-    t.add_argument("--request-timeout", type=float, default=None, metavar="S", help="longest wait for one request (default: 60)")
-    t.add_argument("--server-timeout", type=float, default=None, metavar="S", help="longest wait for a local server to be ready (default: 180)")
+    t.add_argument("--request-timeout", type=_positive("seconds"), default=None, metavar="S",
+                   help="longest wait for one request (default: 60)")
+    t.add_argument("--server-timeout", type=_positive("seconds"), default=None, metavar="S",
+                   help="longest wait for a local server to be ready (default: 180)")
     p.add_argument("--json", action="store_true", help="print the profile as JSON on stdout")
     p.set_defaults(run=run)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C: the finished points are kept, workers and servers stopped."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
 def run(args) -> int:
-    from perfmodel.profile import ProfileConfig, StabilityRule, run_profile
+    from perfmodel.profile import ProfileConfig, StabilityRule, estimate_profile, run_profile
+    from perfmodel.profile.config import duration_text
     from perfmodel.profile.grid import parse_batch_sizes, parse_input_sizes
 
-    if args.max_time_per_point <= 0:
-        raise InputError("--max-time-per-point must be a positive number of seconds.")
     triton = _triton_options(args)
     config = ProfileConfig(
         model=args.model,
@@ -82,35 +154,52 @@ def run(args) -> int:
         compile=args.compile,
         cuda_graphs=args.cuda_graphs,
         warmup=args.warmup,
+        fresh_warmup_at=args.fresh_warmup_at,
         threads=args.threads,
         hardware=args.hardware,
         rule=StabilityRule(max_time_s=args.max_time_per_point),
         max_batch_size=args.max_batch_size,
         max_call_ms=args.max_call_ms,
+        search_tolerance=args.search_tolerance,
         memory_limit_mb=args.memory_limit_mb,
-        triton=triton,
+        worker_timeout_s=args.worker_timeout,
+        call_timeout_s=args.call_timeout,
+        backend=args.backend,
+        backend_options=triton,
     )
+    if args.estimate:
+        plan = estimate_profile(config)
+        if args.json:
+            console.print_json({"points": plan.points, "points_is_bound": plan.bound, "fresh_workers": plan.fresh_workers,
+                                "sampling_s_max": plan.points * plan.per_point_s, "summary": plan.describe()})
+        else:
+            console.note(f"{args.model}: {plan.describe()}")
+        return 0
     new_points = []
-    with console.progress(f"profiling {args.model}") as update:
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        with console.progress(f"profiling {args.model}") as update:
 
-        def on_progress(event) -> None:
-            if event.kind == "point":
-                state = "from file" if event.resumed else event.status
-                load = f", {event.message}" if event.message else ""
-                update(event.done, event.total, f"{event.input_size} px, batch {event.batch_size}{load}: {state}")
-                if not event.resumed:
-                    new_points.append(event.status)
-            elif event.kind == "search":
-                console.note(f"{event.input_size} px: {event.message}")
+            def on_progress(event) -> None:
+                if event.kind == "start":
+                    console.note(f"planned: {event.message}")
+                elif event.kind == "point":
+                    state = "from file" if event.resumed else event.status
+                    load = f", {event.message}" if event.message else ""
+                    eta = f" (about {duration_text(event.eta_s)} left)" if event.eta_s is not None else ""
+                    update(event.done, event.total, f"{event.input_size} px, batch {event.batch_size}{load}: {state}{eta}")
+                    if not event.resumed:
+                        new_points.append(event.status)
+                elif event.kind == "search":
+                    console.note(f"{event.input_size} px: {event.message}")
 
-        try:
             df = run_profile(config, args.out, resume=args.resume, on_progress=on_progress)
-        except KeyboardInterrupt:
-            console.error(
-                f"interrupted: the {len(new_points)} point(s) finished are saved in {args.out}; "
-                "run the same command with --resume to measure the rest."
-            )
-            return 130
+    except KeyboardInterrupt as exc:
+        what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        console.error(f"{what}: {_saved(args.out, len(new_points))}")
+        return 143 if isinstance(exc, Terminated) else 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if new_points and all(s == "error" for s in new_points):
         first = df.loc[df["status"] == "error", "error"].iloc[-1]
         raise PerfmodelError(f"no point could be measured; the last error was: {first}")
@@ -121,6 +210,21 @@ def run(args) -> int:
         _print_profile(df)
         console.note(f"wrote {len(df)} point(s) to {args.out} ({len(new_points)} measured now)")
     return 0
+
+
+def _saved(out: str, new: int) -> str:
+    """What an interrupted sweep left: one sentence that names only a file that exists."""
+    from pathlib import Path
+
+    from perfmodel.schema import load_profile
+
+    if not Path(out).exists():
+        return "stopped before the first point was measured; nothing was written."
+    try:
+        held = f"{out} holds {len(load_profile(out))} point(s)"
+    except PerfmodelError:
+        held = f"{out} keeps what was measured"
+    return f"{new} new point(s) were measured and {held}; run the same command with --resume to measure the rest."
 
 
 TRITON_ONLY = ("protocol", "mode", "concurrency", "url", "architecture", "server_model", "request_timeout", "server_timeout")

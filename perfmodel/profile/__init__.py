@@ -1,6 +1,26 @@
-"""The profiler: measure latency, warm-up and memory over batch size and input size."""
+"""The profiler: measure latency, warm-up and memory over batch size and input size.
 
-from perfmodel.profile.sweep import ProfileConfig, SweepEvent, run_profile
-from perfmodel.profile.timing import LatencySummary, StabilityRule, measure_latency
+The names below load on first use, so that the profiler's worker and monitor programs
+(`python -m perfmodel.profile.worker`, `... .monitor`) start without the sweep's imports.
+"""
 
-__all__ = ["LatencySummary", "ProfileConfig", "StabilityRule", "SweepEvent", "measure_latency", "run_profile"]
+import importlib
+
+_LAZY = {
+    "Estimate": "perfmodel.profile.config",
+    "ProfileConfig": "perfmodel.profile.config",
+    "SweepEvent": "perfmodel.profile.config",
+    "estimate_profile": "perfmodel.profile.sweep",
+    "run_profile": "perfmodel.profile.sweep",
+    "LatencySummary": "perfmodel.profile.timing",
+    "StabilityRule": "perfmodel.profile.timing",
+    "measure_latency": "perfmodel.profile.timing",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'perfmodel.profile' has no attribute {name!r}")

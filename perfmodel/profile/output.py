@@ -28,6 +28,7 @@ class ProfileOutput:
             self.existing = load_profile(self.path)
         self.rows: list[dict] = [] if self.existing is None else self.existing.to_dict("records")
         self._index = {point_key(row): i for i, row in enumerate(self.rows)}
+        self.added = 0
 
     def get(self, identity: dict) -> dict | None:
         """The row already measured for this point, or None."""
@@ -39,6 +40,15 @@ class ProfileOutput:
         self._index[point_key(row)] = len(self.rows)
         self.rows.append(row)
         write_profile(self.frame(), self.path)
+        self.added += 1
+
+    def saved(self) -> str:
+        """One sentence for a sweep that stopped early: what the file holds now."""
+        if not self.added:
+            held = f"; {self.path} holds the {len(self.rows)} point(s) measured before" if self.rows else ""
+            return f"No new point was measured{held}."
+        before = f" ({len(self.rows) - self.added} of them from before)" if len(self.rows) > self.added else ""
+        return f"The {len(self.rows)} point(s) finished are saved in {self.path}{before}."
 
     def frame(self) -> pd.DataFrame:
         # A sweep whose points all failed still writes a valid profile (status error, times empty).

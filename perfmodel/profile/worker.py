@@ -1,107 +1,253 @@
-"""The fresh-process warm-up measurement (DESIGN.md section 3).
+"""The worker program: the process in which a model is loaded and timed (DESIGN.md section 3).
 
-Warm-up is the first call at a batch size on a freshly loaded model: cuDNN/cuBLAS autotuning, lazy
-module loading, allocator growth, compilation. Only a new process measures it truly, so the
-profiler runs this module once per point (`python -m perfmodel.profile.worker`), sends the request
-as JSON on stdin and reads one JSON line back from stdout.
+    python -m perfmodel.profile.worker      (started by worker_process.py, never by hand)
+
+The profiler itself never runs the model. It starts this program in its own session and sends it
+requests as JSON lines on stdin; each answer is one JSON line on the file descriptor named by
+PERFMODEL_REPLY_FD (stdout and stderr stay free for whatever the model or torch prints):
+
+- `load`: build the model on the device (the answer has load_ms, provenance and the thread count);
+- `first_call`: time the first call at a batch size (a *fresh* worker: load, then this, then exit;
+  that is the warm-up: cuDNN autotuning, lazy module loading, allocator growth, compilation);
+- `steady`: the steady-state distribution and memory of one point (the *measuring* worker, one
+  per sweep, answers one such request per point).
+
+A call that does not return within the call timeout is reported by a watchdog thread, which then
+ends the process (a model stuck in C++ cannot be interrupted any other way). A failed call is
+classified (failures.py); on CUDA a failure is followed by a probe of the context, and a broken
+context is reported as `sticky`. The program ends when stdin closes or its parent dies.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
+import threading
 import time
-from dataclasses import asdict
-from pathlib import Path
 
-from perfmodel.profile.backends.torch_backend import TorchOptions
-from perfmodel.profile.models import ModelSpec
+from perfmodel.errors import PerfmodelError
+from perfmodel.profile.failures import Failure, classify
+from perfmodel.profile.lifetime import exit_with_parent
+
+REPLY_FD_ENV = "PERFMODEL_REPLY_FD"
+SCRATCH_ENV = "PERFMODEL_WORKER_SCRATCH"  # a folder this worker must remove if its parent dies
+TIMEOUT_EXIT = 3
+EXIT_REQUEST = {"op": "exit"}
 
 
-def measure_first_call(spec: ModelSpec, options: TorchOptions, batch_size: int, input_size: int,
-                       memory_limit_mb: float | None, seed: int = 0) -> dict:
-    """Load the model in this process and time its first call; report ok, oom or error.
+class _Watchdog:
+    """Ends the process when a request makes no progress (no call returns) for `timeout_s`."""
 
-    Two more calls follow the timed one, so that `memory_mb` (the process's peak since before the
-    model was loaded: RSS growth on a CPU, the allocator's peak on CUDA) covers serving, not only
-    the first call.
-    """
-    from perfmodel.profile import memory
-    from perfmodel.profile.backends.torch_backend import TorchRunner, is_oom
+    def __init__(self, timeout_s: float, on_timeout):
+        self.timeout_s = timeout_s
+        self.on_timeout = on_timeout
+        self.calls = 0  # counted by guard(); read by the watch thread
+        self._lock = threading.Lock()
+        self._active = False  # a request is being handled
+        self._since = 0.0  # when it began, or last made progress
+        threading.Thread(target=self._watch, name="perfmodel-call-watchdog", daemon=True).start()
 
-    runner = TorchRunner(spec, options, seed)
-    load_ms = runner.load()
-    extra = None if runner.is_cuda or memory_limit_mb is None else memory_limit_mb - runner.used_memory_mb()
-    try:
+    def guard(self, call):
+        """call(i), counted: each return is progress. Adds one Python frame (~0.1 us) per call."""
+        def guarded(i: int) -> None:
+            call(i)
+            self.calls += 1
+
+        return guarded
+
+    def begin(self) -> None:
+        with self._lock:
+            self._active, self._since = True, time.monotonic()
+
+    def end(self) -> None:
+        with self._lock:
+            self._active = False
+
+    def _watch(self) -> None:
+        seen = self.calls
+        while True:
+            time.sleep(min(1.0, self.timeout_s / 10))
+            with self._lock:
+                if not self._active:
+                    continue
+                if self.calls != seen:
+                    seen, self._since = self.calls, time.monotonic()
+                elif time.monotonic() - self._since > self.timeout_s:
+                    self.on_timeout()
+                    os._exit(TIMEOUT_EXIT)
+
+
+class Worker:
+    def __init__(self, reply):
+        self.reply = reply
+        self.runner = None
+        self.request: dict = {}
+        self.watchdog: _Watchdog | None = None
+
+    def handle(self, request: dict) -> dict:
+        self.request = request
+        op = request.get("op")
+        if op == "load":
+            self.watchdog = _Watchdog(float(request["call_timeout_s"]), self._timed_out)
+        if self.watchdog is None:
+            return {"status": "failed", "kind": "error", "error": "the worker was asked to measure before loading"}
+        if op != "load":  # loading (importing torch, building the model) is bounded by --worker-timeout
+            self.watchdog.begin()
+        failure = None
+        try:
+            return getattr(self, f"_{op}")(request)
+        except PerfmodelError as exc:  # a model file that cannot be loaded, a device that is not there
+            return {"status": "failed", "kind": "input", "error": str(exc), "exit_code": exc.exit_code}
+        except Exception as exc:
+            failure = classify(exc)
+        finally:
+            self.watchdog.end()
+        # Out of the except block: the traceback, which holds the failed call's tensors, is gone.
+        return self._failed(failure)
+
+    def _timed_out(self) -> None:
+        b = self.request.get("batch_size")
+        self.reply({"status": "failed", "kind": "timeout",
+                    "error": f"a model call at batch {b} did not return within {self.watchdog.timeout_s:g} s (--call-timeout)"})
+
+    def _failed(self, failure: Failure) -> dict:
+        """The answer for a failed request; on CUDA, an unexplained failure is checked for a broken context."""
+        kind = failure.kind
+        if self.runner is not None and self.runner.is_cuda:
+            self._free()
+            if kind in ("oom-like", "error") and self._context_broken():
+                kind = "sticky"
+        return {"status": "failed", "kind": kind, "error": failure.message}
+
+    def _device_memory_mb(self) -> float | None:
+        """What the device may hold for this worker: its memory, or the cap it was given at load."""
+        if not self.runner.is_cuda:
+            return None
+        torch = self.runner.torch
+        total = torch.cuda.get_device_properties(self.runner.device).total_memory / 2**20
+        return total * torch.cuda.get_per_process_memory_fraction(self.runner.device)
+
+    def _free(self) -> None:
+        try:
+            self.runner.release()
+        except Exception:  # a broken context fails here too; the probe below says so
+            pass
+
+    def _context_broken(self) -> bool:
+        """Whether a trivial kernel still runs: after a sticky error every CUDA call fails."""
+        torch = self.runner.torch
+        try:
+            torch.ones(1, device=self.runner.device).add_(1)
+            torch.cuda.synchronize(self.runner.device)
+            return False
+        except Exception as exc:
+            return classify(exc).kind != "oom"
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def _load(self, request: dict) -> dict:
+        from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner
+        from perfmodel.profile.models import ModelSpec
+        from perfmodel.profile.provenance import torch_provenance
+
+        options = TorchOptions(**request["options"])
+        self.runner = TorchRunner(ModelSpec(**request["model"]), options, request["seed"])
+        limit = request.get("device_memory_limit_mb")
+        if limit is not None and self.runner.is_cuda:  # a smaller GPU than this one: the allocator's cap
+            torch = self.runner.torch
+            total = torch.cuda.get_device_properties(self.runner.device).total_memory
+            torch.cuda.set_per_process_memory_fraction(min(1.0, limit * 2**20 / total), self.runner.device)
+        load_ms = self.runner.load()
+        return {"status": "ok", "load_ms": load_ms, "threads": self.runner.torch.get_num_threads(),
+                "provenance": torch_provenance(options.device), "compile_cache": _compile_cache()}
+
+    def _first_call(self, request: dict) -> dict:
+        """The warm-up: the first call at this batch size, then two more, so that `memory_mb` (the
+        peak since before the model was loaded: RSS growth on a CPU, the allocator's peak on CUDA)
+        covers serving one batch, not only the first call."""
+        from perfmodel.profile import memory
+
+        runner, b, s = self.runner, request["batch_size"], request["input_size"]
+        limit = request.get("memory_limit_mb")
+        extra = None if runner.is_cuda or limit is None else limit - runner.used_memory_mb()
         with memory.data_limit(extra), runner.inference():
-            call = runner.bind(runner.inputs(batch_size, input_size))
+            call = self.watchdog.guard(runner.bind(runner.inputs(b, s, count=1)))
             t0 = time.perf_counter()
             call(0)
             warmup_ms = (time.perf_counter() - t0) * 1e3
             call(1)
             call(2)
-        return {"status": "ok", "warmup_ms": warmup_ms, "load_ms": load_ms, "memory_mb": runner.peak_memory_mb()}
-    except Exception as exc:
-        if is_oom(exc):
-            return {"status": "oom", "load_ms": load_ms, "error": _one_line(exc)}
-        return {"status": "error", "load_ms": load_ms, "error": _one_line(exc)}
+        return {"status": "ok", "warmup_ms": warmup_ms, "memory_mb": runner.peak_memory_mb()}
+
+    def _steady(self, request: dict) -> dict:
+        """One point's steady state: latency distribution, throughput and the memory of serving one batch.
+
+        The memory figure is the peak after the first calls (on CUDA graphs: from just before the
+        capture, so that the graph's pool counts) less the input batches held only for rotation:
+        weights + one input batch + activations + workspace.
+        """
+        from perfmodel.profile import memory
+        from perfmodel.profile.timing import StabilityRule, measure_latency
+
+        runner, b, s = self.runner, request["batch_size"], request["input_size"]
+        limit = request.get("memory_limit_mb")
+        graphs = runner.options.cuda_graphs
+        runner.release()
+        extra = None if limit is None or runner.is_cuda else limit - runner.used_memory_mb()
+        count = runner.input_count(b, s, request.get("memory_budget_mb") or self._device_memory_mb())
+        out: dict = {}
+        try:
+            with memory.data_limit(extra), runner.inference():
+                call = self.watchdog.guard(runner.bind(runner.inputs(b, s, count)))
+                if request.get("timed_first_call"):
+                    t0 = time.perf_counter()
+                    call(0)
+                    out["warmup_ms"] = (time.perf_counter() - t0) * 1e3
+                summary = measure_latency(call, StabilityRule(**request["rule"]),
+                                          on_steady=None if graphs else runner.reset_peak)
+            rotation_only = count if graphs and count > 1 else count - 1
+            out.update(summary.columns())
+            out["memory_mb"] = max(0.0, runner.peak_memory_mb() - rotation_only * runner.batch_mb(b, s))
+            out["throughput_ips"] = b / summary.median_ms * 1e3
+            out["status"] = "ok"
+            return out
+        finally:
+            call = None  # drop the inputs and any captured graph before freeing memory
+            runner.release()
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+def _compile_cache() -> str | None:
+    """Where torch.compile keeps its caches in this process (the worker's own folder, see worker_process.py)."""
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        return None
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
 
-
-def run_in_fresh_process(spec: ModelSpec, options: TorchOptions, batch_size: int, input_size: int,
-                         memory_limit_mb: float | None, timeout_s: float, seed: int = 0) -> dict:
-    """Run `measure_first_call` in a new Python process and return its answer."""
-    request = {
-        "model": asdict(spec),
-        "options": asdict(options),
-        "batch_size": batch_size,
-        "input_size": input_size,
-        "memory_limit_mb": memory_limit_mb,
-        "seed": seed,
-    }
-    env = dict(os.environ)
-    package_root = str(Path(__file__).resolve().parents[2])  # so the worker imports this same perfmodel
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "perfmodel.profile.worker"],
-            input=json.dumps(request),
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env=env,
-        )
-    except subprocess.TimeoutExpired:
-        return {"status": "error", "error": f"the warm-up worker did not finish within {timeout_s:g} s"}
-    lines = done.stdout.strip().splitlines()
-    try:
-        return json.loads(lines[-1])
-    except (IndexError, json.JSONDecodeError):
-        if done.returncode < 0:
-            reason = f"was killed by signal {-done.returncode}" + (" (out of host memory?)" if done.returncode == -9 else "")
-        else:
-            tail = done.stderr.strip().splitlines()
-            reason = f"failed: {tail[-1] if tail else 'exit code ' + str(done.returncode)}"
-        return {"status": "error", "error": f"the warm-up worker {reason}"[:300]}
+    return cache_dir()
 
 
 def main() -> None:
-    request = json.loads(sys.stdin.read())
-    result = measure_first_call(
-        ModelSpec(**request["model"]),
-        TorchOptions(**request["options"]),
-        request["batch_size"],
-        request["input_size"],
-        request["memory_limit_mb"],
-        request["seed"],
-    )
-    sys.stdout.write("\n" + json.dumps(result) + "\n")
+    abandon = exit_with_parent(owned_dir=os.environ.get(SCRATCH_ENV))
+    reply_fd = int(os.environ[REPLY_FD_ENV])
+    lock = threading.Lock()
+
+    def reply(message: dict) -> None:
+        data = (json.dumps(message, allow_nan=True) + "\n").encode()
+        with lock:
+            while data:
+                data = data[os.write(reply_fd, data):]
+
+    worker = Worker(reply)
+    try:
+        for line in sys.stdin:
+            request = json.loads(line) if line.strip() else None
+            if request == EXIT_REQUEST:  # the profiler lets us go (and removes our folder itself)
+                return
+            if request is not None:
+                reply(worker.handle(request))
+    except BrokenPipeError:  # nobody reads our answers any more
+        pass
+    abandon()  # stdin closed without a word: the profiler died (its pipes close before it is gone)
 
 
 if __name__ == "__main__":

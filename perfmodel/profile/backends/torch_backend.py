@@ -1,7 +1,7 @@
 """The in-process PyTorch backend: load a model, bind inputs, run one blocking call at a time.
 
-Used by the profiler's main process (steady state) and by its fresh warm-up workers, so both run
-exactly the same code.
+Used by the profiler's measuring worker (steady state), its fresh warm-up workers, the Triton server
+program and `perfmodel run`, so all of them run exactly the same code.
 """
 
 from __future__ import annotations
@@ -13,9 +13,14 @@ from dataclasses import dataclass
 
 from perfmodel.errors import DeviceError, InputError
 from perfmodel.profile import memory
+from perfmodel.profile.failures import classify
 from perfmodel.profile.models import ModelSpec, build_model
 
-PRECISIONS = ("fp32", "fp16", "bf16")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+# Below this size per batch the steady state rotates between three input batches, so that no cache
+# flatters the numbers; a larger batch is larger than any cache, and holding three of them would move
+# the out-of-memory boundary, so it uses one (see TorchRunner.input_count).
+ROTATE_BELOW_MB = 256.0
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,8 @@ class TorchOptions:
     def __post_init__(self):
         if self.precision not in PRECISIONS:
             raise InputError(f"unknown precision {self.precision!r}: choose one of {', '.join(PRECISIONS)}.")
+        if self.precision == "tf32" and not self.device.startswith("cuda"):
+            raise InputError("--precision tf32 (fp32 storage, TF32 tensor-core math) is for CUDA GPUs; use fp32 on a CPU.")
         if self.cuda_graphs and not self.device.startswith("cuda"):
             raise InputError("--cuda-graphs needs a CUDA device: add --device cuda, or leave --cuda-graphs out.")
         if self.threads is not None and self.threads < 1:
@@ -71,16 +78,8 @@ def check_device(device: str) -> str:
 
 
 def is_oom(exc: BaseException) -> bool:
-    """Whether an exception from a model call means the batch did not fit in memory."""
-    import torch
-
-    if isinstance(exc, (MemoryError, torch.cuda.OutOfMemoryError)):
-        return True
-    text = str(exc)
-    return isinstance(exc, RuntimeError) and any(
-        marker in text
-        for marker in ("out of memory", "can't allocate memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED")
-    )
+    """Whether an exception from a model call plainly means the batch did not fit in memory."""
+    return classify(exc).kind == "oom"
 
 
 class TorchRunner:
@@ -94,7 +93,8 @@ class TorchRunner:
         self.options = options
         self.seed = seed
         self.device = torch.device(options.device)
-        self.dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[options.precision]
+        self.dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
+                      "bf16": torch.bfloat16}[options.precision]
         self.is_cuda = self.device.type == "cuda"
         if options.threads is not None:
             torch.set_num_threads(options.threads)
@@ -102,6 +102,11 @@ class TorchRunner:
             # Let cuDNN pick the fastest kernels per shape, as serving stacks do; that autotuning
             # is part of the first call's warm-up.
             torch.backends.cudnn.benchmark = True
+            # PyTorch lets cuDNN convolutions use TF32 by default: fp32 means true fp32 here, and
+            # TF32 is its own precision, so that the profile says which math was measured.
+            tf32 = options.precision == "tf32"
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch.backends.cudnn.allow_tf32 = tf32
         else:
             torch.set_flush_denormal(True)  # random weights can make denormals, which slow CPUs down
         self.baseline_rss_mb = memory.rss_mb()  # before the model: CPU memory counts from here
@@ -128,17 +133,32 @@ class TorchRunner:
         if self.is_cuda:
             self.torch.cuda.synchronize(self.device)
 
+    def batch_mb(self, batch_size: int, input_size: int) -> float:
+        """The size of one input batch (MiB)."""
+        return batch_size * 3 * input_size * input_size * (self.torch.finfo(self.dtype).bits // 8) / 2**20
+
+    def input_count(self, batch_size: int, input_size: int, budget_mb: float | None = None) -> int:
+        """How many input batches the steady state rotates between: three while a batch is under
+        ROTATE_BELOW_MB and the two extra ones take under 1% of the memory budget, else one (so that
+        rotation never moves the out-of-memory boundary)."""
+        limit = ROTATE_BELOW_MB if budget_mb is None else min(ROTATE_BELOW_MB, budget_mb / 200)
+        return 3 if self.batch_mb(batch_size, input_size) <= limit else 1
+
     def inputs(self, batch_size: int, input_size: int, count: int = 3) -> list:
-        """A few random image batches (never zeros) to rotate between, already on the device."""
+        """A few random image batches (never zeros) to rotate between.
+
+        Drawn where they are used, with a generator of that device, directly in the measured dtype
+        and memory format: no host copy, no conversion, no second buffer (at 13 000 images, a
+        host-side draw and copy takes a minute).
+        """
         torch = self.torch
-        generator = torch.Generator().manual_seed(self.seed + batch_size * 7919 + input_size)
-        batches = []
-        for _ in range(count):
-            x = torch.randn(batch_size, 3, input_size, input_size, generator=generator)
-            x = x.to(self.device, self.dtype)
-            if self.options.channels_last:
-                x = x.contiguous(memory_format=torch.channels_last)
-            batches.append(x)
+        generator = torch.Generator(device=self.device).manual_seed(self.seed + batch_size * 7919 + input_size)
+        layout = torch.channels_last if self.options.channels_last else torch.contiguous_format
+        batches = [
+            torch.empty((batch_size, 3, input_size, input_size), device=self.device, dtype=self.dtype,
+                        memory_format=layout).normal_(generator=generator)
+            for _ in range(count)
+        ]
         self.sync()
         return batches
 
@@ -170,18 +190,25 @@ class TorchRunner:
         return call_cuda
 
     def _bind_graph(self, inputs: list) -> Callable[[int], None]:
-        """CUDA graphs: capture lazily on the first call, so that the capture counts as warm-up."""
+        """CUDA graphs: capture lazily on the first call, so that the capture counts as warm-up.
+
+        The memory peak is reset just before the capture: the graph's private pool (its activations)
+        is allocated during the capture and never again, so the peak must include it. With a single
+        input batch, that batch is the graph's static input (no second copy).
+        """
         torch, model = self.torch, self.model
         state: dict = {}
 
         def capture() -> None:
-            static_in = inputs[0].clone()
+            static_in = inputs[0] if len(inputs) == 1 else inputs[0].clone()
             stream = torch.cuda.Stream(self.device)
             stream.wait_stream(torch.cuda.current_stream(self.device))
             with torch.cuda.stream(stream):
                 for _ in range(3):  # the capture needs the lazy work (cuDNN choice, handles) done first
                     model(static_in)
             torch.cuda.current_stream(self.device).wait_stream(stream)
+            self.sync()
+            self.reset_peak()
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 state["out"] = model(static_in)
@@ -190,7 +217,9 @@ class TorchRunner:
         def call(i: int) -> None:
             if "graph" not in state:
                 capture()
-            state["static_in"].copy_(inputs[i % len(inputs)])
+            x = inputs[i % len(inputs)]
+            if x is not state["static_in"]:
+                state["static_in"].copy_(x)
             state["graph"].replay()
             self.sync()
 

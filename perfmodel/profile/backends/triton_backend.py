@@ -19,11 +19,10 @@ import ipaddress
 import math
 import os
 import platform
-from collections.abc import Callable
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import psutil
 
 from perfmodel import __version__
 from perfmodel.errors import BackendError, InputError, PerfmodelError
@@ -41,11 +40,12 @@ from perfmodel.profile.backends.triton_client import (
 )
 from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerInfo, ServerSettings
 from perfmodel.profile.backends.triton_server import TOKEN_ENV
+from perfmodel.profile.config import Estimate, ProfileConfig, ProgressCallback, SweepEvent
+from perfmodel.profile.failures import describe
 from perfmodel.profile.models import resolve_model
 from perfmodel.profile.monitor import HardwareMonitor, open_nvml
-from perfmodel.profile.provenance import hardware_key, now_utc
 from perfmodel.profile.output import ProfileOutput
-from perfmodel.profile.sweep import SweepEvent
+from perfmodel.profile.provenance import hardware_key, now_utc
 from perfmodel.schema import SCHEMA_VERSION
 
 ARCHITECTURES = ("local-server", "remote-server")
@@ -53,7 +53,7 @@ ARCHITECTURES = ("local-server", "remote-server")
 
 @dataclass(frozen=True)
 class TritonOptions:
-    """How to reach the server and which loads to measure; part of ProfileConfig (`triton=`)."""
+    """How to reach the server and which loads to measure: ProfileConfig's `backend_options` for `backend="triton"`."""
 
     protocols: tuple[str, ...] = ("grpc",)
     modes: tuple[str, ...] = ("sync",)
@@ -111,68 +111,18 @@ def split_url(url: str) -> tuple[str, int]:
     return host, int(port)
 
 
-class ServingMonitor(HardwareMonitor):
+def serving_monitor(gpu_index: int | None) -> HardwareMonitor:
     """The hardware monitor plus the client's and the server's own resident memory and CPU.
 
     `host_rss_mb` counts the profiler with its children (so a local server too); `client_*` is the
-    profiler alone, `server_*` the server program with its tree (tritonserver, the Python backend).
-    CPU is in percent of one core, so it can exceed 100.
+    profiler alone, `server_*` the server program with its tree (tritonserver, the Python backend),
+    once `monitor.watch("server", pid)` names it. CPU is in percent of one core, so it can exceed 100.
+    One reading costs ~4 ms of CPU (psutil walks /proc); at 5 Hz that is ~2% of a core, taken from
+    the server when both share the machine, but never from the client's timing threads: the monitor
+    is its own process.
     """
-
-    EXTRA = ("client_rss_mb", "client_cpu", "server_rss_mb", "server_cpu")
-
-    # One reading costs ~4 ms of CPU here (psutil walks /proc); at 5 Hz that is ~2% of a core, taken
-    # from the server when both share the machine.
-    def __init__(self, gpu_index: int | None = None, interval_s: float = 0.2):
-        super().__init__(gpu_index=gpu_index, interval_s=interval_s)
-        self.server_pid: int | None = None
-        self._client = psutil.Process()
-        self._known: dict[int, psutil.Process] = {}  # cpu_percent needs the same object between readings
-        self._tree: tuple[int | None, list[psutil.Process], int] = (None, [], 0)
-
-    def sample(self) -> dict[str, float]:
-        values = super().sample()
-        values["client_rss_mb"], values["client_cpu"] = _usage([self._client])
-        server = self._server_tree()
-        values["server_rss_mb"], values["server_cpu"] = _usage(server) if server else (math.nan, math.nan)
-        return values
-
-    def _server_tree(self) -> list[psutil.Process]:
-        pid = self.server_pid
-        root, procs, age = self._tree
-        if pid is None:
-            return []
-        if root != pid or age % 20 == 0:  # re-read the tree now and then; it changes only at start
-            try:
-                parent = self._known.setdefault(pid, psutil.Process(pid))
-                procs = [parent, *(self._known.setdefault(c.pid, c) for c in parent.children(recursive=True))]
-            except psutil.Error:
-                procs = []
-        self._tree = (pid, procs, age + 1)
-        return procs
-
-    def summary(self, since: int) -> dict[str, float]:
-        out = super().summary(since)
-        with self._lock:
-            window = self._samples[since:] or [self.sample()]
-        for name in self.EXTRA:
-            values = np.array([s.get(name, math.nan) for s in window], dtype=float)
-            values = values[~np.isnan(values)]
-            out[f"{name}_max"] = float(values.max()) if len(values) else math.nan
-            if name.endswith("cpu"):
-                out[f"{name}_avg"] = float(values.mean()) if len(values) else math.nan
-        return out
-
-
-def _usage(procs: list[psutil.Process]) -> tuple[float, float]:
-    rss = cpu = 0.0
-    for proc in procs:
-        try:
-            rss += proc.memory_info().rss
-            cpu += proc.cpu_percent(interval=None)
-        except psutil.Error:
-            pass
-    return rss / 2**20, cpu
+    return HardwareMonitor(gpu_index=gpu_index, interval_s=0.2, roles={"client": (os.getpid(), False),
+                                                                       "server": (None, True)})
 
 
 @dataclass
@@ -195,16 +145,30 @@ class _Target:
         return None
 
 
-def run_triton_profile(config, out: str | os.PathLike, resume: bool, notify: Callable[[SweepEvent], None]):
-    """The `--backend triton` sweep of `config` (a ProfileConfig with `triton` set); returns the profile."""
-    opts: TritonOptions = config.triton
-    spec = resolve_model(config.model)
+def _options(config: ProfileConfig) -> TritonOptions:
+    opts = config.backend_options if config.backend_options is not None else TritonOptions()
+    if not isinstance(opts, TritonOptions):
+        raise InputError("the triton backend takes TritonOptions as its backend_options.")
     if config.batch_sizes is None:
         raise InputError("--batch-sizes auto is for the in-process backend; with --backend triton give a list, e.g. 1,2,4.")
-    if config.cuda_graphs:
-        raise InputError("--cuda-graphs is for the in-process backend; leave it out with --backend triton.")
-    sweep = _TritonSweep(config, opts, spec, ProfileOutput(out, resume), notify)
-    return sweep.run()
+    for flag, given in (("--cuda-graphs", config.cuda_graphs), ("--fresh-warmup-at", config.fresh_warmup_at is not None),
+                        ("--search-tolerance", config.search_tolerance > 0)):
+        if given:
+            raise InputError(f"{flag} is for the in-process backend; leave it out with --backend triton.")
+    return opts
+
+
+def estimate(config: ProfileConfig) -> Estimate:
+    opts = _options(config)
+    groups = len(config.input_sizes) * len(config.batch_sizes)
+    points = groups * len(opts.protocols) * len(opts.modes) * len(opts.concurrencies)
+    servers = groups if config.warmup == "fresh-process" and opts.url is None else 0
+    return Estimate(points, False, config.rule.max_time_s + 2 * opts.window_s, servers)
+
+
+def sweep(config: ProfileConfig, output: ProfileOutput, notify: ProgressCallback) -> None:
+    """The `--backend triton` sweep of `config` into `output`."""
+    _TritonSweep(config, _options(config), resolve_model(config.model), output, notify).run()
 
 
 class _TritonSweep:
@@ -216,6 +180,7 @@ class _TritonSweep:
         self.rule = ThroughputRule(window_s=opts.window_s, rel_ci=config.rule.rel_ci,
                                    min_samples=config.rule.min_samples, max_time_s=config.rule.max_time_s)
         self.done = self.measured = 0
+        self.measuring_s = 0.0  # time spent on newly measured points, for the ETA
         self.checked: set[str] = set()
 
     def _hardware_key(self) -> str:
@@ -223,6 +188,9 @@ class _TritonSweep:
             return "cpu"
         if self.opts.url is not None:
             raise InputError("with --url on a GPU server, name its pool key with --hardware (e.g. --hardware h100).")
+        from perfmodel.profile.backends.torch_backend import check_device
+
+        check_device(self.config.device)  # no GPU here: say so, rather than blame NVML
         index = int(self.config.device.partition(":")[2] or 0)
         nvml, reason = open_nvml(index)
         if nvml is None:
@@ -242,10 +210,10 @@ class _TritonSweep:
         groups = [(size, batch) for size in c.input_sizes for batch in c.batch_sizes]
         loads = [(p, m, k) for p in o.protocols for m in o.modes for k in o.concurrencies]
         self.total = len(groups) * len(loads)
-        self.notify(SweepEvent("start", total=self.total))
+        self.notify(SweepEvent("start", total=self.total, message=estimate(c).describe()))
         gpu_index = int(c.device.partition(":")[2] or 0) if self.is_cuda and self.architecture == "local-server" else None
         target: _Target | None = None
-        with ServingMonitor(gpu_index=gpu_index) as monitor:
+        with serving_monitor(gpu_index) as monitor:
             self.monitor = monitor
             try:
                 for size, batch in groups:
@@ -259,21 +227,22 @@ class _TritonSweep:
                             pending.append(identity)
                     if not pending:
                         continue
+                    started = time.monotonic()  # a fresh server's start counts in the ETA
                     if target is None or c.warmup == "fresh-process" and target.local is not None:
                         if target is not None:
                             target.local.stop()
                         target = self._open_target()
-                    self._measure_group(target, size, batch, pending)
+                    self._measure_group(target, size, batch, pending, started)
             finally:
                 if target is not None and target.local is not None:
                     target.local.stop()
-        return self.output.frame()
 
     def _announce(self, identity: dict, row: dict, resumed: bool) -> None:
         self.done += 1
         load = f"{identity['protocol']} {identity['mode']} x{identity['concurrency']}"
+        eta = self.measuring_s / self.measured * (self.total - self.done) if self.measured else None
         self.notify(SweepEvent("point", self.done, self.total, identity["input_size"], identity["batch_size"],
-                               row["status"], resumed, load))
+                               row["status"], resumed, load, eta_s=eta))
 
     # -- the server ---------------------------------------------------------------------------
 
@@ -295,7 +264,7 @@ class _TritonSweep:
                 info: ServerInfo = server.start()
             except PerfmodelError as exc:
                 raise self._with_resume_hint(exc) from None
-            self.monitor.server_pid = info.pid
+            self.monitor.watch("server", info.pid)
             target = _Target(urls={p: info.url(p) for p in PROTOCOLS}, model_name=info.model_name,
                              access_token=info.access_token,
                              warmup_method="fresh-server" if c.warmup == "fresh-process" else "same-server",
@@ -315,8 +284,7 @@ class _TritonSweep:
     def _with_resume_hint(self, exc: PerfmodelError) -> PerfmodelError:
         if not self.measured:
             return exc
-        return type(exc)(f"{exc} The {self.measured} point(s) finished are saved in {self.output.path}; run the same command "
-                         "with --resume to measure the rest.")
+        return type(exc)(f"{exc} {self.output.saved()} Run the same command with --resume to measure the rest.")
 
     def _fixed(self, target: _Target, protocol: str) -> dict:
         fixed = {"warmup_method": target.warmup_method, "threads": target.threads, "load_ms": target.load_ms,
@@ -332,7 +300,7 @@ class _TritonSweep:
 
     # -- the points ---------------------------------------------------------------------------
 
-    def _measure_group(self, target: _Target, size: int, batch: int, pending: list[dict]) -> None:
+    def _measure_group(self, target: _Target, size: int, batch: int, pending: list[dict], started: float) -> None:
         first = pending[0]["protocol"]
         warmup = self._workload(target, first, "sync", 1, size, batch)
         try:
@@ -349,6 +317,7 @@ class _TritonSweep:
                 row.update(self._measure(target, identity))
             self.output.add(row)
             self.measured += 1
+            self.measuring_s, started = self.measuring_s + time.monotonic() - started, time.monotonic()
             self._announce(identity, row, resumed=False)
 
     def _workload(self, target: _Target, protocol: str, mode: str, concurrency: int, size: int, batch: int) -> Workload:
@@ -409,8 +378,7 @@ class _TritonSweep:
     def _describe(self, exc: BaseException) -> str:
         if is_timeout(exc):
             return f"a request took longer than the request timeout of {self.opts.request_timeout_s:g} s (--request-timeout)"
-        text = str(exc).strip().splitlines()
-        return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+        return describe(exc)
 
     def _raise_if_dead(self, target: _Target, protocol: str, exc: BaseException, where: str) -> None:
         """A failed request on a healthy server fails one point; on a dead server it ends the sweep."""

@@ -466,6 +466,11 @@ class ServerConnection:
                 "start a local server."
             ) from None
         if not live:
+            if not self._speaks_triton():
+                raise DeviceError(
+                    f"the server at {self.url} answers, but not as a Triton server (it does not serve the KServe v2 "
+                    f"{self.protocol.upper()} API): check the address and port (HTTP and gRPC listen on different ports)."
+                )
             raise DeviceError(f"the Triton server at {self.url} is not live yet; try again when it is.")
         try:
             ready = self._call("is_model_ready", model_name)
@@ -494,6 +499,15 @@ class ServerConnection:
         server = self._call("get_server_metadata", **as_json)
         return ModelInput(first["name"], first["datatype"], int(config.get("max_batch_size", 0)),
                           f"{server.get('name', 'triton')} {server.get('version', '')}".strip())
+
+    def _speaks_triton(self) -> bool:
+        """Whether the server answers Triton's server-metadata request (a Triton that is starting does)."""
+        try:
+            as_json = {"as_json": True} if self.protocol == "grpc" else {}
+            metadata = self._call("get_server_metadata", **as_json)
+        except Exception:
+            return False
+        return isinstance(metadata, dict) and "version" in metadata
 
     def problem(self, model_name: str) -> str | None:
         """Why the server cannot serve the model right now, or None when it can."""

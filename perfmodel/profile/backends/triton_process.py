@@ -12,21 +12,23 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import secrets
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
-from perfmodel.errors import DeviceError
+from perfmodel.errors import BackendError, DeviceError
 from perfmodel.profile.backends.triton_server import TOKEN_ENV
+from perfmodel.profile.failures import log_cause
+from perfmodel.profile.lifetime import child_environment, owned_tempdir, remove_stale
+
+WORKSPACE_PREFIX = "perfmodel-triton-"
 
 
 @dataclass(frozen=True)
@@ -120,24 +122,23 @@ class LocalTritonServer:
             raise
 
     def _start(self) -> ServerInfo:
-        self.directory = Path(tempfile.mkdtemp(prefix="perfmodel-triton-"))
+        remove_stale(WORKSPACE_PREFIX)  # the workspaces of runs that were killed before they could clean up
+        self.directory = owned_tempdir(WORKSPACE_PREFIX)
         ready_file = self.directory / "ready.json"
         token = secrets.token_urlsafe(24)
-        env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[3])  # the server imports this same perfmodel
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        env = child_environment(str(Path(__file__).resolve().parents[3]))  # the server imports this same perfmodel
         env[TOKEN_ENV] = token  # in the environment, not on the command line that `ps` shows
         self._log = open(self.directory / "server.log", "wb")
         t0 = time.perf_counter()
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "perfmodel.profile.backends.triton_server", *self.settings.arguments(),
              "--host", self.host, "--workspace", str(self.directory / "pytriton"),
-             "--ready-file", str(ready_file), "--exit-with-parent"],
+             "--ready-file", str(ready_file), "--exit-with-parent", "--owned-dir", str(self.directory)],
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
         )
         deadline = t0 + self.start_timeout_s
         while not ready_file.exists():
-            if self._proc.poll() is not None:
+            if self._proc.poll() is not None and not ready_file.exists():
                 raise DeviceError(f"the local Triton server did not start ({self._log_tail()}).")
             if time.perf_counter() > deadline:
                 raise DeviceError(
@@ -146,6 +147,10 @@ class LocalTritonServer:
                 )
             time.sleep(0.05)
         ready = json.loads(ready_file.read_text())
+        if "error" in ready:  # the program said why it could not serve
+            if ready.get("exit_code") == 2:
+                raise DeviceError(ready["error"])
+            raise BackendError(f"the local Triton server did not start: {ready['error']}.")
         self._remember_leftovers()
         self.info = ServerInfo(
             pid=self._proc.pid, host=ready["host"], http_port=ready["http_port"], grpc_port=ready["grpc_port"],
@@ -178,15 +183,15 @@ class LocalTritonServer:
         except psutil.Error:
             return []
 
-    def _log_tail(self, lines: int = 3) -> str:
+    def _log_tail(self) -> str:
+        """The line of the server's log that says what went wrong (never a traceback frame)."""
         if self.directory is None:
             return "no log"
         try:
-            text = (self.directory / "server.log").read_text(errors="replace").strip().splitlines()
+            text = (self.directory / "server.log").read_text(errors="replace")
         except OSError:
             return "no log"
-        useful = [line.strip() for line in text if line.strip()][-lines:]
-        return " | ".join(useful)[-600:] if useful else "no output"
+        return log_cause(text[-16384:], 600) or "no output"
 
     def stop(self) -> None:
         """Stop the server and remove everything it made. Safe to call twice; bounded in time."""

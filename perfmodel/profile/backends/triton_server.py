@@ -19,6 +19,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -46,7 +47,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--ready-file", default=None, help="write ports, load time and provenance here (JSON) once ready")
     p.add_argument("--model-name", default=None, help="the name clients use (default: the model's name)")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "bf16"])
+    p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16", "bf16"])
     p.add_argument("--channels-last", action="store_true")
     p.add_argument("--compile", action="store_true")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: 1 on CPU)")
@@ -57,6 +58,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--metrics-port", type=int, default=0, help="0: a free port")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--exit-with-parent", action="store_true", help="stop when the process that started this one ends")
+    p.add_argument("--owned-dir", default=None,
+                   help="with --exit-with-parent: the parent's private folder (workspace, log), removed when the parent "
+                        "dies before it could remove it itself")
     return p.parse_args(argv)
 
 
@@ -73,13 +77,16 @@ def _stop_on_signals(stop: threading.Event) -> None:
         signal.signal(sig, lambda *_: stop.set())
 
 
-def _watch_parent(stop: threading.Event) -> None:
+def _watch_parent(stop: threading.Event, orphaned: threading.Event) -> None:
     """Stop when the parent dies (a profiler killed with SIGKILL must not leave a server behind)."""
-    parent = os.getppid()
+    from perfmodel.profile.lifetime import PARENT_ENV
+
+    parent = int(os.environ.pop(PARENT_ENV, os.getppid()))  # named by the parent: it may be gone already
 
     def watch() -> None:
-        while not stop.wait(1.0):
+        while not stop.wait(0.5):
             if os.getppid() != parent:
+                orphaned.set()
                 stop.set()
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
@@ -105,10 +112,18 @@ def _infer_function(runner):
 
 def serve(args: argparse.Namespace) -> int:
     _with_python_libdir()
-    stop = threading.Event()
+    stop, orphaned = threading.Event(), threading.Event()
     _stop_on_signals(stop)
     if args.exit_with_parent:
-        _watch_parent(stop)
+        _watch_parent(stop, orphaned)
+    try:
+        return _serve(args, stop)
+    finally:
+        if orphaned.is_set() and args.owned_dir:  # nobody else is left to remove it
+            shutil.rmtree(args.owned_dir, ignore_errors=True)
+
+
+def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
 
     import numpy as np
     from pytriton.model_config import ModelConfig, Tensor
@@ -175,7 +190,17 @@ def _write_ready(path: Path, ready: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    return serve(args)
+    try:
+        return serve(args)
+    except Exception as exc:  # say why in one line, in the ready file the profiler waits for
+        from perfmodel.errors import PerfmodelError
+        from perfmodel.profile.failures import describe
+
+        logging.getLogger(__name__).exception("the server did not start")
+        code = exc.exit_code if isinstance(exc, PerfmodelError) else 1
+        if args.ready_file:
+            _write_ready(Path(args.ready_file), {"error": str(exc) if code == 2 else describe(exc), "exit_code": code})
+        return code
 
 
 if __name__ == "__main__":

@@ -1,0 +1,247 @@
+"""The in-process PyTorch sweep (`--backend torch`): every (input size, batch size) point, in worker processes.
+
+The profiler process only coordinates. One long-lived *measuring* worker (worker.py) loads the model
+once and measures every point's steady state; *fresh* workers measure the warm-up, one per point
+(`--warmup fresh-process`) or only at the batch sizes of `--fresh-warmup-at` (the shape a short GPU
+window needs: one process for the steady states, a few fresh ones for the warm-up curve). Because the
+model never runs in the profiler's process, a model call that never returns fails its point (the
+worker's watchdog ends the worker; a new one takes over) and the sweep goes on; a broken CUDA
+context ends the sweep at once, with the finished points saved.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, replace
+
+import psutil
+
+from perfmodel.errors import BackendError, InputError
+from perfmodel.profile.backends.torch_backend import TorchOptions, check_device
+from perfmodel.profile.config import Estimate, ProfileConfig, ProgressCallback, SweepEvent
+from perfmodel.profile.models import resolve_model
+from perfmodel.profile.monitor import HardwareMonitor
+from perfmodel.profile.output import ProfileOutput
+from perfmodel.profile.provenance import hardware_key, now_utc
+from perfmodel.profile.search import search_batch_sizes, search_points_bound
+from perfmodel.profile.worker_process import WorkerProcess
+
+PER_POINT_OVERHEAD_S = 1.0  # set-up, the warm-up calls, memory release and the monitor, per point (estimates)
+
+
+def _max_batch(config: ProfileConfig, is_cuda: bool) -> int:
+    return config.max_batch_size or (16384 if is_cuda else 1024)
+
+
+def estimate(config: ProfileConfig) -> Estimate:
+    is_cuda = config.device.strip().lower().startswith("cuda")
+    if config.batch_sizes is None:
+        per_size = search_points_bound(_max_batch(config, is_cuda), config.search_tolerance)
+        extra = len(config.fresh_warmup_at or ())  # listed sizes the doubling does not visit, at most
+        points = (per_size + extra) * len(config.input_sizes)
+        if config.warmup != "fresh-process":
+            fresh = 0
+        elif config.fresh_warmup_at is None:
+            fresh = points
+        else:
+            fresh = len(config.fresh_warmup_at) * len(config.input_sizes)
+        return Estimate(points, True, config.rule.max_time_s + PER_POINT_OVERHEAD_S, fresh)
+    points = len(config.batch_sizes) * len(config.input_sizes)
+    fresh = sum(config.fresh_warmup(b) for b in config.batch_sizes) * len(config.input_sizes)
+    return Estimate(points, False, config.rule.max_time_s + PER_POINT_OVERHEAD_S, fresh)
+
+
+def sweep(config: ProfileConfig, output: ProfileOutput, notify: ProgressCallback) -> None:
+    _TorchSweep(config, output, notify).run()
+
+
+class _TorchSweep:
+    def __init__(self, config: ProfileConfig, output: ProfileOutput, notify: ProgressCallback):
+        self.config, self.output, self.notify = config, output, notify
+        self.spec = resolve_model(config.model)
+        if config.fresh_warmup_at is not None and config.batch_sizes is not None:
+            missing = sorted(set(config.fresh_warmup_at) - set(config.batch_sizes))
+            if missing:
+                raise InputError(f"--fresh-warmup-at {','.join(map(str, missing))} is not among --batch-sizes; "
+                                 "choose batch sizes the sweep measures.")
+        self.device = check_device(config.device)
+        self.is_cuda = self.device.startswith("cuda")
+        threads = config.threads if config.threads is not None else (None if self.is_cuda else 1)
+        self.options = TorchOptions(self.device, config.precision, config.channels_last, config.compile,
+                                    config.cuda_graphs, threads)
+        self.memory_limit = None if self.is_cuda else (
+            config.memory_limit_mb or psutil.virtual_memory().available / 2**20 / 2)
+        self.max_call_ms = config.max_call_ms if config.max_call_ms is not None else (None if self.is_cuda else 2000.0)
+        self.plan = estimate(config)
+        self.measuring: WorkerProcess | None = None
+        self.largest_ok: dict[int, int] = {}  # input size -> largest batch that ran (for OOM in disguise)
+        self.done = self.measured = 0
+        self.measuring_s = 0.0  # time spent on newly measured points, for the ETA
+        # Points left per input size: exact for a list, a bound for auto (which may stop sooner).
+        self.remaining_bound = {size: self.plan.points // len(config.input_sizes) for size in config.input_sizes}
+
+    # -- the sweep ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        c = self.config
+        gpu_index = int(self.device.partition(":")[2] or 0) if self.is_cuda else None
+        try:
+            self.loaded = self._start_measuring_worker()
+            provenance = self.loaded["provenance"]
+            hardware = c.hardware or hardware_key(str(provenance["device_name"]), self.is_cuda)
+            self.identity = {"hardware": hardware, "model": self.spec.name, "backend": self.options.backend_name,
+                             "precision": self.options.precision, "architecture": "inprocess"}
+            self.fixed = {**self.identity, "warmup_method": c.warmup, "threads": self.loaded["threads"], **provenance}
+            self.output.check_resumable(self.identity, self.fixed)
+            with HardwareMonitor(gpu_index=gpu_index) as monitor:
+                self.monitor = monitor
+                if monitor.has_gpu_counters:
+                    self.fixed["driver"] = monitor.gpu_info().driver
+                plan = replace(self.plan, worker_s=self.loaded["start_s"])
+                self.notify(SweepEvent("start", total=plan.points, total_is_bound=plan.bound, eta_s=plan.seconds,
+                                       message=plan.describe()))
+                for size in c.input_sizes:
+                    self._sweep_size(size)
+        finally:
+            if self.measuring is not None:
+                self.measuring.stop()
+
+    def _sweep_size(self, size: int) -> None:
+        c = self.config
+        if c.batch_sizes is not None:
+            for b in c.batch_sizes:
+                self.point(b, size)
+            return
+        result = search_batch_sizes(lambda b: self.point(b, size), _max_batch(c, self.is_cuda), self.max_call_ms,
+                                    c.search_tolerance)
+        tried = {row["batch_size"] for row in result.rows}
+        for b in sorted(c.fresh_warmup_at or ()):  # the chosen warm-up sizes the search did not visit
+            if b not in tried and result.largest_ok is not None and b <= result.largest_ok:
+                self.point(b, size)
+        self.remaining_bound[size] = 0
+        self.notify(SweepEvent("search", done=self.done, input_size=size, message=result.reason))
+
+    def point(self, batch_size: int, input_size: int) -> dict:
+        key = {**self.identity, "input_size": input_size, "batch_size": batch_size}
+        row = self.output.get(key)
+        resumed = row is not None
+        sticky = None
+        if not resumed:
+            t0 = time.monotonic()
+            row, sticky = self._measure(batch_size, input_size)
+            self.output.add(row)
+            self.measured += 1
+            self.measuring_s += time.monotonic() - t0
+        if row["status"] == "ok":
+            self.largest_ok[input_size] = max(self.largest_ok.get(input_size, 0), int(batch_size))
+        self.done += 1
+        if self.remaining_bound[input_size]:
+            self.remaining_bound[input_size] -= 1
+        if sticky is not None:
+            raise BackendError(
+                f"the CUDA context broke at {input_size} px, batch {batch_size} ({sticky}); every later call in "
+                f"that process would fail, so the sweep stops here. {self.output.saved()} Run the same command with "
+                "--resume to go on (this point is recorded as an error)."
+            )
+        total = self.done + sum(self.remaining_bound.values())
+        self.notify(SweepEvent("point", self.done, total, input_size, batch_size, row["status"], resumed,
+                               eta_s=self._eta(), total_is_bound=self.config.batch_sizes is None))
+        return row
+
+    def _eta(self) -> float | None:
+        if not self.measured:
+            return None
+        return self.measuring_s / self.measured * sum(self.remaining_bound.values())
+
+    # -- one point ----------------------------------------------------------------------------
+
+    def _measure(self, batch_size: int, input_size: int) -> tuple[dict, str | None]:
+        """One point: (row, the message of a sticky CUDA error or None).
+
+        With a fresh warm-up worker, it goes first and decides whether the batch fits at all; on a CPU
+        it also gives the memory figure, since only a fresh process's peak RSS growth is free of the
+        memory that earlier points left to the C allocator.
+        """
+        c = self.config
+        row = {**self.fixed, "input_size": input_size, "batch_size": batch_size, "load_avg_1m": os.getloadavg()[0],
+               "created_at": now_utc()}
+        fresh = c.fresh_warmup(batch_size)
+        if fresh:
+            first = self._fresh_warmup(batch_size, input_size)
+            row["load_ms"] = first.get("load_ms")
+            if first["status"] != "ok":
+                return self._failed(row, first, batch_size, input_size)
+            row["warmup_ms"] = first["warmup_ms"]
+            if not self.is_cuda:
+                row["memory_mb"] = first["memory_mb"]
+        else:
+            row["load_ms"] = self.loaded["load_ms"]
+        mark = self.monitor.window()
+        steady = self._steady(batch_size, input_size, timed_first_call=c.warmup == "in-process",
+                              memory_limit=None if fresh else self.memory_limit)
+        row.update(self.monitor.summary(mark))
+        if steady["status"] != "ok":
+            return self._failed(row, steady, batch_size, input_size)
+        if fresh and not self.is_cuda:
+            steady.pop("memory_mb")
+        row.update(steady)
+        return row, None
+
+    def _failed(self, row: dict, reply: dict, batch_size: int, input_size: int) -> tuple[dict, str | None]:
+        """The row of a failed point. OOM, a size limit, and an OOM in disguise after a smaller batch
+        of the same input size ran, are `oom` (the search bisects); everything else is `error`."""
+        kind, message = reply["kind"], reply.get("error", "")
+        smaller_ran = self.largest_ok.get(input_size, 0) and self.largest_ok[input_size] < batch_size
+        status = "oom" if kind in ("oom", "limit") or (kind == "oom-like" and smaller_ran) else "error"
+        return {**row, "status": status, "error": message}, message if kind == "sticky" else None
+
+    # -- the workers --------------------------------------------------------------------------
+
+    def _load_request(self) -> dict:
+        return {"op": "load", "model": asdict(self.spec), "options": asdict(self.options), "seed": self.config.seed,
+                "call_timeout_s": self.config.call_timeout_s,
+                "device_memory_limit_mb": self.config.memory_limit_mb if self.is_cuda else None}
+
+    def _start_measuring_worker(self) -> dict:
+        """Start (or restart) the measuring worker and load the model; a failure here ends the sweep."""
+        self.measuring = WorkerProcess(own_compile_cache=self.config.compile)
+        self.measuring.start()
+        loaded = self.measuring.request(self._load_request(), self.config.worker_timeout_s, "--worker-timeout")
+        if loaded["status"] != "ok":
+            self.measuring.stop()
+            self._raise_load_failure(loaded)
+        loaded["start_s"] = time.monotonic() - self.measuring.started_at
+        return loaded
+
+    def _raise_load_failure(self, reply: dict) -> None:
+        message = reply.get("error", "")
+        if reply["kind"] == "input":  # a file that is not TorchScript, a model that needs torchvision ...
+            raise InputError(message)
+        resume = f" {self.output.saved()} Run the same command with --resume to go on." if self.measured else ""
+        raise BackendError(f"the model could not be loaded on {self.device}: {message}.{resume}")
+
+    def _steady(self, batch_size: int, input_size: int, timed_first_call: bool, memory_limit: float | None) -> dict:
+        if self.measuring is None or not self.measuring.is_alive():
+            self.loaded = {**self.loaded, **self._start_measuring_worker()}
+        rule = self.config.rule
+        request = {"op": "steady", "batch_size": batch_size, "input_size": input_size, "memory_limit_mb": memory_limit,
+                   "memory_budget_mb": self.memory_limit, "timed_first_call": timed_first_call, "rule": asdict(rule)}
+        # A backstop only: the worker's own watchdog reports a stuck call after --call-timeout.
+        backstop = rule.max_time_s + (rule.warmup_calls + 3) * self.config.call_timeout_s + 60
+        reply = self.measuring.request(request, backstop, "--call-timeout")
+        if reply["status"] != "ok" and not self.measuring.is_alive():
+            self.measuring.stop()  # a new one takes over at the next point
+        return reply
+
+    def _fresh_warmup(self, batch_size: int, input_size: int) -> dict:
+        """A fresh worker: load the model, time the first call at this batch size, exit."""
+        deadline = time.monotonic() + self.config.worker_timeout_s
+        with WorkerProcess(own_compile_cache=self.config.compile) as fresh:
+            loaded = fresh.request(self._load_request(), self.config.worker_timeout_s, "--worker-timeout")
+            if loaded["status"] != "ok":
+                return loaded
+            request = {"op": "first_call", "batch_size": batch_size, "input_size": input_size,
+                       "memory_limit_mb": self.memory_limit}
+            first = fresh.request(request, max(1.0, deadline - time.monotonic()), "--worker-timeout")
+        return {**first, "load_ms": loaded["load_ms"]}

@@ -1,0 +1,128 @@
+"""What a sweep is asked to do (ProfileConfig) and what it tells while it runs (SweepEvent).
+
+Shared by sweep.py and every backend, so that no backend imports the sweep (or another backend).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from perfmodel.errors import InputError
+from perfmodel.profile.timing import StabilityRule
+
+WARMUP_METHODS = ("fresh-process", "in-process")
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    """Everything one `perfmodel profile` run needs. Defaults suit a quick CPU try."""
+
+    model: str
+    device: str = "cpu"
+    batch_sizes: tuple[int, ...] | None = (1, 2, 4, 8)  # None: search up to the largest that fits
+    input_sizes: tuple[int, ...] = (224,)
+    precision: str = "fp32"
+    channels_last: bool = False
+    compile: bool = False
+    cuda_graphs: bool = False
+    warmup: str = "fresh-process"
+    fresh_warmup_at: tuple[int, ...] | None = None  # fresh-process warm-up only at these batch sizes; None: every point
+    threads: int | None = None  # None: 1 thread on CPU (quiet, repeatable timing), torch's default on CUDA
+    hardware: str | None = None  # the pool key; None derives it from the device name
+    rule: StabilityRule = field(default_factory=StabilityRule)
+    max_batch_size: int | None = None  # auto search cap; None: 1024 on CPU, 16384 on CUDA
+    max_call_ms: float | None = None  # auto search stops after a slower call; None: 2000 on CPU, none on CUDA
+    search_tolerance: float = 0.0  # auto: stop bisecting when the gap is within this fraction of the largest that ran
+    memory_limit_mb: float | None = None  # the memory budget; None: half the free memory (CPU), the whole GPU (CUDA)
+    worker_timeout_s: float = 900.0  # a fresh warm-up worker, from start to answer
+    call_timeout_s: float = 300.0  # one model call (or a point's set-up) without progress
+    seed: int = 0
+    backend: str = "torch"  # a name in backends.BACKENDS
+    backend_options: object | None = None  # the backend's own options (e.g. TritonOptions)
+
+    def __post_init__(self):
+        if self.warmup not in WARMUP_METHODS:
+            raise InputError(f"unknown warm-up method {self.warmup!r}: choose {' or '.join(WARMUP_METHODS)}.")
+        if not self.input_sizes:
+            raise InputError("give at least one input size.")
+        if self.fresh_warmup_at is not None and self.warmup != "fresh-process":
+            raise InputError("--fresh-warmup-at chooses where fresh processes measure the warm-up: it needs "
+                             "--warmup fresh-process (the default); leave one of them out.")
+        for name, value, unit in (("--max-batch-size", self.max_batch_size, None),
+                                  ("--max-call-ms", self.max_call_ms, "milliseconds"),
+                                  ("--memory-limit-mb", self.memory_limit_mb, "MiB"),
+                                  ("--worker-timeout", self.worker_timeout_s, "seconds"),
+                                  ("--call-timeout", self.call_timeout_s, "seconds"),
+                                  ("--threads", self.threads, None)):
+            if value is not None and not (math.isfinite(value) and value > 0):
+                what = f"a positive number of {unit}" if unit else "a positive whole number"
+                raise InputError(f"{name} must be {what}, not {value}.")
+        if not (math.isfinite(self.search_tolerance) and 0 <= self.search_tolerance < 1):
+            raise InputError(f"--search-tolerance must be at least 0% and below 100%, not {self.search_tolerance}.")
+
+    def fresh_warmup(self, batch_size: int) -> bool:
+        """Whether the point at this batch size gets a fresh warm-up worker."""
+        if self.warmup != "fresh-process":
+            return False
+        return self.fresh_warmup_at is None or batch_size in self.fresh_warmup_at
+
+
+@dataclass(frozen=True)
+class SweepEvent:
+    """Progress of a sweep, for a progress bar or a log.
+
+    `total` is the number of points planned: exact for a list of batch sizes, an upper bound while an
+    `auto` search runs (`total_is_bound`). `eta_s` is the estimated time left (None until known).
+    """
+
+    kind: str  # "start", "point" (a point finished or was taken from the file), "search" (auto stopped)
+    done: int = 0
+    total: int | None = None
+    input_size: int | None = None
+    batch_size: int | None = None
+    status: str | None = None
+    resumed: bool = False
+    message: str = ""
+    eta_s: float | None = None
+    total_is_bound: bool = False
+
+
+ProgressCallback = Callable[[SweepEvent], None]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """How big a sweep is, known before it starts: its points and an upper bound of its duration."""
+
+    points: int  # points to measure (an upper bound when `bound`: an auto search may stop sooner)
+    bound: bool
+    per_point_s: float  # the most sampling one point may take (--max-time-per-point and the warm-up calls)
+    fresh_workers: int  # fresh processes started (each: start Python, import torch, load the model, first calls)
+    worker_s: float | None = None  # what starting one took here, once measured
+
+    @property
+    def seconds(self) -> float | None:
+        """The upper bound in seconds, once a worker's start time is known (else None)."""
+        if self.worker_s is None:
+            return None
+        return self.points * self.per_point_s + (self.fresh_workers + 1) * self.worker_s
+
+    def describe(self) -> str:
+        points = f"{'at most ' if self.bound else ''}{self.points} point(s)"
+        fresh = f", {self.fresh_workers} of them with a fresh warm-up process" if self.fresh_workers else ""
+        if self.seconds is None:
+            starts = ", plus the start of each process" if self.fresh_workers else ""
+            return (f"{points}{fresh}; sampling takes at most {self.per_point_s:g} s per point "
+                    f"({duration_text(self.points * self.per_point_s)} in all){starts}")
+        return f"{points}{fresh}; at most {duration_text(self.seconds)} (a worker process takes {self.worker_s:.0f} s to start here)"
+
+
+def duration_text(seconds: float) -> str:
+    """12 s, 7 min, 1.5 h: a duration as a person reads it."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
