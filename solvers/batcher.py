@@ -34,6 +34,7 @@ _WAIT_X, _WAIT_W = np.polynomial.hermite_e.hermegauss(3)  # 3 points for the ser
 _WAIT_W = _WAIT_W / _WAIT_W.sum()
 _U = (np.arange(8) + 0.5) / 8  # where in the current service a request arrives (time fraction)
 Z99 = 2.3263478740408408  # the standard normal's 99th percentile
+_NEGLIGIBLE = 1e-11  # chain states with less probability than this are left out of the latency sums
 
 
 def normal_cdf(x):
@@ -159,12 +160,12 @@ class Batcher:
         partial[bm] = 0.0
         j = np.arange(jmax + 2)
         late = time = 0.0
-        m = np.flatnonzero(partial > 1e-14)
+        m = np.flatnonzero(partial > _NEGLIGIBLE)
         if len(m):
             e, w = self._in_service(t, m, 0, j)
             late += np.sum(partial[m] * e)
             time += np.sum(partial[m] * w)
-        x = np.flatnonzero(leftover > 1e-14)
+        x = np.flatnonzero(leftover > _NEGLIGIBLE)
         if len(x):
             e, w = self._in_service(t, np.array([bm]), x, j)
             late += np.sum(leftover[x] * e)
@@ -199,12 +200,17 @@ class Batcher:
         later = service_tail(med[bm], sig[bm], t - rest[..., None] - j[1:-1] * full_mean)
         # J = 0: the own batch is everyone waiting when the current service ends: left + 1 + k,
         # k ~ Poisson(rate x service) more (the correlation with J = 0 is ignored).
-        k = np.arange(bm)
-        arrive = poisson_pmf(lam * service, bm)  # [s, q, k]
-        arrive[..., -1] += np.maximum(0.0, 1.0 - arrive.sum(-1))
-        sizes = np.arange(1, bm + 1)
-        by_size = service_tail(med[sizes], sig[sizes], t - rest[..., None])  # [s, q, u, size - 1]
-        own = np.minimum(bm, left[:, None] + 1 + k[None, :]) - 1  # [x, k]: index of the own batch's size
+        # Only the sizes that can occur: k within 10 standard deviations of its mean.
+        mean = lam * service
+        k_lo = int(max(0.0, np.floor(mean.min() - 10 * np.sqrt(mean.min()) - 5)))
+        k_hi = int(min(bm - 1, np.ceil(mean.max() + 10 * np.sqrt(mean.max()) + 5)))
+        k = np.arange(k_lo, k_hi + 1)
+        arrive = poisson_pmf(mean, k_hi + 1)[..., k_lo:]  # [s, q, k]
+        arrive[..., -1] += np.maximum(0.0, 1.0 - arrive.sum(-1))  # k_hi + 1 or more: the batch is full anyway
+        own = np.minimum(bm, left[:, None] + 1 + k[None, :])  # [x, k]: the own batch's size
+        sizes = np.unique(own)
+        by_size = service_tail(med[sizes], sig[sizes], t - rest[..., None])  # [s, q, u, size]
+        own = np.searchsorted(sizes, own)
         if len(m) > 1 or len(left) == 1:  # partial batches (left 0), or one full batch with one `left`
             first = np.sum(arrive[:, :, None, :] * by_size[..., own[0]], axis=-1)  # [s, q, u]
         else:  # one full batch, many `left`: [x, q, u]
