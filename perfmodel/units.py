@@ -80,6 +80,19 @@ def parse_rate(text: str, what: str = "--rate") -> float:
     return value
 
 
+def parse_rates(text: str, what: str = "--rate") -> tuple[float, ...]:
+    """'50,100,200/s' (the last item's unit applies to bare numbers before it) or '50/s,1k/s' -> requests/s."""
+    items = [item.strip() for item in str(text).split(",")]
+    unit = re.search(r"/\s*[a-z]+$", items[-1]) if items and items[-1] else None
+    rates = []
+    for item in items:
+        if not item:
+            raise InputError(f"{what} {text!r} has an empty item: write e.g. 50,100,200/s.")
+        bare = re.fullmatch(rf"{_NUMBER}\s*[kKM]?", item) is not None
+        rates.append(parse_rate(item + unit.group(0) if bare and unit else item, what))
+    return tuple(dict.fromkeys(rates))
+
+
 def parse_percentile(text: str, what: str = "--percentile") -> float:
     """'99', '99.9' or 'p99' -> 99.0: the share of requests, in percent, that must meet the objective."""
     raw = str(text).strip().lower().removeprefix("p").removesuffix("%")

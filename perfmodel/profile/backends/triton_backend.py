@@ -64,6 +64,9 @@ class TritonOptions:
     request_timeout_s: float = 60.0
     server_timeout_s: float = 180.0  # starting a local server, until its model is ready
     window_s: float = 1.0
+    rates: tuple[float, ...] = ()  # requests/s: open-loop load (triton_rate.py) instead of a concurrency
+    duration_s: float = 20.0  # per rate, counted (after a warm-up of a fifth of it, 1 to 5 s)
+    batching: object | None = None  # triton_rate.Batching: the local server's dynamic batcher (--rate)
 
     def __post_init__(self):
         for name, values, allowed in (("--protocol", self.protocols, PROTOCOLS), ("--mode", self.modes, MODES)):
@@ -75,6 +78,8 @@ class TritonOptions:
             raise InputError("--concurrency needs positive whole numbers, e.g. 1,4,16.")
         if self.architecture is not None and self.architecture not in ARCHITECTURES:
             raise InputError(f"--architecture must be {' or '.join(ARCHITECTURES)}, not {self.architecture!r}.")
+        if any(not (math.isfinite(r) and r > 0) for r in self.rates) or not self.duration_s > 0:
+            raise InputError("--rate needs request rates > 0, e.g. 50,100,200/s, and --duration a time > 0.")
         if self.request_timeout_s <= 0 or self.server_timeout_s <= 0:
             raise InputError("--request-timeout and --server-timeout must be positive numbers of seconds.")
         if self.url is not None:
@@ -198,6 +203,10 @@ class _Target:
 def run_triton_profile(config, out: str | os.PathLike, resume: bool, notify: Callable[[SweepEvent], None]):
     """The `--backend triton` sweep of `config` (a ProfileConfig with `triton` set); returns the profile."""
     opts: TritonOptions = config.triton
+    if opts.rates:  # open-loop load at request rates
+        from perfmodel.profile.backends.triton_rate import run_rate_profile
+
+        return run_rate_profile(config, out, resume, notify)
     spec = resolve_model(config.model)
     if config.batch_sizes is None:
         raise InputError("--batch-sizes auto is for the in-process backend; with --backend triton give a list, e.g. 1,2,4.")
