@@ -13,11 +13,9 @@ max_batch; the candidates are the powers of two up to it and max_batch itself.
 
 from __future__ import annotations
 
-import math
 import os
 import warnings
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 import numpy as np
 
@@ -78,6 +76,10 @@ def make_online_plan(
         profiles, predictors = shipped_sources()
     size = int(input_size or DEFAULT_INPUT_SIZE)
     options = service_options(profiles, predictors, model, size, backend, precision)
+    largest = max(o.largest for found in options.values() for o in found)
+    if request_size > largest:
+        raise InputError(f"--request-size {request_size} is above the largest batch timed ({largest} images): "
+                         "no GPU takes requests of that many images.")
     try:
         problem = OnlineProblem(_gpu_types(options, pool, prices, objective), rate_s, slo_s, pct, request_size,
                                 objective, arrivals_s=trace, delays_s=None if max_queue_delays is None else list(max_queue_delays),
@@ -304,12 +306,3 @@ def triton_header(plan: OnlinePlan) -> str:
                      f"p99 {a.predicted_p99_s * 1000:.3g} ms.")
     return "\n".join(lines)
 
-
-def plan_triton_paths(directory: str | os.PathLike, plan: OnlinePlan) -> list[Path]:
-    from perfmodel.triton_config import targets
-
-    return list(targets(Path(directory), [a.hardware for a in plan.assignments]).values())
-
-
-def _finite(value: float) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)

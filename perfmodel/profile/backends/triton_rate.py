@@ -304,12 +304,27 @@ def run_rate_profile(config, out: str | os.PathLike, resume: bool, notify):
                          "give smaller --batch-sizes or a larger --max-batch-size.")
     output = ProfileOutput(out, resume)
     hardware = config.hardware or _hardware(config, opts)
-    points = [(p, s, b, r) for p in opts.protocols for s in config.input_sizes for b in config.batch_sizes for r in opts.rates]
+    points = []
+    for protocol, size, batch, rate in ((p, s, b, r) for p in opts.protocols for s in config.input_sizes
+                                        for b in config.batch_sizes for r in opts.rates):
+        identity = {"hardware": hardware, "model": spec.name, "backend": f"triton-{protocol}",
+                    "precision": config.precision, "architecture": opts.resolved_architecture, "protocol": protocol,
+                    "mode": MODE, "input_size": size, "batch_size": batch, "rate_per_s": rate,
+                    "server_max_batch": batching.max_batch_size, "server_max_queue_delay_ms": batching.max_queue_delay_us / 1000}
+        points.append((identity, output.get(identity)))
     notify(SweepEvent("start", total=len(points)))
+    done = 0
+    for identity, row in points:  # what the file already holds
+        if row is not None:
+            done += 1
+            notify(SweepEvent("point", done, len(points), identity["input_size"], identity["batch_size"], row["status"],
+                              True, f"{identity['protocol']} {identity['rate_per_s']:g}/s"))
+    pending = [identity for identity, row in points if row is None]
+    if not pending:
+        return output.frame()
     is_cuda = config.device.strip().lower().startswith("cuda")
     gpu_index = int(config.device.partition(":")[2] or 0) if is_cuda and opts.url is None else None
     server = None
-    done = 0
     with ServingMonitor(gpu_index=gpu_index) as monitor:
         try:
             urls, model_name, token, provenance, load_ms, server = _target(config, opts, spec, batching, monitor)
@@ -317,27 +332,20 @@ def run_rate_profile(config, out: str | os.PathLike, resume: bool, notify):
             for protocol in opts.protocols:
                 with ServerConnection(protocol, urls[protocol], token) as conn:
                     inputs[protocol] = conn.check_model(model_name)
-            for protocol, size, batch, rate in points:
-                identity = {"hardware": hardware, "model": spec.name, "backend": f"triton-{protocol}",
-                            "precision": config.precision, "architecture": opts.resolved_architecture, "protocol": protocol,
-                            "mode": MODE, "input_size": size, "batch_size": batch, "rate_per_s": rate,
-                            "server_max_batch": batching.max_batch_size,
-                            "server_max_queue_delay_ms": batching.max_queue_delay_us / 1000}
-                row = output.get(identity)
-                resumed = row is not None
-                if not resumed:
-                    workload = Workload(protocol, urls[protocol], model_name, inputs[protocol].name, inputs[protocol].datatype,
-                                        "async", 1, random_batches(batch, size, np.float16 if inputs[protocol].datatype == "FP16"
-                                                                    else np.float32, seed=config.seed),
-                                        opts.request_timeout_s)
-                    row = {**identity, **_measure(workload, rate, opts, monitor, token, server, config.seed + done),
-                           "load_ms": load_ms, "threads": provenance.get("threads"), "perfmodel": __version__,
-                           "host": platform.node(), "schema_version": SCHEMA_VERSION, "created_at": now_utc(),
-                           "server_version": inputs[protocol].server_version,
-                           **{k: v for k, v in provenance.items() if k != "threads"}}
-                    output.add(row)
+            for identity in pending:
+                protocol, size, batch, rate = (identity[k] for k in ("protocol", "input_size", "batch_size", "rate_per_s"))
+                model_input = inputs[protocol]
+                dtype = np.float16 if model_input.datatype == "FP16" else np.float32
+                workload = Workload(protocol, urls[protocol], model_name, model_input.name, model_input.datatype, "async", 1,
+                                    random_batches(batch, size, dtype, seed=config.seed), opts.request_timeout_s)
+                row = {**identity, **_measure(workload, rate, opts, monitor, token, server, config.seed + done),
+                       "load_ms": load_ms, "threads": provenance.get("threads"), "perfmodel": __version__,
+                       "host": platform.node(), "schema_version": SCHEMA_VERSION, "created_at": now_utc(),
+                       "server_version": model_input.server_version,
+                       **{k: v for k, v in provenance.items() if k != "threads"}}
+                output.add(row)
                 done += 1
-                notify(SweepEvent("point", done, len(points), size, batch, row["status"], resumed, f"{protocol} {rate:g}/s"))
+                notify(SweepEvent("point", done, len(points), size, batch, row["status"], False, f"{protocol} {rate:g}/s"))
         finally:
             if server is not None:
                 server.stop()
