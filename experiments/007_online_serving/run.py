@@ -9,7 +9,8 @@ Parts (each writes its files into results/ and its table into results/summary.md
   batching on) timed for dynamic batches of m one-image requests, m = 1, 2, 4 ... --max-batch: a
   server per m with preferred batch size m and a long delay, kept busy by m requests in flight. Per m,
   the client's median and p99 less the server's mean queueing (the wait for the batch to fill) is the
-  batch's service time. -> results/service-profile.csv (the profile contract).
+  batch's service time; the median over --calibration-rounds rounds is kept.
+  -> results/service-profile.csv (the profile contract).
 - validate: for each of --loads x the capacity of one server at --slo, `perfmodel plan --mode online
   --pool cpu=1 --triton-config ...` plans max_batch and delay and writes config.pbtxt; `perfmodel
   profile --backend triton --rate R --triton-config ...` deploys it and drives it open-loop for
@@ -75,48 +76,61 @@ def perfmodel(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 # calibrate
 
 
-def calibrate(max_batch: int, seconds: float) -> Path:
+def calibrate(max_batch: int, seconds: float, rounds: int) -> Path:
+    """Each batch size is measured `rounds` times, the sizes interleaved in time, and the median kept:
+    one burst of load from elsewhere on a shared machine then moves one round, not the curve."""
+    sizes = [2**i for i in range(int(math.log2(max_batch)) + 1)]
+    measured: dict[int, list[dict]] = {m: [] for m in sizes}
+    for r in range(rounds):
+        for m in (sizes if r % 2 == 0 else sizes[::-1]):
+            measured[m].append(_dynamic_batch(m, seconds))
+            x = measured[m][-1]
+            print(f"round {r + 1}, m={m}: client p50 {x['p50']:.2f} ms, p99 {x['p99']:.2f} ms, gather {x['gather']:.2f} ms, "
+                  f"server compute {x['compute']:.2f} ms", flush=True)
+    rows = []
+    for m in sizes:
+        med = {k: float(np.median([x[k] for x in measured[m]])) for k in measured[m][0]}
+        rows.append({
+            "hardware": "cpu", "model": MODEL, "backend": "triton-grpc", "precision": "fp32", "input_size": SIZE,
+            "batch_size": m, "latency_ms": med["p50"] - med["gather"], "latency_p99_ms": med["p99"] - med["gather"],
+            "warmup_ms": math.nan, "memory_mb": math.nan, "status": "ok", "samples": int(med["samples"]),
+            "throughput_ips": med["throughput"], "architecture": "local-server", "protocol": "grpc",
+            "mode": "dynamic-batch", "server_queue_ms": med["gather"], "server_compute_ms": med["compute"],
+            "load_avg_1m": med["load"], "threads": 1, "device_name": cpu_name(), "host": platform.node(),
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "schema_version": 1,
+        })
+    path = RESULTS / "service-profile.csv"
+    write_profile(pd.DataFrame(rows), path)
+    return path
+
+
+def _dynamic_batch(m: int, seconds: float) -> dict:
+    """A server whose batcher waits for m requests (preferred size m, a long delay), kept busy by m in flight."""
     from perfmodel.profile.backends.triton_client import (ServerConnection, ThroughputRule, Workload, random_batches,
                                                           run_load, server_times_ms)
     from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings
 
-    rows = []
-    sizes = [2**i for i in range(int(math.log2(max_batch)) + 1)]
-    for m in sizes:
-        before_load = load()
-        settings = ServerSettings(MODEL, max_batch_size=m, dynamic_batching=True, max_queue_delay_us=200_000,
-                                  preferred_batch_sizes=(m,), threads=1)
-        with LocalTritonServer(settings) as server:
-            info = server.info
-            url = info.url("grpc")
-            with ServerConnection("grpc", url, info.access_token) as conn:
-                model_input = conn.check_model(info.model_name)
-            work = Workload("grpc", url, info.model_name, model_input.name, model_input.datatype, "async", m,
-                            random_batches(1, SIZE, np.float32), 60.0)
-            run_load(work, ThroughputRule(max_time_s=2.0))  # warm the batch size up
-            with ServerConnection("grpc", url, info.access_token) as conn:
-                first = conn.statistics(info.model_name)
-            result = run_load(work, ThroughputRule(max_time_s=seconds, rel_ci=0.001))
-            with ServerConnection("grpc", url, info.access_token) as conn:
-                last = conn.statistics(info.model_name)
-        times = server_times_ms(first, last)
-        gather = times["server_queue_ms"] if math.isfinite(times["server_queue_ms"]) else 0.0
-        lat = result.latency
-        rows.append({
-            "hardware": "cpu", "model": MODEL, "backend": "triton-grpc", "precision": "fp32", "input_size": SIZE,
-            "batch_size": m, "latency_ms": lat.median_ms - gather, "latency_p99_ms": lat.p99_ms - gather,
-            "warmup_ms": math.nan, "memory_mb": math.nan, "status": "ok", "latency_mean_ms": lat.mean_ms - gather,
-            "samples": lat.samples, "throughput_ips": result.throughput_ips, "architecture": "local-server",
-            "protocol": "grpc", "mode": "dynamic-batch", "server_queue_ms": times["server_queue_ms"],
-            "server_compute_ms": times["server_compute_ms"], "load_avg_1m": (before_load + load()) / 2,
-            "threads": 1, "device_name": cpu_name(), "host": platform.node(),
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "schema_version": 1,
-        })
-        print(f"m={m}: service p50 {rows[-1]['latency_ms']:.2f} ms, p99 {rows[-1]['latency_p99_ms']:.2f} ms "
-              f"(server compute {times['server_compute_ms']:.2f} ms, gather {gather:.2f} ms)", flush=True)
-    path = RESULTS / "service-profile.csv"
-    write_profile(pd.DataFrame(rows), path)
-    return path
+    settings = ServerSettings(MODEL, max_batch_size=m, dynamic_batching=True, max_queue_delay_us=200_000,
+                              preferred_batch_sizes=(m,), threads=1)
+    before = load()
+    with LocalTritonServer(settings) as server:
+        info = server.info
+        url = info.url("grpc")
+        with ServerConnection("grpc", url, info.access_token) as conn:
+            model_input = conn.check_model(info.model_name)
+        work = Workload("grpc", url, info.model_name, model_input.name, model_input.datatype, "async", m,
+                        random_batches(1, SIZE, np.float32), 60.0)
+        run_load(work, ThroughputRule(max_time_s=2.0))  # warm the batch size up
+        with ServerConnection("grpc", url, info.access_token) as conn:
+            first = conn.statistics(info.model_name)
+        result = run_load(work, ThroughputRule(max_time_s=seconds, rel_ci=0.001))
+        with ServerConnection("grpc", url, info.access_token) as conn:
+            last = conn.statistics(info.model_name)
+    times = server_times_ms(first, last)
+    gather = times["server_queue_ms"] if math.isfinite(times["server_queue_ms"]) else 0.0
+    return {"p50": result.latency.median_ms, "p99": result.latency.p99_ms, "gather": gather,
+            "compute": times["server_compute_ms"], "samples": result.latency.samples,
+            "throughput": result.throughput_ips, "load": (before + load()) / 2}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -449,7 +463,8 @@ def main() -> None:
     p.add_argument("--over", type=float, default=1.2, help="the rate above capacity, as a share of it (default: 1.2)")
     p.add_argument("--duration", type=float, default=60.0, help="seconds counted per measured rate (default: 60)")
     p.add_argument("--max-batch", type=int, default=32, help="largest dynamic batch calibrated (default: 32)")
-    p.add_argument("--calibration-seconds", type=float, default=10.0)
+    p.add_argument("--calibration-seconds", type=float, default=10.0, help="per batch size and round (default: 10)")
+    p.add_argument("--calibration-rounds", type=int, default=2, help="rounds over the batch sizes; the median is kept")
     p.add_argument("--accuracy-requests", type=int, default=100_000)
     p.add_argument("--curve-slo", default="50ms")
     p.add_argument("--repeats", type=int, default=3)
@@ -467,7 +482,7 @@ def main() -> None:
     for part in parts:
         before, t0 = load(), time.perf_counter()
         if part == "calibrate":
-            calibrate(args.max_batch, args.calibration_seconds)
+            calibrate(args.max_batch, args.calibration_seconds, args.calibration_rounds)
         elif part == "validate":
             print(validate(args.slo, [float(x) for x in args.loads.split(",")], args.over, args.duration).to_string(index=False))
         elif part == "accuracy":
