@@ -184,6 +184,8 @@ def _profile_sizes(frame, model) -> set[int]:
 
 def _from_profiles(options, frame, model, sizes, use, backend, precision) -> None:
     rows = frame[(frame["status"] == "ok") & (frame["model"] == model) & frame["input_size"].isin(sizes)]
+    if "rate_per_s" in rows.columns:  # open-loop rows time a served stream, not a batch
+        rows = rows[rows["rate_per_s"].isna()]
     if backend:
         rows = rows[rows["backend"] == backend]
     if precision:
