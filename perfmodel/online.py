@@ -259,12 +259,12 @@ def explain_online(d: OnlineDiagnosis) -> str:
 
 
 def online_summary(plan: OnlinePlan) -> str:
-    """'3 x cpu answer 400 requests/s within 100 ms for 99% (capacity 431/s), optimal, solved in 0.4 s'."""
+    """'3 x cpu: 400 requests/s within 100 ms for 99% of them (up to 431/s), optimal, solved in 412 ms'."""
     from perfmodel.plan import format_seconds
 
     gpus = " + ".join(f"{n:,} x {name}" for name, n in plan.gpus_by_type.items())
-    line = (f"{gpus} answer {plan.rate_per_s:,.4g} requests/s within {format_seconds(plan.slo_s)} for "
-            f"{plan.percentile:g}% of them (they hold up to {plan.capacity_per_s:,.4g}/s)")
+    line = (f"{gpus}: {plan.rate_per_s:,.4g} requests/s within {format_seconds(plan.slo_s)} for "
+            f"{plan.percentile:g}% of them (up to {plan.capacity_per_s:,.4g}/s)")
     if plan.request_size > 1:
         line += f", {plan.request_size} images per request"
     if plan.arrivals == "trace":

@@ -22,8 +22,8 @@ used is paid for the whole deadline window.
 
 PLAN_EXIT_CODES = EXIT_CODES.replace(
     "3    no feasible plan (perfmodel plan)",
-    "3    no plan meets the deadline: the message says why, and how many more GPUs,\n"
-    "       how many images, or how long a deadline would make one",
+    "3    no plan meets the deadline (online: the SLO): the message says why, and how many\n"
+    "       more GPUs, how many images (requests/s), or how long a deadline (SLO) would make one",
 )
 
 
