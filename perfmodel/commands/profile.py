@@ -14,9 +14,9 @@ PROFILE_EXAMPLES = """examples:
   perfmodel profile --model resnet50 --backend triton --protocol grpc --mode async --concurrency 1,4 \\
                     --batch-sizes 1,2 --input-sizes 64 --device cpu --out t.csv
   perfmodel profile --model resnet50 --backend triton --url 10.0.0.2:8001 --protocol grpc --out remote.csv
-  perfmodel profile --model tiny --backend triton --rate 50,100,200/s --max-batch-size 16 \
+  perfmodel profile --model tiny --backend triton --rate 50,100,200/s --max-batch-size 16 \\
                     --max-queue-delay 1ms --input-sizes 64 --out rates.csv
-  perfmodel profile --model resnet50 --backend triton --rate 400/s --triton-config model_repository/resnet50/ \
+  perfmodel profile --model resnet50 --backend triton --rate 400/s --triton-config model_repository/resnet50/ \\
                     --input-sizes 64 --out planned.csv
 
 Each point is written as soon as it is measured; after an interruption, run the same command with
