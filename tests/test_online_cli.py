@@ -187,3 +187,12 @@ def test_rate_lists_and_percentiles():
     for bad in ("fast", "-3/s", "5/week", "1,,2"):
         with pytest.raises(InputError):
             parse_rates(bad)
+
+
+def test_the_report_says_it_draws_batch_plans_only(profile, tmp_path, capsys):
+    assert main(["plan", "--mode", "online", "--rate", "100/s", "--slo", "50ms", "--profile", str(profile), "--json",
+                 "--no-simulation"]) == 0
+    plan = tmp_path / "online.json"
+    plan.write_text(capsys.readouterr().out)
+    assert main(["report", str(profile), "--plan", str(plan), "--out", str(tmp_path / "r")]) == 2
+    assert "is an online plan" in capsys.readouterr().err and not (tmp_path / "r").exists()

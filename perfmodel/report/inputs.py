@@ -49,6 +49,8 @@ def read_plan(path) -> dict | None:
     plan = read_json(path, InputError, "a plan", how)
     if not isinstance(plan, dict) or not isinstance(plan.get("status"), str):
         raise InputError(f"{source} is JSON but not a plan (no \"status\"); {how}.")
+    if plan.get("mode") == "online":
+        raise InputError(f"{source} is an online plan (--mode online): the report draws batch plans (soft, relaxed) only.")
     if plan["status"] == "infeasible":
         return plan
     assignments = plan.get("assignments")
