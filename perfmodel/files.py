@@ -1,4 +1,5 @@
-"""Atomic file writes (a reader never sees a half-written file, a crash never leaves one), and reads that fail in one sentence."""
+"""Atomic file writes (a reader never sees a half-written file, a crash never leaves one), and reads
+that fail in one sentence."""
 
 from __future__ import annotations
 
