@@ -40,6 +40,7 @@ _HERMITE_X, _HERMITE_W = np.polynomial.hermite_e.hermegauss(9)  # the own batch'
 _HERMITE_W = _HERMITE_W / _HERMITE_W.sum()
 Z99 = 2.3263478740408408  # the standard normal's 99th percentile
 _NEGLIGIBLE = 1e-9  # the least likely chain states, together this likely, are left out of the latency sums
+_ROWS = 48  # at most this many states per max_batch in the latency sums (neighbours grouped beyond)
 
 
 _BLAS = []  # threadpoolctl's controller, made on first use
@@ -182,16 +183,17 @@ class Batcher:
         partial[bm] = 0.0
         j = np.arange(jmax + 2)
         late = time = 0.0
-        m = _kept(partial)
+        width = -(-bm // _ROWS)  # large batches: neighbouring states in groups, each at its mean
+        m, mass = _grouped(_kept(partial), partial, width)
         if len(m):
             e, w = self._in_service(t, m, np.zeros(len(m), dtype=np.int64), j)
-            late += np.sum(partial[m] * e)
-            time += np.sum(partial[m] * w)
-        x = _kept(leftover)
+            late += np.sum(mass * e)
+            time += np.sum(mass * w)
+        x, mass = _grouped(_kept(leftover), leftover, width)
         if len(x):
             e, w = self._in_service(t, np.full(len(x), bm), x, j)
-            late += np.sum(leftover[x] * e)
-            time += np.sum(leftover[x] * w)
+            late += np.sum(mass * e)
+            time += np.sum(mass * w)
         late += beyond * full_mean  # so many requests ahead that every arrival is late
         time += beyond * full_mean
         # Idle spells: the request that ends one waits the window; those arriving in it, the rest of it.
@@ -235,15 +237,40 @@ class Batcher:
         if not self.stable:
             return math.inf
         target = 1.0 - percentile / 100.0
+
+        def excess(t: float) -> float:  # > 0 while more than the target share takes longer than t
+            return math.log(max(self.tail(t), 1e-300)) - math.log(target)
+
         lo, hi = 0.0, 3.0 * self.mean[self.max_batch] + self.delay
-        while self.tail(hi) > target:
-            lo, hi = hi, hi * 2
+        g_lo, g_hi = -math.log(target), excess(hi)
+        while g_hi > 0:
+            lo, g_lo, hi = hi, g_hi, hi * 2
             if hi > 1e7:
                 return math.inf
-        while hi - lo > tolerance * hi:
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if self.tail(mid) > target else (lo, mid)
-        return hi
+            g_hi = excess(hi)
+        return bracket_root(excess, lo, g_lo, hi, g_hi, tolerance)[1]
+
+
+def bracket_root(f, a: float, fa: float, b: float, fb: float, tolerance: float) -> tuple[float, float]:
+    """Narrow [a, b], where f (monotone, smooth) changes sign, to a relative width `tolerance` by regula
+    falsi with the Illinois modification (a handful of f's, not bisection's dozen); the ends keep
+    their signs, so a is always on f(a)'s side and b on f(b)'s."""
+    side = 0
+    while abs(b - a) > tolerance * max(abs(a), abs(b)):
+        x = b - fb * (b - a) / (fb - fa) if fb != fa else (a + b) / 2
+        x = min(max(x, a + 0.02 * (b - a)), b - 0.02 * (b - a))  # never a step too small to matter
+        fx = f(x)
+        if (fx > 0) == (fa > 0):
+            a, fa = x, fx
+            if side < 0:
+                fb /= 2
+            side = -1
+        else:
+            b, fb = x, fx
+            if side > 0:
+                fa /= 2
+            side = 1
+    return a, b
 
 
 def _kept(mass: np.ndarray) -> np.ndarray:
@@ -251,6 +278,16 @@ def _kept(mass: np.ndarray) -> np.ndarray:
     order = np.argsort(mass)
     dropped = np.searchsorted(np.cumsum(mass[order]), _NEGLIGIBLE)
     return np.sort(order[dropped:][mass[order[dropped:]] > 0])
+
+
+def _grouped(states: np.ndarray, mass: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """`states` (with their `mass`) in groups of `width` neighbours: each group's mean state and total mass."""
+    if width <= 1 or not len(states):
+        return states, mass[states]
+    _, index = np.unique(states // width, return_inverse=True)
+    total = np.bincount(index, weights=mass[states])
+    mean = np.bincount(index, weights=mass[states] * states) / total
+    return np.rint(mean).astype(np.int64), total
 
 
 def _poisson_points(mean: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers.batcher import Batcher, normal_cdf, sigma_from
+from solvers.batcher import Batcher, bracket_root, normal_cdf, sigma_from
 from solvers.errors import InfeasibleProblem, ProblemError
 from solvers.simulate import poisson_arrivals, simulate_gpu, split_randomly
 
@@ -346,7 +346,7 @@ def _only_delays(found: Setting, median, sigma, slo, target, delays) -> Setting 
 def _capacity(m: int, delay: float, median, sigma, slo: float, target: float, floor: float, peak: float) -> float | None:
     """The highest rate in (floor, peak) at which P(latency > slo) <= target; None if not above floor.
 
-    The log of the tail share against the rate is smooth and rising: regula falsi (Illinois) brackets
+    The log of the tail share against the rate is smooth and rising: regula falsi (bracket_root) finds
     the crossing in a handful of model evaluations; the answer returned always meets the SLO.
     """
 
@@ -369,22 +369,7 @@ def _capacity(m: int, delay: float, median, sigma, slo: float, target: float, fl
             if lo < peak * 1e-9:
                 return None
             g_lo = gap(lo)
-    side = 0
-    while hi - lo > RATE_TOLERANCE * hi:
-        x = hi - g_hi * (hi - lo) / (g_hi - g_lo)
-        x = min(max(x, lo + 0.02 * (hi - lo)), hi - 0.02 * (hi - lo))  # never a step too small to matter
-        g = gap(x)
-        if g <= 0:
-            lo, g_lo = x, g
-            if side < 0:
-                g_hi /= 2
-            side = -1
-        else:
-            hi, g_hi = x, g
-            if side > 0:
-                g_lo /= 2
-            side = 1
-    return lo
+    return bracket_root(gap, lo, g_lo, hi, g_hi, RATE_TOLERANCE)[0]
 
 
 def fastest(option: ServiceTimes, problem: OnlineProblem) -> float:
@@ -426,10 +411,12 @@ def solve_online(problem: OnlineProblem) -> OnlinePlan:
 def _solve(problem: OnlineProblem, started: float) -> OnlinePlan:
     types = problem.gpu_types
     avail = np.array([math.inf if t.count is None else t.count for t in types], dtype=float)
-    settings = [best_setting(t, problem) if avail[i] > 0 else None for i, t in enumerate(types)]
-    capacity = np.array([0.0 if s is None else s.capacity_per_s for s in settings])
-    counts, gap = _cover(problem, capacity, avail)
+    settings: list[Setting | None] = [None] * len(types)
+    capacity = np.zeros(len(types))
+    searched = avail <= 0  # a type with no GPU needs no search
+    counts, gap = _search_types(problem, settings, capacity, avail, searched, lazy=problem.objective == "gpus")
     if counts is None:
+        _search_types(problem, settings, capacity, avail, searched, lazy=False)  # the diagnosis looks at every type
         raise InfeasibleProblem(diagnose(problem, settings, capacity, avail))
     status = "optimal" if gap == 0 else "feasible"
     checked = None
@@ -443,6 +430,7 @@ def _solve(problem: OnlineProblem, started: float) -> OnlinePlan:
             rates = _per_gpu_rates(problem, counts, capacity)
             for k in failing:  # the simulation says this type holds less than the model: ask less of it
                 capacity[k] = rates[k] * CHECK_STEP
+            _search_types(problem, settings, capacity, avail, searched, lazy=False)  # others may now be worth using
             counts, gap = _cover(problem, capacity, avail)
             if counts is None:
                 raise InfeasibleProblem(diagnose(problem, settings, capacity, avail))
@@ -451,12 +439,36 @@ def _solve(problem: OnlineProblem, started: float) -> OnlinePlan:
     return _plan(problem, settings, counts, capacity, checked, status, gap, started)
 
 
+def _search_types(problem: OnlineProblem, settings: list, capacity: np.ndarray, avail: np.ndarray, searched: np.ndarray,
+                  lazy: bool):
+    """Find each type's best setting not `searched` yet (filling `settings`, `capacity`, `searched`), then the counts.
+
+    lazy (the fewest GPUs): types in order of their peak, stopping once the types found cover the rate
+    with no type used whose capacity is below a remaining type's peak: those could not be used (exact).
+    """
+    types = problem.gpu_types
+    todo = [k for k in range(len(types)) if not searched[k]]
+    peaks = {k: max(_peak_rate(o, problem.request_size) for o in types[k].options) for k in todo}
+    todo.sort(key=lambda k: -peaks[k])
+    for i, k in enumerate(todo):
+        settings[k] = best_setting(types[k], problem)
+        capacity[k] = 0.0 if settings[k] is None else settings[k].capacity_per_s
+        searched[k] = True
+        if lazy:
+            counts, gap = _cover(problem, capacity, avail)
+            rest = max((peaks[r] for r in todo[i + 1:]), default=0.0)
+            if counts is not None and all(capacity[u] >= rest for u in np.flatnonzero(counts)):
+                return counts, gap
+    return _cover(problem, capacity, avail)
+
+
 def _cover(problem: OnlineProblem, capacity: np.ndarray, avail: np.ndarray) -> tuple[np.ndarray | None, float]:
     """GPU counts with sum(count x capacity) >= rate: the fewest (largest capacities first, which is
     exact), or the cheapest (a small covering integer program, HiGHS); (None, 0) when the pool cannot."""
     rate = problem.rate_per_s
     usable = capacity > 0
-    if not usable.any() or float(np.sum(np.where(usable, capacity * avail, 0.0))) < rate * (1 - 1e-12):
+    held = math.inf if np.any(usable & np.isinf(avail)) else float(np.sum(capacity[usable] * avail[usable]))
+    if not usable.any() or held < rate * (1 - 1e-12):
         return None, 0.0
     if problem.objective == "gpus":
         counts = np.zeros(len(capacity), dtype=np.int64)
