@@ -29,15 +29,17 @@ import math
 
 import numpy as np
 
-_SPREAD_X, _SPREAD_W = np.polynomial.hermite_e.hermegauss(5)  # lognormal service: 5-point quadrature
-_SPREAD_W = _SPREAD_W / _SPREAD_W.sum()
-_CHAIN_X, _CHAIN_W = np.polynomial.hermite_e.hermegauss(3)  # 3 points for the chain's arrivals (cheaper, as good)
-_CHAIN_W = _CHAIN_W / _CHAIN_W.sum()
-_WAIT_X, _WAIT_W = np.polynomial.hermite_e.hermegauss(3)  # 3 points for the service a request lands in
-_WAIT_W = _WAIT_W / _WAIT_W.sum()
+
+def _hermite(points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Hermite nodes and weights for E[f(Z)], Z standard normal: the lognormal service's spread."""
+    x, w = np.polynomial.hermite_e.hermegauss(points)
+    return x, w / w.sum()
+
+
+_SPREAD_X, _SPREAD_W = _hermite(5)  # the decay of the queue's tail
+_QUADRATURE = {3: _hermite(3), 5: _hermite(5), 9: _hermite(9)}
+_HERMITE_X, _HERMITE_W = _hermite(9)  # the own batch's size, for large means
 _U = (np.arange(8) + 0.5) / 8  # where in the current service a request arrives (time fraction)
-_HERMITE_X, _HERMITE_W = np.polynomial.hermite_e.hermegauss(9)  # the own batch's size, for large means
-_HERMITE_W = _HERMITE_W / _HERMITE_W.sum()
 Z99 = 2.3263478740408408  # the standard normal's 99th percentile
 _NEGLIGIBLE = 1e-9  # the least likely chain states, together this likely, are left out of the latency sums
 _ROWS = 48  # at most this many states per max_batch in the latency sums (neighbours grouped beyond)
@@ -57,6 +59,11 @@ def one_blas_thread():
         else:
             _BLAS.append(ThreadpoolController())
     return contextlib.nullcontext() if _BLAS[0] is None else _BLAS[0].limit(limits=1, user_api="blas")
+
+
+def _nodes(sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """Points enough for a service spread sigma: 3 up to 0.25 (GPU-like), 5 up to 0.5, then 9."""
+    return _QUADRATURE[3 if sigma <= 0.25 else 5 if sigma <= 0.5 else 9]
 
 
 def normal_cdf(x):
@@ -116,6 +123,7 @@ class Batcher:
         self.sigma = np.asarray(sigma, dtype=float)[: self.max_batch + 1]
         self.mean = self.median * np.exp(self.sigma**2 / 2)
         self.peak_rate = self.max_batch / self.mean[self.max_batch]  # requests/s with every batch full
+        self._x, self._w = _nodes(float(self.sigma[1:].max()))
         self.stable = 0 < self.rate < self.peak_rate
         if self.stable:
             self._solve_chain()
@@ -127,8 +135,8 @@ class Batcher:
         self.ratio = _tail_ratio(lam, bm, self.median[bm], self.sigma[bm])
         n = bm + 16  # states solved exactly; a geometric tail beyond (2 * bm + 16 gives the same to 0.2%)
         m = np.arange(1, bm + 1)
-        services = self.median[m][:, None] * np.exp(self.sigma[m][:, None] * _CHAIN_X)
-        arrivals = np.einsum("mqk,q->mk", poisson_pmf(lam * services, n), _CHAIN_W)  # [m - 1, k]: k arrive during m's service
+        services = self.median[m][:, None] * np.exp(self.sigma[m][:, None] * self._x)
+        arrivals = np.einsum("mqk,q->mk", poisson_pmf(lam * services, n), self._w)  # [m - 1, k]: k arrive during m's service
         # After an idle spell the first request opens a window of `delay` (cut short at a full batch).
         self.window = min(self.delay, (bm - 1) / lam) if self.delay > 0 else 0.0
         opened = poisson_pmf(lam * self.window, bm)
@@ -210,7 +218,7 @@ class Batcher:
         """Arrivals during services of m[r] requests with left[r] requests left behind (one row r each).
         Returns per row the time-weighted share of late arrivals and the mean service time (the weights' total)."""
         lam, bm, med, sig = self.rate, self.max_batch, self.median, self.sigma
-        service = med[m][:, None] * np.exp(sig[m][:, None] * _WAIT_X)  # [r, q]
+        service = med[m][:, None] * np.exp(sig[m][:, None] * self._x)  # [r, q]
         rest = service[..., None] * (1 - _U)  # [r, q, u]: what is left of the current service
         before = lam * service[..., None] * _U  # [r, q, u]: mean arrivals before the request
         # P(J >= j), J the full batches between the current one and the request's own: [r, q, u, j]
@@ -229,7 +237,7 @@ class Batcher:
         o = own[some][:, :, None, :]  # [r', q, 1, K]
         first[some] = np.sum(weights[some][:, :, None, :] * service_tail(med[o], sig[o], t - rest[some][..., None]), -1)
         late = exactly[..., 0] * first + np.sum(exactly[..., 1:] * later, -1) + ahead[..., -1]  # [r, q, u]
-        weight = _WAIT_W * service  # time-weighted: a request lands in a long service more often
+        weight = self._w * service  # time-weighted: a request lands in a long service more often
         return np.sum(weight * late.mean(-1), -1), np.sum(weight, -1)
 
     def quantile(self, percentile: float, tolerance: float = 1e-4) -> float:
