@@ -1,15 +1,16 @@
 """Online serving plans against a real Triton server, and the GPUs they need against the rate.
 
-    python experiments/007_online_serving/run.py                       # everything, about 15 minutes
-    python experiments/007_online_serving/run.py --parts accuracy,curve,speed   # no server: about 3 minutes
+    python experiments/007_online_serving/run.py                       # everything, about 30 minutes
+    python experiments/007_online_serving/run.py --parts accuracy,curve,speed   # no server: about 10 minutes
 
 Parts (each writes its files into results/ and its table into results/summary.md):
 
 - calibrate: the local Triton server (pytriton's, the tiny model at 64 px, one torch thread, dynamic
   batching on) timed for dynamic batches of m one-image requests, m = 1, 2, 4 ... --max-batch: a
-  server per m with preferred batch size m and a long delay, kept busy by m requests in flight. Per m,
-  the client's median and p99 less the server's mean queueing (the wait for the batch to fill) is the
-  batch's service time; the median over --calibration-rounds rounds is kept.
+  server per m (max_batch_size --max-batch) with preferred batch size m and a long delay, kept busy by
+  m requests in flight. Per m, the client's median and p99 less the server's mean queueing (the wait
+  for the batch to fill) is the batch's service time; the median over --calibration-rounds rounds is
+  kept. The ordinary profile (one request of m images) is measured beside it.
   -> results/service-profile.csv (the profile contract).
 - validate: for each of --loads x the capacity of one server at --slo, `perfmodel plan --mode online
   --pool cpu=1 --triton-config ...` plans max_batch and delay and writes config.pbtxt; `perfmodel
@@ -83,7 +84,7 @@ def calibrate(max_batch: int, seconds: float, rounds: int) -> Path:
     measured: dict[int, list[dict]] = {m: [] for m in sizes}
     for r in range(rounds):
         for m in (sizes if r % 2 == 0 else sizes[::-1]):
-            measured[m].append(_dynamic_batch(m, seconds))
+            measured[m].append(_dynamic_batch(m, max_batch, seconds))
             x = measured[m][-1]
             print(f"round {r + 1}, m={m}: client p50 {x['p50']:.2f} ms, p99 {x['p99']:.2f} ms, gather {x['gather']:.2f} ms, "
                   f"server compute {x['compute']:.2f} ms", flush=True)
@@ -110,13 +111,14 @@ def calibrate(max_batch: int, seconds: float, rounds: int) -> Path:
     return path
 
 
-def _dynamic_batch(m: int, seconds: float) -> dict:
-    """A server whose batcher waits for m requests (preferred size m, a long delay), kept busy by m in flight."""
+def _dynamic_batch(m: int, max_batch: int, seconds: float) -> dict:
+    """A server whose batcher waits for m requests (preferred size m, a long delay), kept busy by m in flight.
+    Its max_batch_size is the largest calibrated, as in the servers the plans deploy."""
     from perfmodel.profile.backends.triton_client import (ServerConnection, ThroughputRule, Workload, random_batches,
                                                           run_load, server_times_ms)
     from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings
 
-    settings = ServerSettings(MODEL, max_batch_size=m, dynamic_batching=True, max_queue_delay_us=200_000,
+    settings = ServerSettings(MODEL, max_batch_size=max_batch, dynamic_batching=True, max_queue_delay_us=200_000,
                               preferred_batch_sizes=(m,), threads=1)
     before = load()
     with LocalTritonServer(settings) as server:
