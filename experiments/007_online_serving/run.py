@@ -6,12 +6,10 @@
 Parts (each writes its files into results/ and its table into results/summary.md):
 
 - calibrate: the local Triton server (pytriton's, the tiny model at 64 px, one torch thread, dynamic
-  batching on) timed for dynamic batches of m one-image requests, m = 1, 2, 4 ... --max-batch: a
-  server per m (max_batch_size --max-batch) with preferred batch size m and a long delay, kept busy by
-  m requests in flight. Per m, the client's median and p99 less the server's mean queueing (the wait
-  for the batch to fill) is the batch's service time; the median over --calibration-rounds rounds is
-  kept. The ordinary profile (one request of m images) is measured beside it.
-  -> results/service-profile.csv (the profile contract).
+  batching on, max_batch_size --max-batch, no delay) driven open-loop at rates from single requests to
+  beyond its peak, so that it forms batches of every size; Triton's statistics per batch size give the
+  time the model instance is busy with a batch of m one-image requests. -> results/service-profile.csv
+  (the profile contract; see calibrate()), and the ordinary profile (one request of m images) beside it.
 - validate: for each of --loads x the capacity of one server at --slo, `perfmodel plan --mode online
   --pool cpu=1 --triton-config ...` plans max_batch and delay and writes config.pbtxt; `perfmodel
   profile --backend triton --rate R --triton-config ...` deploys it and drives it open-loop for
@@ -77,68 +75,111 @@ def perfmodel(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 # calibrate
 
 
-def calibrate(max_batch: int, seconds: float, rounds: int) -> Path:
-    """Each batch size is measured `rounds` times, the sizes interleaved in time, and the median kept:
-    one burst of load from elsewhere on a shared machine then moves one round, not the curve."""
-    sizes = [2**i for i in range(int(math.log2(max_batch)) + 1)]
-    measured: dict[int, list[dict]] = {m: [] for m in sizes}
-    for r in range(rounds):
-        for m in (sizes if r % 2 == 0 else sizes[::-1]):
-            measured[m].append(_dynamic_batch(m, max_batch, seconds))
-            x = measured[m][-1]
-            print(f"round {r + 1}, m={m}: client p50 {x['p50']:.2f} ms, p99 {x['p99']:.2f} ms, gather {x['gather']:.2f} ms, "
-                  f"server compute {x['compute']:.2f} ms", flush=True)
-    rows = []
-    for m in sizes:
-        med = {k: float(np.median([x[k] for x in measured[m]])) for k in measured[m][0]}
-        rows.append({
-            "hardware": "cpu", "model": MODEL, "backend": "triton-grpc", "precision": "fp32", "input_size": SIZE,
-            "batch_size": m, "latency_ms": med["p50"] - med["gather"], "latency_p99_ms": med["p99"] - med["gather"],
-            "warmup_ms": math.nan, "memory_mb": math.nan, "status": "ok", "samples": int(med["samples"]),
-            "throughput_ips": med["throughput"], "architecture": "local-server", "protocol": "grpc",
-            "mode": "dynamic-batch", "server_queue_ms": med["gather"], "server_compute_ms": med["compute"],
-            "load_avg_1m": med["load"], "threads": 1, "device_name": cpu_name(), "host": platform.node(),
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "schema_version": 1,
-        })
-    path = RESULTS / "service-profile.csv"
-    write_profile(pd.DataFrame(rows), path)
-    # The ordinary profile beside it: one request of m images at a time (no dynamic batching).
-    ordinary = RESULTS / "ordinary-profile.csv"
-    ordinary.unlink(missing_ok=True)
-    perfmodel("profile", "--model", MODEL, "--backend", "triton", "--batch-sizes", ",".join(map(str, sizes)),
-              "--input-sizes", str(SIZE), "--warmup", "in-process", "--threads", "1",
-              "--max-time-per-point", f"{seconds:g}", "--out", str(ordinary))
-    return path
+CALIBRATION_RATES = (30, 100, 250, 500, 800, 1200)  # requests/s: from single requests to full batches
 
 
-def _dynamic_batch(m: int, max_batch: int, seconds: float) -> dict:
-    """A server whose batcher waits for m requests (preferred size m, a long delay), kept busy by m in flight.
-    Its max_batch_size is the largest calibrated, as in the servers the plans deploy."""
-    from perfmodel.profile.backends.triton_client import (ServerConnection, ThroughputRule, Workload, random_batches,
-                                                          run_load, server_times_ms)
+def calibrate(max_batch: int, seconds: float) -> Path:
+    """The service time of a dynamic batch of m one-image requests, as the server deploys it: a server with
+    max_batch_size --max-batch and no delay driven open-loop at rates from light to beyond its peak, so it
+    forms batches of every size; Triton's statistics per batch size (compute input + infer + output, the
+    time the model instance is busy) give each size's mean. The spread is the one of single requests at
+    the lightest rate (client p99 over p50, as a lognormal); the round trip outside the server (client
+    latency less the server's request time at that rate) is added to every size, so the service times
+    are what a client sees of a batch. -> service-profile.csv, and the ordinary profile (one request of m
+    images) beside it."""
+    from perfmodel.profile.backends.triton_client import ServerConnection, Workload, random_batches
     from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings
+    from perfmodel.profile.backends.triton_rate import run_open_loop
 
-    settings = ServerSettings(MODEL, max_batch_size=max_batch, dynamic_batching=True, max_queue_delay_us=200_000,
-                              preferred_batch_sizes=(m,), threads=1)
+    settings = ServerSettings(MODEL, max_batch_size=max_batch, dynamic_batching=True, max_queue_delay_us=0,
+                              preferred_batch_sizes=(max_batch,), threads=1)
+    stats, light = {}, None
     before = load()
     with LocalTritonServer(settings) as server:
         info = server.info
         url = info.url("grpc")
         with ServerConnection("grpc", url, info.access_token) as conn:
             model_input = conn.check_model(info.model_name)
-        work = Workload("grpc", url, info.model_name, model_input.name, model_input.datatype, "async", m,
+        work = Workload("grpc", url, info.model_name, model_input.name, model_input.datatype, "async", 1,
                         random_batches(1, SIZE, np.float32), 60.0)
-        run_load(work, ThroughputRule(max_time_s=2.0))  # warm the batch size up
-        with ServerConnection("grpc", url, info.access_token) as conn:
-            first = conn.statistics(info.model_name)
-        result = run_load(work, ThroughputRule(max_time_s=seconds, rel_ci=0.001))
-        with ServerConnection("grpc", url, info.access_token) as conn:
-            last = conn.statistics(info.model_name)
-    times = server_times_ms(first, last)
-    gather = times["server_queue_ms"] if math.isfinite(times["server_queue_ms"]) else 0.0
-    return {"p50": result.latency.median_ms, "p99": result.latency.p99_ms, "gather": gather,
-            "compute": times["server_compute_ms"], "samples": result.latency.samples,
-            "throughput": result.throughput_ips, "load": (before + load()) / 2}
+
+        def snapshot(when: str) -> None:
+            with ServerConnection("grpc", url, info.access_token) as conn:
+                stats[(rate, when)] = conn.model_statistics(info.model_name)
+
+        for rate in CALIBRATION_RATES:
+            result = run_open_loop(work, rate, 2.0, seconds, seed=rate, on_window=snapshot)
+            print(f"{rate}/s: answered {result.achieved_per_s:.0f}/s, p50 {result.latency.median_ms:.2f} ms, "
+                  f"p99 {result.latency.p99_ms:.2f} ms", flush=True)
+            if light is None:
+                light = (result, server_request_ms(stats.get((rate, "start")), stats.get((rate, "end"))))
+    per_size = execution_by_size([(stats.get((r, "start")), stats.get((r, "end"))) for r in CALIBRATION_RATES])
+    result, request_ms = light
+    spread = math.log(result.latency.p99_ms / result.latency.median_ms) / 2.3263478740408408
+    round_trip = max(0.0, result.latency.mean_ms - request_ms)
+    rows = []
+    for m, (count, mean_ms) in sorted(per_size.items()):
+        if count < 20 and m != 1:
+            continue  # too few executions to say
+        median = mean_ms * math.exp(-spread**2 / 2) + round_trip
+        rows.append({
+            "hardware": "cpu", "model": MODEL, "backend": "triton-grpc", "precision": "fp32", "input_size": SIZE,
+            "batch_size": m, "latency_ms": median, "latency_p99_ms": median * math.exp(2.3263478740408408 * spread),
+            "latency_mean_ms": mean_ms + round_trip, "warmup_ms": math.nan, "memory_mb": math.nan, "status": "ok",
+            "samples": count, "architecture": "local-server", "protocol": "grpc", "mode": "dynamic-batch",
+            "server_compute_ms": mean_ms, "load_avg_1m": (before + load()) / 2, "threads": 1, "device_name": cpu_name(),
+            "host": platform.node(), "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "schema_version": 1,
+        })
+    path = RESULTS / "service-profile.csv"
+    write_profile(pd.DataFrame(rows), path)
+    print(f"service profile: {len(rows)} batch sizes, spread {spread:.3f}, round trip {round_trip:.2f} ms", flush=True)
+    ordinary = RESULTS / "ordinary-profile.csv"  # one request of m images at a time, no dynamic batching
+    ordinary.unlink(missing_ok=True)
+    sizes = [2**i for i in range(int(math.log2(max_batch)) + 1)]
+    perfmodel("profile", "--model", MODEL, "--backend", "triton", "--batch-sizes", ",".join(map(str, sizes)),
+              "--input-sizes", str(SIZE), "--warmup", "in-process", "--threads", "1",
+              "--max-time-per-point", f"{seconds:g}", "--out", str(ordinary))
+    return path
+
+
+def execution_by_size(windows) -> dict[int, tuple[int, float]]:
+    """Triton's statistics over windows: per batch size, (executions, mean ms busy: input + infer + output)."""
+    totals: dict[int, list] = {}
+    for before, after in windows:
+        if not before or not after:
+            continue
+        b0, b1 = _batch_stats(before), _batch_stats(after)
+        for size, (count, ns) in b1.items():
+            c0, n0 = b0.get(size, (0, 0))
+            if count > c0:
+                entry = totals.setdefault(size, [0, 0])
+                entry[0] += count - c0
+                entry[1] += ns - n0
+    return {size: (count, ns / count / 1e6) for size, (count, ns) in totals.items()}
+
+
+def _batch_stats(stats: dict) -> dict[int, tuple[int, int]]:
+    out = {}
+    for model in stats.get("model_stats", []):
+        for entry in model.get("batch_stats", []):
+            parts = [entry.get(k, {}) for k in ("compute_input", "compute_infer", "compute_output")]
+            out[int(entry["batch_size"])] = (int(parts[1].get("count", 0)), sum(int(p.get("ns", 0)) for p in parts))
+    return out
+
+
+def server_request_ms(before, after) -> float:
+    """The server's mean time per request (Triton's 'success' statistic) between two snapshots."""
+
+    def totals(stats):
+        out = [0, 0]
+        for model in (stats or {}).get("model_stats", []):
+            success = model.get("inference_stats", {}).get("success", {})
+            out[0] += int(success.get("count", 0))
+            out[1] += int(success.get("ns", 0))
+        return out
+
+    (c0, n0), (c1, n1) = totals(before), totals(after)
+    return (n1 - n0) / (c1 - c0) / 1e6 if c1 > c0 else 0.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -485,8 +526,7 @@ def main() -> None:
     p.add_argument("--over", type=float, default=1.2, help="the rate above capacity, as a share of it (default: 1.2)")
     p.add_argument("--duration", type=float, default=60.0, help="seconds counted per measured rate (default: 60)")
     p.add_argument("--max-batch", type=int, default=32, help="largest dynamic batch calibrated (default: 32)")
-    p.add_argument("--calibration-seconds", type=float, default=10.0, help="per batch size and round (default: 10)")
-    p.add_argument("--calibration-rounds", type=int, default=2, help="rounds over the batch sizes; the median is kept")
+    p.add_argument("--calibration-seconds", type=float, default=10.0, help="per calibration rate (default: 10)")
     p.add_argument("--accuracy-requests", type=int, default=100_000)
     p.add_argument("--curve-slo", default="50ms")
     p.add_argument("--repeats", type=int, default=3)
@@ -504,7 +544,7 @@ def main() -> None:
     for part in parts:
         before, t0 = load(), time.perf_counter()
         if part == "calibrate":
-            calibrate(args.max_batch, args.calibration_seconds, args.calibration_rounds)
+            calibrate(args.max_batch, args.calibration_seconds)
         elif part == "validate":
             print(validate(args.slo, [float(x) for x in args.loads.split(",")], args.over, args.duration).to_string(index=False))
         elif part == "accuracy":
