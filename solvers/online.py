@@ -41,10 +41,6 @@ CHECK_STEP = 0.97  # each round lowers a failing type's per-GPU rate by 3%
 def solve_online(problem: OnlineProblem) -> OnlinePlan:
     """The fewest GPUs (or lowest cost) and their batching settings; InfeasibleProblem when none exist."""
     started = time.perf_counter()
-    return _solve(problem, started)
-
-
-def _solve(problem: OnlineProblem, started: float) -> OnlinePlan:
     types = problem.gpu_types
     avail = np.array([math.inf if t.count is None else t.count for t in types], dtype=float)
     settings: list[Setting | None] = [None] * len(types)
@@ -66,8 +62,7 @@ def _solve(problem: OnlineProblem, started: float) -> OnlinePlan:
             rates = _per_gpu_rates(problem, counts, capacity)
             for k in failing:  # the simulation says this type holds less than the model: ask less of it
                 capacity[k] = rates[k] * CHECK_STEP
-            _search_types(problem, settings, capacity, avail, searched, lazy=False)  # others may now be worth using
-            counts, gap = _cover(problem, capacity, avail)
+            counts, gap = _search_types(problem, settings, capacity, avail, searched, lazy=False)  # others may now do
             if counts is None:
                 raise InfeasibleProblem(diagnose(problem, settings, capacity, avail))
         else:

@@ -1,8 +1,8 @@
 """The search for one GPU type: the option, max_batch and delay that hold the highest rate within the SLO.
 
-Per option, every candidate max_batch with delay 0 in order of its peak rate (full batches back to
-back; no setting holds more), each ruled out by one look at the best rate found so far or searched
-by regula falsi on the rate; then a few delays at the best max_batch.
+Per option, every candidate max_batch with delay 0 (or the smallest delay allowed) in order of its
+peak rate (full batches back to back; no setting holds more), each ruled out by one look at the best
+rate found so far or searched by regula falsi on the rate; then the other delays at the best max_batch.
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ def best_setting(gpu: OnlineGpuType, problem: OnlineProblem, slo_s: float | None
 def _best_for_option(option: ServiceTimes, index: int, problem: OnlineProblem, slo: float, best: Setting | None):
     k, target = problem.request_size, problem.target
     sizes = [b for b in option.max_batches if b >= k]
-    if not sizes or fastest(option, problem) >= slo:
+    delays = sorted(problem.delays_s) if problem.delays_s is not None else None
+    first = 0.0 if delays is None else delays[0]  # the delay the max_batch candidates are compared at
+    if not sizes or fastest(option, problem) + first >= slo:
         return None
     median, sigma = option.per_request(k, max(sizes) // k)
     floor = best.capacity_per_s if best is not None else 0.0
@@ -54,30 +56,17 @@ def _best_for_option(option: ServiceTimes, index: int, problem: OnlineProblem, s
         peak = m / _mean(median, sigma, m)
         if peak <= floor * (1 + RATE_TOLERANCE):
             break
-        rate = _capacity(m, 0.0, median, sigma, slo, target, floor, peak)
+        rate = _capacity(m, first, median, sigma, slo, target, floor, peak)
         if rate is not None and rate > floor:
-            floor, found = rate, Setting(index, b, m, 0.0, rate, peak)
+            floor, found = rate, Setting(index, b, m, first, rate, peak)
     if found is None:
         return None
-    single = median[1]
-    delays = problem.delays_s if problem.delays_s is not None else [share * single for share in DELAY_SHARES]
-    for delay in sorted(d for d in delays if d > 0):
+    others = [share * median[1] for share in DELAY_SHARES] if delays is None else delays[1:]
+    for delay in others:  # then the other delays at that max_batch
         rate = _capacity(found.requests, delay, median, sigma, slo, target, found.capacity_per_s, found.peak_per_s)
         if rate is not None and rate > found.capacity_per_s * (1 + RATE_TOLERANCE):
             found = Setting(index, found.max_batch, found.requests, delay, rate, found.peak_per_s)
-    if problem.delays_s is not None and 0.0 not in problem.delays_s and found.delay_s == 0.0:
-        return _only_delays(found, median, sigma, slo, target, problem.delays_s)
     return found
-
-
-def _only_delays(found: Setting, median, sigma, slo, target, delays) -> Setting | None:
-    """The user ruled out delay 0: the best of their delays at the chosen max_batch."""
-    best = None
-    for delay in delays:
-        rate = _capacity(found.requests, delay, median, sigma, slo, target, 0.0, found.peak_per_s)
-        if rate is not None and (best is None or rate > best.capacity_per_s):
-            best = Setting(found.option, found.max_batch, found.requests, delay, rate, found.peak_per_s)
-    return best
 
 
 def _capacity(m: int, delay: float, median, sigma, slo: float, target: float, floor: float, peak: float) -> float | None:
