@@ -25,6 +25,7 @@ from solvers import InfeasibleProblem, ProblemError, SolverError
 from solvers.online import OnlineDiagnosis, OnlineGpuType, OnlinePlan, OnlineProblem, ServiceTimes, solve_online
 
 ARRIVAL_COLUMN = "arrival_s"
+PREDICTED_LARGEST = 4096  # a predictor's batch sizes are asked up to this many images (max_batch may say far more)
 
 
 class NoOnlinePlanError(InfeasibleError):
@@ -76,14 +77,14 @@ def make_online_plan(
         profiles, predictors = shipped_sources()
     size = int(input_size or DEFAULT_INPUT_SIZE)
     options = service_options(profiles, predictors, model, size, backend, precision)
-    largest = max(o.largest for found in options.values() for o in found)
-    if request_size > largest:
-        raise InputError(f"--request-size {request_size} is above the largest batch timed ({largest} images): "
-                         "no GPU takes requests of that many images.")
     try:
         problem = OnlineProblem(_gpu_types(options, pool, prices, objective), rate_s, slo_s, pct, request_size,
                                 objective, arrivals_s=trace, delays_s=None if max_queue_delays is None else list(max_queue_delays),
                                 simulate=simulate, seed=seed, input_size=size)
+        largest = max(o.largest for found in options.values() for o in found)
+        if problem.request_size > largest:
+            raise InputError(f"--request-size {problem.request_size} is above the largest batch timed ({largest} "
+                             "images): no GPU takes requests of that many images.")
         return solve_online(problem)
     except InfeasibleProblem as exc:
         raise NoOnlinePlanError(explain_online(exc.diagnosis), exc.diagnosis) from None
@@ -168,7 +169,7 @@ def _from_predictor(options, predictor, model, size, backend, precision) -> None
         if not low <= size <= high:
             warnings.warn(f"{group.hardware} {group.backend} {group.precision}: input size {size} is outside the "
                           f"sizes measured ({low}-{high}); the predictor extrapolates.", PerfmodelWarning, stacklevel=4)
-        largest = int(np.asarray(group.max_batch(size)).ravel()[0])
+        largest = min(int(np.asarray(group.max_batch(size)).ravel()[0]), PREDICTED_LARGEST)
         if largest < 1:
             continue
         b = np.arange(1, largest + 1)

@@ -14,6 +14,7 @@ from solvers.batcher import Batcher, bracket_root, normal_cdf
 from solvers.online_problem import OnlineGpuType, OnlineProblem, ServiceTimes
 
 RATE_TOLERANCE = 1e-3  # per-GPU capacities are found to this relative precision
+MAX_REQUESTS = 1024  # max_batch candidates above this many requests are left out (the model's cost grows with it)
 DELAY_SHARES = (0.25, 0.5, 1.0)  # automatic max_queue_delay candidates, times one request's service
 
 
@@ -43,7 +44,7 @@ def best_setting(gpu: OnlineGpuType, problem: OnlineProblem, slo_s: float | None
 
 def _best_for_option(option: ServiceTimes, index: int, problem: OnlineProblem, slo: float, best: Setting | None):
     k, target = problem.request_size, problem.target
-    sizes = [b for b in option.max_batches if b >= k]
+    sizes = candidates(option, k)
     delays = sorted(problem.delays_s) if problem.delays_s is not None else None
     first = 0.0 if delays is None else delays[0]  # the delay the max_batch candidates are compared at
     if not sizes or fastest(option, problem) + first >= slo:
@@ -116,8 +117,14 @@ def _mean(median, sigma, m: int) -> float:
     return float(median[m] * math.exp(sigma[m] ** 2 / 2))
 
 
+def candidates(option: ServiceTimes, request_size: int) -> list[int]:
+    """The max_batch settings (images) searched: at least one request, at most MAX_REQUESTS."""
+    return [b for b in option.max_batches if request_size <= b <= MAX_REQUESTS * request_size]
+
+
 def peak_rate(option: ServiceTimes, request_size: int) -> float:
-    sizes = [b for b in option.max_batches if b >= request_size]
+    """The most requests/s any candidate max_batch can take (every batch full): no setting holds more."""
+    sizes = candidates(option, request_size)
     if not sizes:
         return 0.0
     median, sigma = option.per_request(request_size, max(sizes) // request_size)
