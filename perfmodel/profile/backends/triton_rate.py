@@ -181,9 +181,7 @@ def _http_sender(workload, inputs, schedule, start, lag, answer, done, abort) ->
         sent, stopped = 0, False
         try:
             for i, t in enumerate(schedule):
-                wait = start + t - time.perf_counter()
-                if wait > 0:
-                    await asyncio.sleep(wait)
+                await asyncio.sleep(max(0.0, start + t - time.perf_counter()))  # also lets due requests go out
                 lag[i] = time.perf_counter() - (start + t)
                 task = asyncio.ensure_future(one(i))
                 tasks.add(task)
@@ -197,7 +195,7 @@ def _http_sender(workload, inputs, schedule, start, lag, answer, done, abort) ->
             if tasks:
                 await asyncio.wait(list(tasks), timeout=workload.request_timeout_s + 5)
         finally:
-            for task in tasks:
+            for task in list(tasks):
                 task.cancel()
             await client.close()
         return sent, stopped
