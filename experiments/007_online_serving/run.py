@@ -186,9 +186,9 @@ def server_request_ms(before, after) -> float:
 # validate
 
 
-def plan(rate: float, slo: str, directory: Path | None, extra: tuple[str, ...] = ()) -> dict:
+def plan(rate: float, slo: str, directory: Path | None, profile: str = "service-profile.csv") -> dict:
     args = ["plan", "--mode", "online", "--rate", f"{rate:.6g}/s", "--slo", slo, "--percentile", "99",
-            "--profile", str(RESULTS / "service-profile.csv"), "--input-size", str(SIZE), "--pool", "cpu=1", "--json", *extra]
+            "--profile", str(RESULTS / profile), "--input-size", str(SIZE), "--pool", "cpu=1", "--json"]
     if directory is not None:
         args += ["--triton-config", str(directory)]
     done = perfmodel(*args, check=False)
@@ -222,6 +222,11 @@ def validate(slo: str, loads: list[float], over: float, duration: float) -> pd.D
         raise SystemExit(f"no plan at 1/s: {probe['reason']}")
     capacity = probe["capacity_per_s"]
     print(f"one server holds {capacity:.1f} requests/s within {slo} at p99", flush=True)
+    capacities = {"service-profile.csv": capacity}
+    if (RESULTS / "ordinary-profile.csv").exists():  # what a plan from the ordinary profile would promise
+        ordinary = plan(1.0, slo, None, "ordinary-profile.csv")
+        capacities["ordinary-profile.csv"] = ordinary.get("capacity_per_s")
+    (RESULTS / "capacity.json").write_text(json.dumps({"slo": slo, "capacity_per_s": capacities}, indent=2) + "\n")
     measured = RESULTS / "measured.csv"
     rows = []
     last = None
@@ -449,7 +454,7 @@ def summary(machine: dict) -> str:
     if path.exists():
         v = pd.read_csv(path)
         lines += ["## Predicted against measured (one server, the plan's config.pbtxt, open-loop Poisson load)", "",
-                  "| case | load | rate/s | max batch | delay ms | p50 pred | p50 meas | p99 pred | p99 meas | p99 error | "
+                  "| case | load | rate/s | max batch | delay ms | p50 pred | p50 meas | p99 pred | p99 meas | p99 meas/pred - 1 | "
                   "SLO met pred/meas | answered/s | server batch | load avg |", "|" + "---|" * 14]
         for r in v.itertuples():
             lines.append(f"| {r.case} | {r.load_share:g} | {r.rate_per_s:g} | {r.max_batch} | {r.max_queue_delay_ms:g} | "
@@ -458,6 +463,12 @@ def summary(machine: dict) -> str:
                          f"{_yes(r.measured_meets_slo)} | {r.achieved_rate_per_s:.4g} | {r.server_batch_mean:.3g} | "
                          f"{r.load_avg_before:g}-{r.load_avg_after:g} |")
         lines.append("")
+    path = RESULTS / "capacity.json"
+    if path.exists():
+        c = json.loads(path.read_text())
+        lines += [f"One server's capacity within {c['slo']} at p99, as planned from each profile: "
+                  + "; ".join(f"{name}: {value:,.0f} requests/s" for name, value in c["capacity_per_s"].items()
+                              if value is not None) + ".", ""]
     path, ordinary = RESULTS / "service-profile.csv", RESULTS / "ordinary-profile.csv"
     if path.exists() and ordinary.exists():
         d, o = load_profile(path).set_index("batch_size"), load_profile(ordinary).set_index("batch_size")
