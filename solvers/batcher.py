@@ -1,6 +1,6 @@
 """One GPU behind Triton's dynamic batcher, in numbers: how long requests take, analytically.
 
-The model (DESIGN.md section 5, online serving): requests arrive as a Poisson process at `rate`
+The model (docs/design.md section 5, online serving): requests arrive as a Poisson process at `rate`
 (requests/s); the batcher sends a batch when the GPU is free and either `max_batch` requests wait or
 the oldest has waited `delay` seconds; a batch of m requests keeps the GPU busy for a lognormal time
 with median `median[m]` and log-spread `sigma[m]` (from the profile's p50 and p99). A request's
@@ -14,12 +14,13 @@ z**max_batch = E[exp(rate * S * (z - 1))]). A request arriving during a batch's 
 requests left behind and N(u) arrivals before it, joins the batch J = (X + N(u)) // max_batch places
 after the next one: its latency is the rest of the current service, J full batches, and its own
 batch's service. Averaging over the chain, the moment of arrival (time-weighted) and the service's
-spread gives P(latency > t); the percentile is found by bisection on t.
+spread gives P(latency > t); the percentile is where that crosses 1 - percentile/100 (bracket_root).
 
 Approximations (measured against the simulation in simulate.py, README 'Online serving'): after a
 batch ends, waiting requests are sent at once (Triton would hold them until the oldest has waited
-`delay`; exact when delay is at most a service time, which the planner keeps); full batches ahead
-take their mean time; the own batch's size ignores its correlation with J.
+`delay`; that rarely matters when the delay is at most one request's service time, the planner's
+automatic candidates); full batches ahead take their mean time; the own batch's size ignores its
+correlation with J; for large max_batch, neighbouring states are grouped.
 """
 
 from __future__ import annotations
