@@ -11,7 +11,7 @@ type the search finds the (max_batch, delay) with the highest per-GPU rate that 
 the percentile (batcher.py, the analytic model); the counts then cover the rate with the fewest GPUs
 (or the lowest cost). A discrete-event simulation (simulate.py) checks every type used at its
 planned rate and gives the predicted p50/p99; where it finds the SLO missed, that type's per-GPU rate
-is lowered and the counts are chosen again.
+is lowered (3% to 30%, by how far the percentile is over) and the counts are chosen again.
 
 Plain numbers (seconds, requests/s); no torch, no perfmodel.
 """
@@ -35,7 +35,8 @@ __all__ = ["OBJECTIVES", "OnlineAssignment", "OnlineDiagnosis", "OnlineGpuType",
            "ServiceTimes", "Setting", "best_setting", "fastest", "solve_online"]
 
 CHECK_ROUNDS = 30  # at most this many simulation rounds that lower a type's rate
-CHECK_STEP = 0.97  # each round lowers a failing type's per-GPU rate by 3%
+CHECK_STEP = 0.97  # each round lowers a failing type's per-GPU rate by at least 3% ...
+CHECK_FLOOR = 0.7  # ... and at most 30% (half the share by which the simulated percentile is over the SLO)
 
 
 def solve_online(problem: OnlineProblem) -> OnlinePlan:
@@ -61,7 +62,8 @@ def solve_online(problem: OnlineProblem) -> OnlinePlan:
             status = "feasible"
             rates = _per_gpu_rates(problem, counts, capacity)
             for k in failing:  # the simulation says this type holds less than the model: ask less of it
-                capacity[k] = rates[k] * CHECK_STEP
+                over = checked[k][0] / problem.slo_s - 1  # far over the SLO: a bigger step
+                capacity[k] = rates[k] * max(CHECK_FLOOR, min(CHECK_STEP, 1 - over / 2))
             counts, gap = _search_types(problem, settings, capacity, avail, searched, lazy=False)  # others may now do
             if counts is None:
                 raise InfeasibleProblem(diagnose(problem, settings, capacity, avail))
