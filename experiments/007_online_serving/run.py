@@ -415,6 +415,17 @@ def _plot_curve(table: pd.DataFrame, slo_s: float) -> None:
 # speed
 
 
+def bursty_trace(seed: int = 0) -> np.ndarray:
+    """40 s of Poisson arrivals whose rate alternates between 30k/s and 10k/s every 5 s."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for i in range(8):
+        rate = 30_000 if i % 2 == 0 else 10_000
+        times = 5.0 * i + np.cumsum(rng.exponential(1 / rate, int(rate * 5.5)))
+        parts.append(times[times < 5.0 * (i + 1)])
+    return np.concatenate(parts)
+
+
 def speed(repeats: int) -> dict:
     base = gpu_service()
     types = []
@@ -422,8 +433,12 @@ def speed(repeats: int) -> dict:
         service = ServiceTimes(base.p50_s / factor, base.p99_s / factor, label="synthetic")
         types.append(OnlineGpuType(f"gpu{k}", 1000, [service], cost_per_hour=2.0 * factor**0.8))
     out = {}
+    gpu = OnlineGpuType("gpu", None, [base])
     for name, problem in {
-        "1 type, any number, 1M requests/s": OnlineProblem([OnlineGpuType("gpu", None, [base])], 1e6, 0.1, 99),
+        "1 type, any number, 1M requests/s": OnlineProblem([gpu], 1e6, 0.1, 99),
+        "1 type, Poisson at 20k requests/s, p99 <= 50 ms": OnlineProblem([gpu], 2e4, 0.05, 99),
+        "1 type, a trace alternating 30k/s and 10k/s every 5 s (40 s, mean 20k/s), p99 <= 50 ms":
+            OnlineProblem([gpu], None, 0.05, 99, arrivals_s=bursty_trace()),
         "8 types x 1000 GPUs, 2M requests/s, fewest GPUs": OnlineProblem(types, 2e6, 0.1, 99),
         "8 types x 1000 GPUs, 2M requests/s, lowest cost": OnlineProblem(types, 2e6, 0.1, 99, objective="cost"),
     }.items():
