@@ -1,9 +1,7 @@
-"""Atomic file writes (a reader never sees a half-written file, a crash never leaves one), and reads
-that fail in one sentence."""
+"""Atomic file writes: a reader never sees a half-written file, a crash never leaves one."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import tempfile
@@ -61,39 +59,17 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-@contextlib.contextmanager
-def reading(path: str | os.PathLike, error: type[PerfmodelError], hint: str):
-    """Turn the usual ways a file cannot be opened into `error`, one sentence ending with `hint`."""
+def read_json(path: str | os.PathLike, error: type[PerfmodelError], what: str, hint: str):
+    """Parse a JSON file, or raise `error` with one sentence: what is wrong, and `hint` to fix it."""
     source = os.fspath(path)
     try:
-        yield source
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
     except FileNotFoundError:
         raise error(f"{source} does not exist: {hint}.") from None
     except IsADirectoryError:
         raise error(f"{source} is a directory: {hint}.") from None
     except PermissionError:
         raise error(f"cannot read {source}: permission denied.") from None
-
-
-def read_json(path: str | os.PathLike, error: type[PerfmodelError], what: str, hint: str):
-    """Parse a JSON file, or raise `error` with one sentence: what is wrong, and `hint` to fix it."""
-    with reading(path, error, hint) as source:
-        try:
-            with open(path, encoding="utf-8") as f:
-                return json.load(f)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise error(f"{source} is not {what}: it is not JSON ({exc}); {hint}.") from None
-
-
-def read_csv_text(path: str | os.PathLike, error: type[PerfmodelError], hint: str, empty: str | None = None):
-    """A CSV as a DataFrame of text cells (pandas), or `error` with one sentence: what is wrong, and `hint`."""
-    import pandas as pd
-
-    with reading(path, error, hint) as source:
-        try:
-            return pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-        except pd.errors.EmptyDataError:
-            raise error(f"{source} is empty: {empty or hint}.") from None
-        except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise error(f"{source} is not a readable CSV file ({reason}).") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise error(f"{source} is not {what}: it is not JSON ({exc}); {hint}.") from None

@@ -95,9 +95,21 @@ def make_online_plan(
 
 
 def _gpu_types(options: dict[str, list[ServiceTimes]], pool, prices, objective) -> list[OnlineGpuType]:
-    from perfmodel.plan import pool_and_prices
-
-    counts, prices = pool_and_prices(options, pool, prices, objective)
+    """The pool (every type found, in any number, without --pool) and its prices, checked as batch plans do."""
+    found = sorted(options)
+    counts = dict(pool) if pool else {name: None for name in found}
+    unknown = [name for name in counts if name not in options]
+    if unknown:
+        raise InputError(f"no profile or predictor for {', '.join(unknown)} (hardware found: {', '.join(found)}).")
+    prices = dict(prices or {})
+    unknown = [name for name in prices if name not in counts]
+    if unknown:
+        raise InputError(f"--price names {', '.join(unknown)}, which is not in the pool ({', '.join(counts)}).")
+    if objective == "cost":
+        unpriced = [name for name, n in counts.items() if name not in prices and n != 0]
+        if unpriced:
+            raise InputError(f"--objective cost needs a price per GPU-hour for {', '.join(unpriced)}: "
+                             f"add e.g. --price {unpriced[0]}=2.5.")
     return [OnlineGpuType(name, n, options[name], prices.get(name)) for name, n in counts.items()]
 
 
@@ -196,11 +208,21 @@ def read_arrivals(path: str | os.PathLike) -> np.ndarray:
     """Arrival times (seconds, any origin) from a CSV with an `arrival_s` column; returned sorted."""
     import pandas as pd
 
-    from perfmodel.files import read_csv_text
-
     source = os.fspath(path)
     hint = f"give a CSV with a column '{ARRIVAL_COLUMN}' of arrival times in seconds"
-    frame = read_csv_text(path, InputError, hint)
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except FileNotFoundError:
+        raise InputError(f"{source} does not exist: {hint}.") from None
+    except IsADirectoryError:
+        raise InputError(f"{source} is a directory: {hint}.") from None
+    except PermissionError:
+        raise InputError(f"cannot read {source}: permission denied.") from None
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{source} is empty: {hint}.") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{source} is not a readable CSV file ({reason}).") from None
     columns = [c.strip() for c in frame.columns]
     if ARRIVAL_COLUMN not in columns:
         raise InputError(f"{source} has no column '{ARRIVAL_COLUMN}' (it has {', '.join(columns) or 'none'}): {hint}.")

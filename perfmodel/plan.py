@@ -255,12 +255,11 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision) -
             o.add(size, b[good], latency[good] / 1000, warmup[good] / 1000, [label] * int(good.sum()))
 
 
-def pool_and_prices(found: Iterable[str], pool, prices, objective: str) -> tuple[dict, dict]:
-    """GPU counts per type (None: any number; every type found when there is no pool) and prices,
-    checked against the hardware types the profiles and predictors hold."""
-    found = sorted(found)
+def _problem(options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches, gap,
+             time_limit) -> solvers.Problem:
+    found = sorted(options)
     if pool:
-        unknown = [name for name in pool if name not in found]
+        unknown = [name for name in pool if name not in options]
         if unknown:
             raise InputError(f"no profile or predictor for {', '.join(unknown)} (hardware found: {', '.join(found)}).")
         counts = dict(pool)
@@ -275,12 +274,6 @@ def pool_and_prices(found: Iterable[str], pool, prices, objective: str) -> tuple
         if unpriced:
             raise InputError(f"--objective cost needs a price per GPU-hour for {', '.join(unpriced)}: "
                              f"add e.g. --price {unpriced[0]}=2.5.")
-    return counts, prices
-
-
-def _problem(options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches, gap,
-             time_limit) -> solvers.Problem:
-    counts, prices = pool_and_prices(options, pool, prices, objective)
     try:
         types = []
         for name, count in counts.items():

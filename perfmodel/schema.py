@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.errors import ProfileFormatError
-from perfmodel.files import atomic_write_text, read_csv_text
+from perfmodel.files import atomic_write_text
 
 SCHEMA_VERSION = 1
 
@@ -265,9 +265,21 @@ def _check_choice(df: pd.DataFrame, column: str, allowed: Sequence[str], source:
 
 def load_profile(path: str | os.PathLike) -> pd.DataFrame:
     """Read and validate one profile CSV; return a DataFrame with the contract's dtypes."""
-    df = read_csv_text(path, ProfileFormatError, "give the path of a profile CSV",
-                       empty="a profile needs a header row and at least one data row")
-    return validate_profile(df, os.fspath(path))
+    source = os.fspath(path)
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except FileNotFoundError:
+        raise ProfileFormatError(f"{source} does not exist: give the path of a profile CSV.") from None
+    except IsADirectoryError:
+        raise ProfileFormatError(f"{source} is a directory: give the path of a profile CSV.") from None
+    except PermissionError:
+        raise ProfileFormatError(f"cannot read {source}: permission denied.") from None
+    except pd.errors.EmptyDataError:
+        raise ProfileFormatError(f"{source} is empty: a profile needs a header row and at least one data row.") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ProfileFormatError(f"{source} is not a readable CSV file ({reason}).") from None
+    return validate_profile(df, source)
 
 
 def load_profiles(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:

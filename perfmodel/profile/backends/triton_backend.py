@@ -116,21 +116,6 @@ def split_url(url: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def server_hardware_key(device: str, url: str | None) -> str:
-    """The pool key of the device a server runs on: cpu, or from the local GPU's name (h100, a100 ...)."""
-    if not device.strip().lower().startswith("cuda"):
-        return "cpu"
-    if url is not None:
-        raise InputError("with --url on a GPU server, name its pool key with --hardware (e.g. --hardware h100).")
-    nvml, reason = open_nvml(int(device.partition(":")[2] or 0))
-    if nvml is None:
-        raise InputError(f"cannot read the GPU's name ({reason}); name its pool key with --hardware.")
-    try:
-        return hardware_key(nvml.info().name, True)
-    finally:
-        nvml.close()
-
-
 class ServingMonitor(HardwareMonitor):
     """The hardware monitor plus the client's and the server's own resident memory and CPU.
 
@@ -243,7 +228,18 @@ class _TritonSweep:
         self.checked: set[str] = set()
 
     def _hardware_key(self) -> str:
-        return server_hardware_key(self.config.device, self.opts.url)
+        if not self.is_cuda:
+            return "cpu"
+        if self.opts.url is not None:
+            raise InputError("with --url on a GPU server, name its pool key with --hardware (e.g. --hardware h100).")
+        index = int(self.config.device.partition(":")[2] or 0)
+        nvml, reason = open_nvml(index)
+        if nvml is None:
+            raise InputError(f"cannot read the GPU's name ({reason}); name its pool key with --hardware.")
+        try:
+            return hardware_key(nvml.info().name, True)
+        finally:
+            nvml.close()
 
     def _identity(self, protocol: str, mode: str, concurrency: int, size: int, batch: int) -> dict:
         return {"hardware": self.hardware, "model": self.spec.name, "backend": f"triton-{protocol}",

@@ -46,7 +46,8 @@ from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerS
 from perfmodel.profile.backends.triton_server import TOKEN_ENV
 from perfmodel.profile.models import resolve_model
 from perfmodel.profile.output import ProfileOutput
-from perfmodel.profile.provenance import now_utc
+from perfmodel.profile.monitor import open_nvml
+from perfmodel.profile.provenance import hardware_key, now_utc
 from perfmodel.profile.timing import LatencySummary
 from perfmodel.schema import SCHEMA_VERSION
 
@@ -287,7 +288,7 @@ class Batching:
 
 def run_rate_profile(config, out: str | os.PathLike, resume: bool, notify):
     """`--backend triton --rate ...`: every (protocol, input size, request size, rate) as one row."""
-    from perfmodel.profile.backends.triton_backend import ServingMonitor, server_hardware_key
+    from perfmodel.profile.backends.triton_backend import ServingMonitor
     from perfmodel.profile.sweep import SweepEvent
 
     opts = config.triton
@@ -300,7 +301,7 @@ def run_rate_profile(config, out: str | os.PathLike, resume: bool, notify):
         raise InputError(f"request size {too_big[0]} is above the server's max batch size {batching.max_batch_size}: "
                          "give smaller --batch-sizes or a larger --max-batch-size.")
     output = ProfileOutput(out, resume)
-    hardware = config.hardware or server_hardware_key(config.device, opts.url)
+    hardware = config.hardware or _hardware(config.device, opts.url)
     points = []
     for protocol, size, batch, rate in ((p, s, b, r) for p in opts.protocols for s in config.input_sizes
                                         for b in config.batch_sizes for r in opts.rates):
@@ -347,6 +348,22 @@ def run_rate_profile(config, out: str | os.PathLike, resume: bool, notify):
             if server is not None:
                 server.stop()
     return output.frame()
+
+
+def _hardware(device: str, url: str | None) -> str:
+    """The pool key of the server's device: cpu, or from the local GPU's name (h100, a100 ...).
+    (The same rule as triton_backend's sweep; to share once that module's refactoring is in.)"""
+    if not device.strip().lower().startswith("cuda"):
+        return "cpu"
+    if url is not None:
+        raise InputError("with --url on a GPU server, name its pool key with --hardware (e.g. --hardware h100).")
+    nvml, reason = open_nvml(int(device.partition(":")[2] or 0))
+    if nvml is None:
+        raise InputError(f"cannot read the GPU's name ({reason}); name its pool key with --hardware.")
+    try:
+        return hardware_key(nvml.info().name, True)
+    finally:
+        nvml.close()
 
 
 def _target(config, opts, spec, batching: Batching, monitor):
