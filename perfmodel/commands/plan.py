@@ -60,7 +60,22 @@ def add_parser(sub) -> None:
     p.add_argument("--time-limit", default="10s", metavar="T", help="solver time limit (default: 10s)")
     p.add_argument("--json", action="store_true", help="print the plan (or why there is none) as JSON")
     plan_online.add_arguments(p)
-    p.set_defaults(run=run)
+    p.set_defaults(run=run_mode)
+
+
+def run_mode(args) -> int:
+    """Flags of the other kind of plan are refused; online plans go to plan_online, batch plans to run()."""
+    from perfmodel.errors import InputError
+
+    wrong = plan_online.wrong_mode_flags(args)
+    if wrong:
+        raise InputError(f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not for --mode {args.mode}; leave "
+                         f"{'it' if len(wrong) == 1 else 'them'} out{'' if args.mode == 'online' else ', or add --mode online'}.")
+    if args.mode == "online":
+        return plan_online.run_online(args)
+    if args.deadline is None:
+        raise InputError(f"--mode {args.mode} needs --deadline, e.g. --deadline 60s.")
+    return run(args)
 
 
 def run(args) -> int:
@@ -68,15 +83,6 @@ def run(args) -> int:
     from perfmodel.plan import PLAN_COLUMNS, NoPlanError, make_plan, plan_rows, summary
     from perfmodel.units import parse_count, parse_duration, parse_input_size, parse_mix, parse_pool, parse_prices
 
-    wrong = plan_online.wrong_mode_flags(args)
-    if wrong:
-        raise InputError(f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not for "
-                         f"{'--mode ' + args.mode}; leave {'it' if len(wrong) == 1 else 'them'} out"
-                         f"{'' if args.mode == 'online' else ', or add --mode online'}.")
-    if args.mode == "online":
-        return plan_online.run_online(args)
-    if args.deadline is None:
-        raise InputError(f"--mode {args.mode} needs --deadline, e.g. --deadline 60s.")
     images = None if args.images is None else parse_count(args.images, "--images")
     if args.max_batches is not None and args.max_batches < 1:
         raise InputError("--max-batches must be a whole number >= 1 (the first batch counts).")
