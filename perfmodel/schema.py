@@ -131,6 +131,7 @@ TEXT_COLUMNS = frozenset(
         "architecture",
         "protocol",
         "mode",
+        "kept_up",
         "server_version",
         "error",
         "device_name",
@@ -141,7 +142,6 @@ TEXT_COLUMNS = frozenset(
         "host",
         "created_at",
         "stable",
-        "kept_up",
     }
 )
 # Every other known column is a non-negative number; unknown columns are kept as text.
