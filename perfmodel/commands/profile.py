@@ -87,7 +87,7 @@ def run(args) -> int:
     config = ProfileConfig(
         model=args.model,
         device=args.device,
-        batch_sizes=parse_batch_sizes(args.batch_sizes or ("1" if args.rate else "1,2,4,8")),
+        batch_sizes=parse_batch_sizes(args.batch_sizes if args.batch_sizes is not None else ("1" if args.rate else "1,2,4,8")),
         input_sizes=parse_input_sizes(args.input_sizes),
         precision=args.precision,
         channels_last=args.channels_last,
