@@ -40,6 +40,9 @@ _LAZY = {
     "make_plan": "perfmodel.plan",
     "NoPlanError": "perfmodel.plan",
     "Plan": "solvers",
+    "make_online_plan": "perfmodel.online",
+    "NoOnlinePlanError": "perfmodel.online",
+    "OnlinePlan": "solvers.online",
 }
 
 __all__ = [

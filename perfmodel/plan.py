@@ -246,6 +246,8 @@ def _record_profile_basis(basis, hardware, group) -> None:
 
 def _from_profiles(options, frame, model, sizes, use, backend, precision, basis) -> None:
     rows = frame[(frame["status"] == "ok") & (frame["model"] == model) & frame["input_size"].isin(sizes)]
+    if "rate_per_s" in rows.columns:  # open-loop rows time a served stream, not a batch
+        rows = rows[rows["rate_per_s"].isna()]
     if backend:
         rows = rows[rows["backend"] == backend]
     if precision:

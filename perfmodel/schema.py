@@ -40,7 +40,8 @@ STATUSES = ("ok", "oom", "error")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8")
 
 # Columns that, beside (hardware, model, backend, precision, input size, batch size), tell two
-# measured points apart: a sweep over concurrency levels has one row per level.
+# measured points apart: a sweep over concurrency levels (or open-loop rates, with the server's
+# batcher settings) has one row per level.
 POINT_KEY: tuple[str, ...] = (
     "hardware",
     "model",
@@ -50,6 +51,9 @@ POINT_KEY: tuple[str, ...] = (
     "protocol",
     "mode",
     "concurrency",
+    "rate_per_s",
+    "server_max_batch",
+    "server_max_queue_delay_ms",
     "input_size",
     "batch_size",
 )
@@ -85,6 +89,16 @@ RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "server_queue_ms",
     "server_compute_ms",
     "server_request_ms",
+    "rate_per_s",
+    "achieved_rate_per_s",
+    "kept_up",
+    "server_batch_mean",
+    "server_batch_max",
+    "server_executions",
+    "server_max_batch",
+    "server_max_queue_delay_ms",
+    "sender_lag_p99_ms",
+    "requests_failed",
     "client_rss_mb_max",
     "server_rss_mb_max",
     "client_cpu_avg",
@@ -109,7 +123,8 @@ RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "schema_version",
 )
 
-INTEGER_COLUMNS = frozenset({"input_size", "batch_size", "samples", "concurrency", "threads", "schema_version"})
+INTEGER_COLUMNS = frozenset({"input_size", "batch_size", "samples", "concurrency", "threads", "schema_version",
+                             "server_max_batch", "requests_failed"})
 TEXT_COLUMNS = frozenset(
     {
         "hardware",
@@ -121,6 +136,7 @@ TEXT_COLUMNS = frozenset(
         "architecture",
         "protocol",
         "mode",
+        "kept_up",
         "server_version",
         "error",
         "device_name",

@@ -1,6 +1,7 @@
 """What people type, parsed: durations (60s, 1.5m, 250ms, 2h), counts (100000, 100k, 1.5M), percentages
-(5%, 0.05), GPU pools (h100=8,a100=4), input-size mixes (224=70000,512=30000 or 224=70%,512=30%)
-and prices (h100=2.5). Each parser returns plain numbers or raises InputError with one sentence.
+(5%, 0.05), GPU pools (h100=8,a100=4), input-size mixes (224=70000,512=30000 or 224=70%,512=30%),
+prices (h100=2.5), request rates (400/s, 20k/s, 24000/min) and percentiles (99, p99.9). Each parser
+returns plain numbers or raises InputError with one sentence.
 """
 
 from __future__ import annotations
@@ -90,6 +91,48 @@ def parse_fraction(text: str, what: str = "margin") -> float:
         raise InputError(f"{what} {shown(text)} is ambiguous: write {raw}% for a percentage, or a fraction below 1.")
     if not value < 1:
         raise InputError(f"{what} {shown(text)} must be below 100%: a margin of all the time leaves none to work in.")
+    return value
+
+
+_PER = {None: 1.0, "s": 1.0, "sec": 1.0, "second": 1.0, "m": 60.0, "min": 60.0, "minute": 60.0,
+        "h": 3600.0, "hr": 3600.0, "hour": 3600.0}
+
+
+def parse_rate(text: str, what: str = "--rate") -> float:
+    """'400/s', '20k/s', '1.5k/s', '24000/min', '2M/h' or a bare number (per second) -> requests/s (> 0)."""
+    raw = str(text).strip()
+    match = re.fullmatch(rf"({_NUMBER})\s*([kKM])?\s*(?:/\s*([a-z]+))?", raw)
+    per = None if not match else match.group(3)
+    if not match or per not in _PER:
+        raise InputError(f"{what} {text!r} is not a rate: write e.g. 400/s, 20k/s, 1.5k/s or 24000/min.")
+    value = float(match.group(1)) * _SCALE[match.group(2)] / _PER[per]
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"{what} {text!r} must be more than zero requests per second.")
+    return value
+
+
+def parse_rates(text: str, what: str = "--rate") -> tuple[float, ...]:
+    """'50,100,200/s' (the last item's unit applies to bare numbers before it) or '50/s,1k/s' -> requests/s."""
+    items = [item.strip() for item in str(text).split(",")]
+    unit = re.search(r"/\s*[a-z]+$", items[-1]) if items and items[-1] else None
+    rates = []
+    for item in items:
+        if not item:
+            raise InputError(f"{what} {text!r} has an empty item: write e.g. 50,100,200/s.")
+        bare = re.fullmatch(rf"{_NUMBER}\s*[kKM]?", item) is not None
+        rates.append(parse_rate(item + unit.group(0) if bare and unit else item, what))
+    return tuple(dict.fromkeys(rates))
+
+
+def parse_percentile(text: str, what: str = "--percentile") -> float:
+    """'99', '99.9' or 'p99' -> 99.0: the share of requests, in percent, that must meet the objective."""
+    raw = str(text).strip().lower().removeprefix("p").removesuffix("%")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InputError(f"{what} {text!r} is not a percentile: write e.g. 99, 99.9 or 50.") from None
+    if not (math.isfinite(value) and 0 < value < 100):
+        raise InputError(f"{what} {text!r} must lie strictly between 0 and 100, e.g. 99.")
     return value
 
 

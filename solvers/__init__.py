@@ -4,10 +4,14 @@
     plan = solve(Problem(gpu_types=[GpuType("h100", 8, [Candidates(224, [1, 64], [0.004, 0.05], [0.3, 0.4])])],
                          images={224: 100_000}, deadline_s=60))
 
+Online serving (a request rate and a latency SLO in; GPUs, max batch and queue delay out) is
+solve_online(OnlineProblem(...)) in solvers/online.py.
+
 No torch, no profiling, no perfmodel: a scheduler can import this package alone.
 """
 
 from solvers.errors import InfeasibleProblem, ProblemError, SolverError, SolverFailure
+from solvers.online import OnlineDiagnosis, OnlineGpuType, OnlinePlan, OnlineProblem, ServiceTimes, solve_online
 from solvers.plan import Assignment, Diagnosis, Plan
 from solvers.problem import Candidates, GpuType, Problem
 from solvers.solve import solve
@@ -18,10 +22,16 @@ __all__ = [
     "Diagnosis",
     "GpuType",
     "InfeasibleProblem",
+    "OnlineDiagnosis",
+    "OnlineGpuType",
+    "OnlinePlan",
+    "OnlineProblem",
     "Plan",
     "Problem",
     "ProblemError",
     "SolverError",
+    "ServiceTimes",
     "SolverFailure",
     "solve",
+    "solve_online",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from perfmodel import console
+from perfmodel.commands import plan_online
 from perfmodel.commands.common import EXIT_CODES, formatter
 
 PLAN_EXAMPLES = """examples:
@@ -28,8 +29,8 @@ warm-up, so their first batch is timed as a steady one (warmup_measured: false i
 
 PLAN_EXIT_CODES = EXIT_CODES.replace(
     "3    no feasible plan (perfmodel plan)",
-    "3    no plan meets the deadline: the message says why, and how many more GPUs,\n"
-    "       how many images, or how long a deadline would make one",
+    "3    no plan meets the deadline (online: the SLO): the message says why, and how many\n"
+    "       more GPUs, how many images (requests/s), or how long a deadline (SLO) would make one",
 )
 
 
@@ -40,15 +41,16 @@ def add_parser(sub) -> None:
         description="Choose how many GPUs of which type, and which mini-batch size on each, finish the images by "
         "the deadline (soft real-time), or finish as many as possible (relaxed). The answer is proven "
         "optimal by an integer program (Pyomo + HiGHS).",
-        epilog=PLAN_EXAMPLES + "\n" + PLAN_EXIT_CODES,
+        epilog=PLAN_EXAMPLES + "\n" + plan_online.ONLINE_EXAMPLES + "\n" + PLAN_EXIT_CODES,
         formatter_class=formatter,
     )
     p.add_argument("--images", metavar="N", help="images to finish, e.g. 100000, 100k, 1.5M (relaxed mode: an upper limit)")
-    p.add_argument("--deadline", required=True, metavar="T", help="e.g. 60s, 1.5m, 250ms, 2h")
+    p.add_argument("--deadline", metavar="T", help="e.g. 60s, 1.5m, 250ms, 2h (soft and relaxed modes)")
     p.add_argument("--input-size", metavar="PX", help="side of the square images in pixels (default: 224)")
     p.add_argument("--mix", metavar="SIZE=N,...", help="several input sizes: 224=70000,512=30000, or 224=70%%,512=30%% of --images")
-    p.add_argument("--mode", default="soft", choices=["soft", "relaxed"],
-                   help="soft: all images by the deadline; relaxed: as many as possible (default: soft)")
+    p.add_argument("--mode", default="soft", choices=["soft", "relaxed", "online"],
+                   help="soft: all images by the deadline; relaxed: as many as possible; online: requests at a rate "
+                   "within a latency SLO (default: soft)")
     p.add_argument("--objective", default="gpus", choices=["gpus", "cost"], help="fewest GPUs, or lowest cost (needs --price) (default: gpus)")
     p.add_argument("--pool", metavar="TYPE=N,...", help="GPUs available, e.g. h100=8,a100=4 (default: any number of every type found)")
     p.add_argument("--price", metavar="TYPE=P,...", help="price per GPU-hour, e.g. h100=4.5,a100=2.2")
@@ -68,7 +70,23 @@ def add_parser(sub) -> None:
     p.add_argument("--gap", type=float, metavar="REL", help="relative optimality gap the solver may stop at (default: 0, or 1e-4 for cost)")
     p.add_argument("--time-limit", default="10s", metavar="T", help="solver time limit (default: 10s)")
     p.add_argument("--json", action="store_true", help="print the plan (or why there is none) as JSON")
-    p.set_defaults(run=run)
+    plan_online.add_arguments(p)
+    p.set_defaults(run=run_mode)
+
+
+def run_mode(args) -> int:
+    """Flags of the other kind of plan are refused; online plans go to plan_online, batch plans to run()."""
+    from perfmodel.errors import InputError
+
+    wrong = plan_online.wrong_mode_flags(args)
+    if wrong:
+        raise InputError(f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not for --mode {args.mode}; leave "
+                         f"{'it' if len(wrong) == 1 else 'them'} out{'' if args.mode == 'online' else ', or add --mode online'}.")
+    if args.mode == "online":
+        return plan_online.run_online(args)
+    if args.deadline is None:
+        raise InputError(f"--mode {args.mode} needs --deadline, e.g. --deadline 60s.")
+    return run(args)
 
 
 def run(args) -> int:

@@ -20,6 +20,10 @@ PROFILE_EXAMPLES = """examples:
   perfmodel profile --model resnet50 --backend triton --url 10.0.0.2:8001 --protocol grpc --out remote.csv
   perfmodel profile --model resnet50 --device cuda --precision fp16 --batch-sizes auto --search-tolerance 10% \\
                     --fresh-warmup-at 1,16,256 --input-sizes 224,320,448 --out h100-resnet50-fp16.csv --estimate
+  perfmodel profile --model tiny --backend triton --rate 50,100,200/s --max-batch-size 16 \\
+                    --max-queue-delay 1ms --input-sizes 64 --out /tmp/rates.csv
+  perfmodel profile --model resnet50 --backend triton --rate 400/s --triton-config model_repository/resnet50/ \\
+                    --input-sizes 64 --out /tmp/planned.csv
 
 Each point is written as soon as it is measured; after an interruption (Ctrl-C, SIGTERM), run the same
 command with --resume to measure only what is missing.
@@ -74,9 +78,10 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", default="torch", choices=["torch", "triton"],
                    help="torch: called in-process; triton: through a Triton Inference Server (default: torch)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
-    p.add_argument("--batch-sizes", default="1,2,4,8", metavar="LIST",
+    p.add_argument("--batch-sizes", default=None, metavar="LIST",
                    help="e.g. 1,2,4,8, or 'auto': double from 1 until a batch does not fit (out of memory), then "
-                        "bisect to the largest batch that does (default: 1,2,4,8)")
+                        "bisect to the largest batch that does (default: 1,2,4,8); with --rate: images per request "
+                        "(default: 1)")
     p.add_argument("--input-sizes", default="224", metavar="LIST", help="square image sides in pixels, e.g. 224,320 (default: 224)")
     p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16", "bf16"],
                    help="fp32 is true fp32 (TF32 off); tf32: fp32 tensors, TF32 tensor-core math (CUDA) (default: fp32)")
@@ -93,7 +98,8 @@ def add_parser(sub) -> None:
                    help="torch threads (default: 1 on CPU, torch's default on CUDA)")
     p.add_argument("--hardware", default=None, metavar="KEY", help="pool key for this device (default: from its name: h100, a100, cpu ...)")
     p.add_argument("--max-batch-size", type=_positive("", whole=True), default=None, metavar="N",
-                   help="auto: largest batch to try (default: 1024 on CPU, 16384 on CUDA)")
+                   help="auto: largest batch to try (default: 1024 on CPU, 16384 on CUDA); with --rate: the "
+                        "server's dynamic batcher's largest batch (default: 64)")
     p.add_argument("--max-call-ms", type=_positive("milliseconds"), default=None, metavar="MS",
                    help="auto: stop growing after a call this slow (default: 2000 on CPU, no limit on CUDA)")
     p.add_argument("--search-tolerance", type=_fraction, default=0.0, metavar="FRACTION",
@@ -126,6 +132,12 @@ def add_parser(sub) -> None:
                    help="longest wait for one request (default: 60)")
     t.add_argument("--server-timeout", type=_positive("seconds"), default=None, metavar="S",
                    help="longest wait for a local server to be ready (default: 180)")
+    t.add_argument("--rate", default=None, metavar="LIST", help="open-loop load instead of a concurrency: requests/s, e.g. 50,100,200/s; "
+                   "the local server batches dynamically")
+    t.add_argument("--duration", default=None, metavar="T", help="with --rate: time counted per rate, after a warm-up (default: 20s)")
+    t.add_argument("--max-queue-delay", default=None, metavar="T", help="with --rate: the dynamic batcher's delay, e.g. 1ms (default: 0)")
+    t.add_argument("--triton-config", default=None, metavar="DIR", help="with --rate: the batcher settings of DIR/config.pbtxt "
+                   "(e.g. written by perfmodel plan --mode online)")
     p.add_argument("--json", action="store_true", help="print the profile as JSON on stdout")
     p.set_defaults(run=run)
 
@@ -147,7 +159,7 @@ def run(args) -> int:
     config = ProfileConfig(
         model=args.model,
         device=args.device,
-        batch_sizes=parse_batch_sizes(args.batch_sizes),
+        batch_sizes=parse_batch_sizes(args.batch_sizes if args.batch_sizes is not None else ("1" if args.rate else "1,2,4,8")),
         input_sizes=parse_input_sizes(args.input_sizes),
         precision=args.precision,
         channels_last=args.channels_last,
@@ -204,6 +216,7 @@ def run(args) -> int:
         first = df.loc[df["status"] == "error", "error"].iloc[-1]
         raise PerfmodelError(f"no point could be measured; the last error was: {first}")
     _warn_unstable(df, args.max_time_per_point)
+    _warn_late_sender(df)
     if args.json:
         console.print_json({"out": args.out, "rows": console.clean_for_json(df.to_dict("records"))})
     else:
@@ -227,7 +240,8 @@ def _saved(out: str, new: int) -> str:
     return f"{new} new point(s) were measured and {held}; run the same command with --resume to measure the rest."
 
 
-TRITON_ONLY = ("protocol", "mode", "concurrency", "url", "architecture", "server_model", "request_timeout", "server_timeout")
+TRITON_ONLY = ("protocol", "mode", "concurrency", "url", "architecture", "server_model", "request_timeout", "server_timeout",
+               "rate", "duration", "max_queue_delay", "triton_config")
 
 
 def _triton_options(args):
@@ -244,7 +258,9 @@ def _triton_options(args):
     def names(text: str | None, default: str) -> tuple[str, ...]:
         return tuple(dict.fromkeys(v.strip().lower() for v in (text or default).split(",")))
 
+    rate_options = _rate_options(args)
     return TritonOptions(
+        **rate_options,
         protocols=names(args.protocol, "grpc"),
         modes=names(args.mode, "sync"),
         concurrencies=parse_positive_ints(args.concurrency or "1", "--concurrency", "1,4,16"),
@@ -254,6 +270,47 @@ def _triton_options(args):
         request_timeout_s=args.request_timeout if args.request_timeout is not None else 60.0,
         server_timeout_s=args.server_timeout if args.server_timeout is not None else 180.0,
     )
+
+
+def _rate_options(args) -> dict:
+    """--rate and its settings, for TritonOptions (nothing without --rate)."""
+    given = [f"--{n.replace('_', '-')}" for n in ("duration", "max_queue_delay", "triton_config") if getattr(args, n) is not None]
+    if args.rate is None:
+        if given:
+            raise InputError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for --rate; add --rate, or leave them out.")
+        return {}
+    from perfmodel.profile.backends.triton_rate import DEFAULT_MAX_BATCH, Batching
+    from perfmodel.units import parse_duration, parse_rates
+
+    closed = [f"--{n}" for n in ("mode", "concurrency") if getattr(args, n) is not None]
+    if closed:
+        raise InputError(f"{' and '.join(closed)} set a closed loop; --rate sends open-loop: leave {' and '.join(closed)} out.")
+    if args.triton_config is not None:
+        if args.max_batch_size is not None or args.max_queue_delay is not None:
+            raise InputError("give either --triton-config or --max-batch-size/--max-queue-delay: both set the batcher.")
+        from perfmodel.triton_config import read_batching
+
+        settings = read_batching(args.triton_config)
+        batching = Batching(settings.max_batch_size, settings.max_queue_delay_us, settings.preferred_batch_sizes)
+    else:
+        delay = 0.0 if args.max_queue_delay is None else parse_duration(args.max_queue_delay, "--max-queue-delay", allow_zero=True)
+        largest = DEFAULT_MAX_BATCH if args.max_batch_size is None else args.max_batch_size
+        if largest < 1:
+            raise InputError("--max-batch-size must be a positive whole number.")
+        batching = Batching(largest, int(round(delay * 1e6)))
+    return {"rates": parse_rates(args.rate), "batching": batching,
+            "duration_s": 20.0 if args.duration is None else parse_duration(args.duration, "--duration")}
+
+
+def _warn_late_sender(df, limit_ms: float = 10.0) -> None:
+    """Open-loop rows whose sender fell behind its schedule: the client machine was too busy for the rate."""
+    if "sender_lag_p99_ms" not in df.columns:
+        return
+    late = df[df["sender_lag_p99_ms"].astype(float) > limit_ms]
+    if len(late):
+        console.note(f"warning: at {len(late)} rate(s) the sender was more than {limit_ms:g} ms behind its schedule for 1% of "
+                     f"the requests (worst {late['sender_lag_p99_ms'].max():.3g} ms; sender_lag_p99_ms): the client machine "
+                     "is too busy for those rates, so the requests came burstier than a Poisson process.")
 
 
 def _warn_unstable(df, max_time_s: float) -> None:
@@ -272,13 +329,13 @@ def _warn_unstable(df, max_time_s: float) -> None:
 
 
 def _print_profile(df) -> None:
-    columns = ["input_size", "batch_size", "mode", "concurrency", "status", "latency_ms", "latency_p99_ms", "warmup_ms",
-               "memory_mb", "throughput_ips"]
-    headers = dict(zip(columns, ["size px", "batch", "mode", "in flight", "status", "median ms", "p99 ms", "warm-up ms",
-                                 "memory MiB", "images/s"]))
+    columns = ["input_size", "batch_size", "mode", "concurrency", "rate_per_s", "status", "latency_ms", "latency_p99_ms",
+               "warmup_ms", "memory_mb", "throughput_ips", "achieved_rate_per_s", "server_batch_mean", "kept_up"]
+    headers = dict(zip(columns, ["size px", "batch", "mode", "in flight", "rate/s", "status", "median ms", "p99 ms",
+                                 "warm-up ms", "memory MiB", "images/s", "answered/s", "server batch", "kept up"]))
     for key, group in df.groupby(["hardware", "model", "backend", "precision"], sort=False):
         shown = [c for c in columns if c in group.columns and group[c].astype(str).str.strip().ne("").any()
                  and not group[c].isna().all()]
-        order = [c for c in ("input_size", "batch_size", "mode", "concurrency") if c in shown]
+        order = [c for c in ("input_size", "batch_size", "mode", "concurrency", "rate_per_s") if c in shown]
         rows = group.sort_values(order)[shown]
         console.table(" ".join(str(k) for k in key), [headers[c] for c in shown], rows.itertuples(index=False))

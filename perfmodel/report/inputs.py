@@ -57,6 +57,8 @@ def read_plan(path) -> dict | None:
     source = os.fspath(path)
     how = "give the JSON that `perfmodel plan --json` prints"
     plan = read_json(path, InputError, "a plan", how)
+    if isinstance(plan, dict) and plan.get("mode") == "online":
+        raise InputError(f"{source} is an online plan (--mode online): the report draws batch plans (soft, relaxed) only.")
     if not isinstance(plan, dict) or not isinstance(plan.get("status"), str):
         raise InputError(f"{source} is JSON but not a plan (no \"status\"); {how}.")
     if plan["status"] not in PLAN_STATUSES:

@@ -64,6 +64,9 @@ class TritonOptions:
     request_timeout_s: float = 60.0
     server_timeout_s: float = 180.0  # starting a local server, until its model is ready
     window_s: float = 1.0
+    rates: tuple[float, ...] = ()  # requests/s: open-loop load (triton_rate.py) instead of a concurrency
+    duration_s: float = 20.0  # per rate, counted (after a warm-up of a fifth of it, 1 to 5 s)
+    batching: object | None = None  # triton_rate.Batching: the local server's dynamic batcher (--rate)
 
     def __post_init__(self):
         for name, values, allowed in (("--protocol", self.protocols, PROTOCOLS), ("--mode", self.modes, MODES)):
@@ -75,6 +78,8 @@ class TritonOptions:
             raise InputError("--concurrency needs positive whole numbers, e.g. 1,4,16.")
         if self.architecture is not None and self.architecture not in ARCHITECTURES:
             raise InputError(f"--architecture must be {' or '.join(ARCHITECTURES)}, not {self.architecture!r}.")
+        if any(not (math.isfinite(r) and r > 0) for r in self.rates) or not self.duration_s > 0:
+            raise InputError("--rate needs request rates > 0, e.g. 50,100,200/s, and --duration a time > 0.")
         if self.request_timeout_s <= 0 or self.server_timeout_s <= 0:
             raise InputError("--request-timeout and --server-timeout must be positive numbers of seconds.")
         if self.url is not None:
@@ -160,6 +165,9 @@ def _options(config: ProfileConfig) -> TritonOptions:
 
 def estimate(config: ProfileConfig) -> Estimate:
     opts = _options(config)
+    if opts.rates:  # one server; per point a warm-up of a fifth of the duration (1 to 5 s), then the duration
+        points = len(config.input_sizes) * len(config.batch_sizes) * len(opts.protocols) * len(opts.rates)
+        return Estimate(points, False, opts.duration_s + max(1.0, min(5.0, opts.duration_s / 5)), 0)
     groups = len(config.input_sizes) * len(config.batch_sizes)
     points = groups * len(opts.protocols) * len(opts.modes) * len(opts.concurrencies)
     servers = groups if config.warmup == "fresh-process" and opts.url is None else 0
@@ -167,8 +175,39 @@ def estimate(config: ProfileConfig) -> Estimate:
 
 
 def sweep(config: ProfileConfig, output: ProfileOutput, notify: ProgressCallback) -> None:
-    """The `--backend triton` sweep of `config` into `output`."""
-    _TritonSweep(config, _options(config), resolve_model(config.model), output, notify).run()
+    """The `--backend triton` sweep of `config` into `output`: closed-loop (concurrency) or open-loop (--rate)."""
+    opts = _options(config)
+    if not opts.rates:
+        _TritonSweep(config, opts, resolve_model(config.model), output, notify).run()
+        return
+    from perfmodel.profile.backends.triton_rate import sweep_rates
+
+    gpu_index = _gpu_index(config) if opts.url is None else None
+    sweep_rates(config, opts, output, notify, config.hardware or server_hardware_key(config.device, opts.url),
+                lambda: serving_monitor(gpu_index))
+
+
+def _gpu_index(config: ProfileConfig) -> int | None:
+    device = config.device.strip().lower()
+    return int(device.partition(":")[2] or 0) if device.startswith("cuda") else None
+
+
+def server_hardware_key(device: str, url: str | None) -> str:
+    """The pool key of the server's device: cpu, or from the local GPU's name (h100, a100 ...)."""
+    if not device.strip().lower().startswith("cuda"):
+        return "cpu"
+    if url is not None:
+        raise InputError("with --url on a GPU server, name its pool key with --hardware (e.g. --hardware h100).")
+    from perfmodel.profile.backends.torch_backend import check_device
+
+    device = check_device(device)  # no GPU here: say so, rather than blame NVML
+    nvml, reason = open_nvml(int(device.partition(":")[2] or 0))
+    if nvml is None:
+        raise InputError(f"cannot read the GPU's name ({reason}); name its pool key with --hardware.")
+    try:
+        return hardware_key(nvml.info().name, True)
+    finally:
+        nvml.close()
 
 
 class _TritonSweep:
@@ -176,29 +215,12 @@ class _TritonSweep:
         self.config, self.opts, self.spec, self.output, self.notify = config, opts, spec, output, notify
         self.architecture = opts.resolved_architecture
         self.is_cuda = config.device.strip().lower().startswith("cuda")
-        self.hardware = config.hardware or self._hardware_key()
+        self.hardware = config.hardware or server_hardware_key(config.device, opts.url)
         self.rule = ThroughputRule(window_s=opts.window_s, rel_ci=config.rule.rel_ci,
                                    min_samples=config.rule.min_samples, max_time_s=config.rule.max_time_s)
         self.done = self.measured = 0
         self.measuring_s = 0.0  # time spent on newly measured points, for the ETA
         self.checked: set[str] = set()
-
-    def _hardware_key(self) -> str:
-        if not self.is_cuda:
-            return "cpu"
-        if self.opts.url is not None:
-            raise InputError("with --url on a GPU server, name its pool key with --hardware (e.g. --hardware h100).")
-        from perfmodel.profile.backends.torch_backend import check_device
-
-        check_device(self.config.device)  # no GPU here: say so, rather than blame NVML
-        index = int(self.config.device.partition(":")[2] or 0)
-        nvml, reason = open_nvml(index)
-        if nvml is None:
-            raise InputError(f"cannot read the GPU's name ({reason}); name its pool key with --hardware.")
-        try:
-            return hardware_key(nvml.info().name, True)
-        finally:
-            nvml.close()
 
     def _identity(self, protocol: str, mode: str, concurrency: int, size: int, batch: int) -> dict:
         return {"hardware": self.hardware, "model": self.spec.name, "backend": f"triton-{protocol}",

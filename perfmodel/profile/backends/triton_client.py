@@ -520,6 +520,14 @@ class ServerConnection:
             return f"the server does not answer ({_short(exc)})"
         return None
 
+    def model_statistics(self, model_name: str) -> dict | None:
+        """Triton's statistics for the model as JSON (model_stats ...), or None where not available."""
+        try:
+            kwargs = {"as_json": True} if self.protocol == "grpc" else {}
+            return self._call("get_inference_statistics", model_name, headers=self.headers, **kwargs)
+        except Exception:
+            return None
+
     def statistics(self, model_name: str) -> dict[str, tuple[int, int]] | None:
         """Triton's cumulative (count, ns) per stage for the model, or None where they are not available."""
         try:

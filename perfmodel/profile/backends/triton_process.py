@@ -44,6 +44,9 @@ class ServerSettings:
     max_batch_size: int = 64
     seed: int = 0
     model_name: str | None = None
+    dynamic_batching: bool = False  # Triton's batcher joins requests (the open-loop --rate mode)
+    max_queue_delay_us: int = 0
+    preferred_batch_sizes: tuple[int, ...] = ()
 
     def arguments(self) -> list[str]:
         args = ["--model", self.model, "--device", self.device, "--precision", self.precision,
@@ -56,6 +59,9 @@ class ServerSettings:
             args += ["--threads", str(self.threads)]
         if self.model_name:
             args += ["--model-name", self.model_name]
+        if self.dynamic_batching:
+            args += ["--dynamic-batching", "--max-queue-delay-us", str(self.max_queue_delay_us),
+                     "--preferred-batch-sizes", ",".join(str(b) for b in self.preferred_batch_sizes)]
         return args
 
 

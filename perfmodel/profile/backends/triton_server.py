@@ -9,8 +9,10 @@ the model are ready it writes --ready-file (JSON: ports, load time, provenance) 
 SIGTERM or SIGINT (or, with --exit-with-parent, until its parent dies), then stops Triton and exits.
 
 The model has one input `images` (N x 3 x H x W, FP32, or FP16 for --precision fp16) and one
-output `logits`. Dynamic batching is off: each request is exactly one model call of the batch the
-client sent, so a server row measures the same `batch_size` as an in-process row.
+output `logits`. Dynamic batching is off unless --dynamic-batching is given: then each request is one
+model call of the batch the client sent, so a server row measures the same `batch_size` as an
+in-process row. With --dynamic-batching (the profiler's open-loop --rate mode) Triton's batcher
+joins requests up to --max-batch-size, waiting at most --max-queue-delay-us for more.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--compile", action="store_true")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: 1 on CPU)")
     p.add_argument("--max-batch-size", type=int, default=64)
+    p.add_argument("--dynamic-batching", action="store_true", help="let Triton's batcher join requests")
+    p.add_argument("--max-queue-delay-us", type=int, default=0, help="with --dynamic-batching: the batcher's delay")
+    p.add_argument("--preferred-batch-sizes", default="", help="with --dynamic-batching: e.g. 8,16 (default: none)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--http-port", type=int, default=0, help="0: a free port")
     p.add_argument("--grpc-port", type=int, default=0, help="0: a free port")
@@ -126,7 +131,7 @@ def serve(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
 
     import numpy as np
-    from pytriton.model_config import ModelConfig, Tensor
+    from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
     from pytriton.triton import Triton, TritonConfig, TritonSecurityConfig
 
     from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner, check_device
@@ -156,7 +161,7 @@ def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
             infer_func=_infer_function(runner),
             inputs=[Tensor(name=INPUT_NAME, dtype=wire, shape=(3, -1, -1))],
             outputs=[Tensor(name=OUTPUT_NAME, dtype=np.float32, shape=(-1,))],
-            config=ModelConfig(max_batch_size=args.max_batch_size, batcher=None),
+            config=ModelConfig(max_batch_size=args.max_batch_size, batcher=_batcher(args, DynamicBatcher)),
         )
         triton.run()  # starts tritonserver and returns when the model is loaded and ready
         if args.ready_file:
@@ -179,6 +184,14 @@ def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
         return 0
     finally:
         triton.stop()
+
+
+def _batcher(args: argparse.Namespace, dynamic_batcher):
+    """Triton's dynamic batcher as asked, or None (each request is one model call)."""
+    if not args.dynamic_batching:
+        return None
+    preferred = [int(b) for b in args.preferred_batch_sizes.split(",") if b.strip()] or None
+    return dynamic_batcher(max_queue_delay_microseconds=args.max_queue_delay_us, preferred_batch_size=preferred)
 
 
 def _write_ready(path: Path, ready: dict) -> None:

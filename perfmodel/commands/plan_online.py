@@ -1,0 +1,106 @@
+"""perfmodel plan --mode online: GPUs, max batch and queue delay for a request rate and a latency SLO."""
+
+from __future__ import annotations
+
+from perfmodel import console
+
+ONLINE_EXAMPLES = """online serving (--mode online):
+  perfmodel plan --mode online --rate 400/s --slo 100ms --percentile 99 --profile p.csv
+  perfmodel plan --mode online --rate 20k/s --slo 30ms --pool h100=8,a100=16 --objective cost \\
+                 --price h100=4.5,a100=2.2 --json
+  perfmodel plan --mode online --rate 400/s --slo 100ms --triton-config model_repository/resnet50/
+  perfmodel plan --mode online --arrivals trace.csv --slo 50ms --request-size 4
+
+rates 400/s, 20k/s, 1.5k/s, 24000/min; --arrivals: a CSV with a column arrival_s (seconds). Requests
+arrive as a Poisson process (or as in the trace), a load balancer spreads them over the GPUs, and each
+GPU runs Triton's dynamic batcher; latency = queueing + batching delay + batch service time.
+"""
+
+# Flags of the batch modes, with the value they have when not given.
+BATCH_ONLY = {"images": None, "mix": None, "deadline": None, "margin": "0", "use": "p50", "load_time": None,
+              "max_batches": None, "gap": None, "time_limit": "10s"}
+ONLINE_ONLY = {"rate": None, "slo": None, "percentile": None, "request_size": None, "arrivals": None,
+               "triton_config": None, "max_queue_delay": None, "no_simulation": False}
+
+
+def add_arguments(p) -> None:
+    g = p.add_argument_group("--mode online", "Plan for requests arriving at a rate, answered within an SLO.")
+    g.add_argument("--rate", metavar="R", help="requests per second: 400/s, 20k/s, 24000/min (default with --arrivals: the trace's)")
+    g.add_argument("--slo", metavar="T", help="latency objective per request, e.g. 100ms")
+    g.add_argument("--percentile", metavar="P", help="share of requests that must meet the SLO, in percent (default: 99)")
+    g.add_argument("--request-size", metavar="K", help="images per request (default: 1)")
+    g.add_argument("--arrivals", metavar="FILE", help="a CSV of arrival times (column arrival_s, seconds) to plan and check with")
+    g.add_argument("--triton-config", metavar="DIR", help="write the config.pbtxt settings the plan assumes into this model directory")
+    g.add_argument("--max-queue-delay", metavar="LIST", help="max_queue_delay candidates, e.g. 0,0.5ms,2ms (default: 0 and 1/4, 1/2, 1 x one request's time)")
+    g.add_argument("--no-simulation", action="store_true", help="skip the simulation that checks the plan (faster; analytic figures only)")
+
+
+def wrong_mode_flags(args) -> list[str]:
+    """The flags given that belong to the other kind of plan."""
+    other = BATCH_ONLY if args.mode == "online" else ONLINE_ONLY
+    return [f"--{name.replace('_', '-')}" for name, default in other.items() if getattr(args, name, default) != default]
+
+
+def run_online(args) -> int:
+    from perfmodel.errors import InputError
+    from perfmodel.online import (ONLINE_COLUMNS, NoOnlinePlanError, make_online_plan, online_rows, online_summary,
+                                  triton_header, triton_settings)
+    from perfmodel.units import parse_duration, parse_input_size, parse_percentile, parse_pool, parse_prices, parse_rate
+
+    if args.slo is None:
+        raise InputError("--mode online needs --slo, the latency objective, e.g. --slo 100ms.")
+    delays = None
+    if args.max_queue_delay is not None:
+        delays = [parse_duration(d.strip(), "--max-queue-delay", allow_zero=True) for d in args.max_queue_delay.split(",")]
+    request_size = 1
+    if args.request_size is not None:
+        if not str(args.request_size).strip().isdigit() or int(args.request_size) < 1:
+            raise InputError(f"--request-size {args.request_size!r} is not a whole number of images >= 1.")
+        request_size = int(args.request_size)
+    triton_dir = None
+    if args.triton_config is not None:
+        from perfmodel.triton_config import check_target
+
+        triton_dir = check_target(args.triton_config, [*args.profile, *args.predictor, *([args.arrivals] if args.arrivals else [])])
+    try:
+        plan = make_online_plan(
+            rate=None if args.rate is None else parse_rate(args.rate),
+            slo=parse_duration(args.slo, "--slo"),
+            percentile=99.0 if args.percentile is None else parse_percentile(args.percentile),
+            profiles=args.profile,
+            predictors=args.predictor,
+            pool=None if args.pool is None else parse_pool(args.pool),
+            prices=None if args.price is None else parse_prices(args.price),
+            objective=args.objective,
+            request_size=request_size,
+            input_size=None if args.input_size is None else parse_input_size(args.input_size, "--input-size"),
+            model=args.model,
+            backend=args.backend,
+            precision=args.precision,
+            arrivals=args.arrivals,
+            max_queue_delays=delays,
+            simulate=not args.no_simulation,
+        )
+    except NoOnlinePlanError as exc:
+        if args.json:
+            console.print_json(console.clean_for_json(exc.diagnosis.to_dict()))
+        raise
+    written = []
+    if triton_dir is not None:
+        from perfmodel.triton_config import write_batching
+
+        cpus = [a.hardware for a in plan.assignments if a.hardware.startswith("cpu")]
+        written = write_batching(triton_dir, triton_settings(plan, cpus), triton_header(plan))
+    if args.json:
+        console.print_json(console.clean_for_json({**plan.to_dict(), "triton_config": [str(p) for p in written]}))
+        return 0
+    console.out.print(online_summary(plan), markup=False)
+    console.table(None, ONLINE_COLUMNS, online_rows(plan))
+    how = "the simulation" if any(a.simulated for a in plan.assignments) else "the analytic model"
+    console.note(f"p50 and p99 from {how} at each GPU's share of the rate; utilization = that share / the rate "
+                 "at which full batches keep the GPU busy.")
+    for path in written:
+        console.note(f"wrote {path}")
+    if len(written) > 1:
+        console.note("start each type's servers with tritonserver --model-config-name=<type>.")
+    return 0

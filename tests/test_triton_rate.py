@@ -1,0 +1,112 @@
+"""Open-loop load (`perfmodel profile --backend triton --rate`): the schedule, the flags, and (marked
+`triton`) a few seconds against a real local server with dynamic batching on. Behaviour only, never a speed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from perfmodel.cli import main
+from perfmodel.errors import DeviceError
+from perfmodel.profile.backends.triton_rate import batch_statistics, run_open_loop, send_times
+from perfmodel.schema import load_profile
+from perfmodel.triton_config import BatchingSettings, write_batching
+from tests.test_triton import _env, _leftovers, _server_processes
+
+
+def test_send_times_are_a_poisson_schedule():
+    times = send_times(200.0, 50.0, seed=1)
+    assert np.all(np.diff(times) > 0) and times[-1] < 50.0
+    assert len(times) == pytest.approx(10_000, rel=0.05)
+    gaps = np.diff(times)
+    assert np.std(gaps) / np.mean(gaps) == pytest.approx(1.0, abs=0.05)  # exponential gaps
+    assert np.array_equal(times, send_times(200.0, 50.0, seed=1))
+
+
+def test_batch_statistics_are_differences():
+    def snapshot(executions, inferences, sizes):
+        return {"model_stats": [{"execution_count": executions, "inference_count": inferences,
+                                 "batch_stats": [{"batch_size": b, "compute_infer": {"count": c}} for b, c in sizes.items()]}]}
+
+    out = batch_statistics(snapshot(10, 10, {1: 10}), snapshot(30, 70, {1: 12, 4: 14, 8: 4}))
+    assert out == {"server_executions": 20.0, "server_batch_mean": 3.0, "server_batch_max": 8.0}
+    assert np.isnan(batch_statistics(None, snapshot(1, 1, {}))["server_batch_mean"])
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--rate", "10/s", "--concurrency", "2"], "--concurrency set a closed loop"),
+    (["--duration", "5s"], "--duration is for --rate"),
+    (["--rate", "10/s", "--max-batch-size", "4", "--triton-config", "."], "either --triton-config"),
+    (["--rate", "often"], "is not a rate"),
+])
+def test_rate_flags_are_checked_before_any_work(tmp_path, capsys, args, says):
+    code = main(["profile", "--model", "tiny", "--backend", "triton", "--out", str(tmp_path / "x.csv"), *args])
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x.csv").exists()
+
+
+@pytest.fixture(scope="module")
+def batching_server():
+    try:
+        from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings
+        import pytriton  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"the Triton client or nvidia-pytriton is not installed ({exc})")
+    local = LocalTritonServer(ServerSettings("tiny", max_batch_size=8, dynamic_batching=True, max_queue_delay_us=2000),
+                              start_timeout_s=240)
+    try:
+        local.start()
+    except DeviceError as exc:
+        pytest.skip(f"the bundled Triton server cannot start here: {exc}")
+    yield local
+    local.stop()
+
+
+@pytest.mark.triton
+def test_open_loop_against_a_batching_server(batching_server):
+    from perfmodel.profile.backends.triton_client import ServerConnection, Workload, random_batches
+
+    info = batching_server.info
+    url = info.url("grpc")
+    with ServerConnection("grpc", url, info.access_token) as conn:
+        model_input = conn.check_model(info.model_name)
+    work = Workload("grpc", url, info.model_name, model_input.name, model_input.datatype, "async", 1,
+                    random_batches(1, 32, np.float32), 30.0)
+    stats = {}
+
+    def snapshot(when):
+        with ServerConnection("grpc", url, info.access_token) as conn:
+            stats[when] = conn.model_statistics(info.model_name)
+
+    result = run_open_loop(work, 40.0, 0.5, 2.5, seed=3, on_window=snapshot)
+    assert result.sent > 50 and result.answered == result.sent and result.failed == 0
+    assert result.latency.median_ms > 0 and result.latency.p99_ms >= result.latency.median_ms
+    assert not result.stopped_early
+    batches = batch_statistics(stats.get("start"), stats.get("end"))
+    assert batches["server_executions"] >= 1 and 1 <= batches["server_batch_mean"] <= 8
+
+
+@pytest.mark.triton
+def test_rate_sweep_writes_rows_resumes_and_leaves_nothing(batching_server, tmp_path):
+    before, running = _leftovers(), {p.pid for p in _server_processes()}
+    repo = tmp_path / "tiny"
+    write_batching(repo, {"cpu": BatchingSettings(4, (4,), 1000, "KIND_CPU")}, "test")
+    out = tmp_path / "r.csv"
+    command = [sys.executable, "-m", "perfmodel", "profile", "--model", "tiny", "--backend", "triton", "--rate", "20,40/s",
+               "--duration", "2s", "--triton-config", str(repo), "--input-sizes", "32", "--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=_env(), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    df = load_profile(out)
+    assert sorted(df["rate_per_s"]) == [20, 40] and set(df["status"]) == {"ok"}
+    assert set(df["mode"]) == {"open-loop"} and set(df["server_max_batch"]) == {4}
+    assert set(df["server_max_queue_delay_ms"]) == {1.0} and set(df["batch_size"]) == {1}
+    assert (df["achieved_rate_per_s"] > 0).all() and (df["server_batch_mean"] >= 1).all()
+    assert set(df["kept_up"]) <= {"true", "false"}
+    again = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=600, env=_env(), cwd=tmp_path)
+    assert again.returncode == 0 and "(0 measured now)" in again.stderr
+    assert _leftovers() <= before
+    assert {p.pid for p in _server_processes()} <= running
