@@ -116,14 +116,6 @@ BAD_VALUES = {
 
 # Known gaps in `perfmodel profile`'s own flags: they belong to the profiler's work on issue 11 (item 8),
 # listed here so that this file documents them; they pass (XPASS) once fixed.
-PROFILE_GAPS = {("--threads", "0"), ("--threads", "-3"),
-                ("--max-call-ms", "0"), ("--max-call-ms", "-1"), ("--max-call-ms", "nan"), ("--max-call-ms", "inf"),
-                ("--max-call-ms", "1e309"), ("--memory-limit-mb", "nan"), ("--memory-limit-mb", "inf"),
-                ("--memory-limit-mb", "1e309"), ("--max-time-per-point", "nan"), ("--max-time-per-point", "inf"),
-                ("--max-time-per-point", "1e309"), ("--batch-sizes", LONG), ("--input-sizes", LONG),
-                ("--threads", "٣"), ("--max-batch-size", "٣")}
-
-
 # --- the workspace: one good input of each kind, and hostile ones ------------------------------------
 
 def _deep(n: int) -> str:
@@ -272,9 +264,7 @@ def tripwire(monkeypatch):
 # --- bad flag values ------------------------------------------------------------------------------------
 
 FLAG_CASES = [
-    pytest.param(name, flag, value, id=f"{name} {flag} {value[:12]!r}",
-                 marks=[pytest.mark.xfail(strict=False, reason="profiler's flags (issue 11 item 8)")]
-                 if name == "profile" and (flag, value) in PROFILE_GAPS else [])
+    pytest.param(name, flag, value, id=f"{name} {flag} {value[:12]!r}")
     for name, command in COMMANDS.items() for flag, kind in command.flags.items() for value in BAD_VALUES[kind]
 ]
 

@@ -36,6 +36,8 @@ def _positive(unit: str, whole: bool = False):
 
     def parse(text: str):
         try:
+            if whole and not text.strip().isascii():  # int() would read '٣' as 3
+                raise ValueError(text)
             value = int(text) if whole else float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}") from None
