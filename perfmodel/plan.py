@@ -18,6 +18,7 @@ import numpy as np
 
 import solvers
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
+from perfmodel.plan_context import Option, PlannedJob, build_context, model_argument, option_of
 from perfmodel.units import parse_count, parse_duration, parse_fraction
 
 DEFAULT_INPUT_SIZE = 224
@@ -39,6 +40,8 @@ class _Options:
 
     columns: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]]] = field(default_factory=dict)
     load_s: list[float] = field(default_factory=list)
+    load_from: set[str] = field(default_factory=set)  # "profile" / "predictor": where load_s came from
+    details: dict[str, Option] = field(default_factory=dict)  # what each candidate label stands for
 
     def add(self, size: int, batch, latency_s, warmup_s, labels) -> None:
         self.columns.setdefault(size, []).append((np.asarray(batch), np.asarray(latency_s), np.asarray(warmup_s), list(labels)))
@@ -73,12 +76,14 @@ def make_plan(
     precision: str | None = None,
     gap: float | None = None,
     time_limit: float = 10.0,
-) -> solvers.Plan:
+) -> PlannedJob:
     """Plan how many GPUs of which type, and which batch sizes, meet `deadline` for `images`.
 
     images/deadline/margin/load_time accept numbers (images, seconds, fraction) or text ('100k', '60s',
     '5%'). With no profiles and no predictors, the files shipped in profiles/ are used; with no pool,
-    every hardware type found is available in any number. Raises NoPlanError (exit code 3) when no
+    every hardware type found is available in any number. `model` may be a TorchScript file: the plan
+    is then for the model named by its stem and records the file. Returns a PlannedJob: the solver's
+    Plan and what it was made of (model, sources, options). Raises NoPlanError (exit code 3) when no
     plan meets the deadline, InputError for bad input.
     """
     deadline_s = deadline if isinstance(deadline, (int, float)) else parse_duration(deadline, "--deadline")
@@ -99,17 +104,20 @@ def make_plan(
     profiles, predictors = list(profiles), list(predictors)
     if not profiles and not predictors:
         profiles, predictors = shipped_sources()
+    model, model_path = model_argument(model)
     options, model = _gather(profiles, predictors, model, sorted(workload), use, backend, precision)
     problem = _problem(options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches,
                        gap, time_limit)
     try:
-        return solvers.solve(problem)
+        plan = solvers.solve(problem)
     except solvers.InfeasibleProblem as exc:
         raise NoPlanError(explain(exc.diagnosis), exc.diagnosis) from None
     except solvers.ProblemError as exc:
         raise InputError(str(exc)) from None
     except solvers.SolverFailure as exc:
         raise PerfmodelError(f"the solver failed: {exc}") from None
+    context = build_context(model, model_path, sorted(workload), use, margin, profiles, predictors, options, load_s)
+    return PlannedJob(plan, context)
 
 
 def _workload(images, input_size, mix, mode) -> dict[int, int | None]:
@@ -197,12 +205,14 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision) -> Non
         o = options.setdefault(str(hardware), _Options())
         if "load_ms" in group.columns and group["load_ms"].notna().any():
             o.load_s.append(float(np.nanmedian(group["load_ms"].to_numpy(dtype=float))) / 1000)
+            o.load_from.add("profile")
         for size, at in group.groupby("input_size", sort=True):
             latency = at[column].to_numpy(dtype=float)
             warmup = at["warmup_ms"].to_numpy(dtype=float)
             warmup = np.where(np.isnan(warmup), latency, warmup)
             o.add(int(size), at["batch_size"].to_numpy(dtype=np.int64), latency / 1000, warmup / 1000,
                   [_label(r) for r in at.itertuples(index=False)])
+            o.details.update((_label(r), option_of(r)) for r in at.itertuples(index=False))
 
 
 def _label(row) -> str:
@@ -229,6 +239,7 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision) -
         load_ms = getattr(group, "load_ms", None)  # not in the agreed Predictor interface yet; used when present
         if load_ms is not None:
             o.load_s.append(float(load_ms) / 1000)
+            o.load_from.add("predictor")
         low, high = min(group.input_sizes), max(group.input_sizes)
         for size in sizes:
             if not low <= size <= high:
@@ -251,6 +262,7 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision) -
                               f"size(s) at {size} px; they are left out.", PerfmodelWarning, stacklevel=3)
             label = f"{group.backend} {group.precision} (predicted)"
             o.add(size, b[good], latency[good] / 1000, warmup[good] / 1000, [label] * int(good.sum()))
+            o.details[label] = option_of(group)
 
 
 def _problem(options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches, gap,

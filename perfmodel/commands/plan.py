@@ -47,7 +47,8 @@ def add_parser(sub) -> None:
     p.add_argument("--price", metavar="TYPE=P,...", help="price per GPU-hour, e.g. h100=4.5,a100=2.2")
     p.add_argument("--profile", action="append", default=[], metavar="FILE", help="a profile CSV: plan over its measured batch sizes (repeatable)")
     p.add_argument("--predictor", action="append", default=[], metavar="FILE", help="a predictor JSON: plan over every batch size up to max_batch (repeatable)")
-    p.add_argument("--model", help="which model of the profiles or predictors (default: the only one, else resnet50)")
+    p.add_argument("--model", help="which model of the profiles or predictors (default: the only one, else resnet50); "
+                   "a TorchScript file plans for the model named by its stem and records the file for `perfmodel run`")
     p.add_argument("--backend", help="only this backend (default: every backend measured; the solver picks)")
     p.add_argument("--precision", help="only this precision (default: every precision measured)")
     p.add_argument("--use", default="p50", choices=["p50", "p99"], help="plan on the median or the 99th-percentile latency (default: p50)")
@@ -63,6 +64,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from perfmodel.errors import InputError
     from perfmodel.plan import PLAN_COLUMNS, NoPlanError, make_plan, plan_rows, summary
+    from perfmodel.plan_context import PLAN_FORMAT, PLAN_SCHEMA_VERSION, describe
     from perfmodel.units import parse_count, parse_duration, parse_input_size, parse_mix, parse_pool, parse_prices
 
     images = None if args.images is None else parse_count(args.images, "--images")
@@ -94,12 +96,15 @@ def run(args) -> int:
         )
     except NoPlanError as exc:
         if args.json:
-            console.print_json(console.clean_for_json(exc.diagnosis.to_dict()))
+            head = {"format": PLAN_FORMAT, "schema_version": PLAN_SCHEMA_VERSION}
+            console.print_json(console.clean_for_json({**head, **exc.diagnosis.to_dict()}))
         raise
     if args.json:
         console.print_json(console.clean_for_json(plan.to_dict()))
         return 0
     console.out.print(summary(plan), markup=False)
+    for line in describe(plan):
+        console.out.print(line, markup=False)
     if plan.assignments:
         console.table(None, PLAN_COLUMNS, plan_rows(plan))
     console.note(

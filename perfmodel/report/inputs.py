@@ -10,6 +10,7 @@ import pandas as pd
 
 from perfmodel.errors import InputError
 from perfmodel.files import read_json
+from perfmodel.plan_context import check_plan_format
 from perfmodel.report.groups import SOURCE
 from perfmodel.schema import load_profile
 
@@ -49,6 +50,7 @@ def read_plan(path) -> dict | None:
     plan = read_json(path, InputError, "a plan", how)
     if not isinstance(plan, dict) or not isinstance(plan.get("status"), str):
         raise InputError(f"{source} is JSON but not a plan (no \"status\"); {how}.")
+    check_plan_format(plan, source, how)
     if plan["status"] == "infeasible":
         return plan
     assignments = plan.get("assignments")
