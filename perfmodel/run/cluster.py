@@ -130,6 +130,16 @@ def connect(address: str, settings: dict[str, str] | None = None) -> None:
         ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ClusterError(f"could not connect to Ray at {address}: {_first_line(exc)}.") from None
+    _quiet_error_listener()
+
+
+def _quiet_error_listener() -> None:
+    """Ray's driver prints the cluster's error messages (e.g. "A worker died ...") on stdout, even with
+    log_to_driver=False; stdout carries our results (--json). perfmodel reports a dead worker itself."""
+    import ray._private.worker as ray_worker
+
+    if hasattr(ray_worker, "print_to_stdstream"):
+        ray_worker.print_to_stdstream = lambda data, ignore_prefix=False: None
 
 
 def _first_line(exc: BaseException) -> str:

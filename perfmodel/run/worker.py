@@ -149,6 +149,11 @@ class RunWorker:
         done = 0
         with runner.inference():
             while self.pending:
+                if self.spec.fault_after is not None and done >= self.spec.fault_after:
+                    # A real death, as the OOM killer would do it, during the next batch: by then the
+                    # records of the finished ones have reached the driver, as they would have in life.
+                    time.sleep(1.0)
+                    os.kill(os.getpid(), signal.SIGKILL)
                 asked = time.time()
                 owner, number, content, array, failed, decode_s = self.pending.popleft().result()
                 self._prefetch()
@@ -172,8 +177,6 @@ class RunWorker:
                        "paths": None if self.synthetic is not None else content, "classes": classes,
                        "scores": scores, "failed": failed}
                 done += 1
-                if self.spec.fault_after is not None and done >= self.spec.fault_after:
-                    os.kill(os.getpid(), signal.SIGKILL)  # a real death, as the OOM killer would do it
 
     def _input(self, array, n: int, k: int):
         torch = self.torch
