@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q --no-deps torchvision==0.28.0
-	$(BIN)/pip install -q -e '.[profile,triton,report,test]'
+	$(BIN)/pip install -q -e '.[profile,triton,report,run,test]'
 	touch $@
 
 demo: setup

@@ -153,3 +153,45 @@ def test_the_worker_runs_its_batches_without_ray(tmp_path):
     assert [r["images"] for r in records] == [3, 2]
     assert records[1]["failed"][0][0] == str(tmp_path / "bad.jpg")
     assert all(0 <= c < 10 for r in records for c in r["classes"])
+
+
+def fake_run(plan_path) -> dict:
+    """The JSON of a run of `plan_path`, as `perfmodel run --json` writes it, with made-up times."""
+    from perfmodel.run.result import RunResult, WorkerRun
+
+    plan = read_run_plan(plan_path)
+    workers = []
+    for w in plan.workers:
+        run = WorkerRun(w, [8, 8, 4], host="h", pid=1, load=(0.0, 0.1), status="done")
+        t = 0.12
+        for i, n in enumerate((8, 8, 4)):
+            run.batches.append({"seq": i, "owner": w.index, "batch": i, "start": t, "end": t + 0.02, "model_s": 0.02,
+                                "wait_s": 0.0, "decode_s": 0.0, "images": n, "paths": None, "classes": [],
+                                "scores": [], "failed": []})
+            t += 0.02
+        workers.append(run)
+    result = RunResult(plan, workers, "complete", "synthetic", "local", "cpu", "now", False, load_avg=(1.0, 1.0))
+    return result.to_dict()
+
+
+def test_report_draws_a_run_beside_its_plan(plan, tmp_path, capsys):
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(fake_run(plan)))
+    assert main(["report", "--run", str(run), "--plan", str(plan), "--out", str(tmp_path / "r")]) == 0
+    assert (tmp_path / "r" / "run-timeline.png").stat().st_size > 0
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert "Workers: predicted and measured" in page and "cpu#1" in page
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**fake_run(plan), "format": "perfmodel-plan"}))
+    assert main(["report", "--run", str(bad), "--out", str(tmp_path / "b")]) == 2
+    assert "is not a run of perfmodel" in capsys.readouterr().err
+
+
+def test_the_run_json_compares_per_worker(plan):
+    data = fake_run(plan)
+    assert data["status"] == "complete" and data["images_done"] == 40
+    assert data["measured_makespan_s"] == pytest.approx(0.18)
+    w = data["workers"][0]
+    assert w["warmup_s"]["measured"] == pytest.approx(0.02) and w["batch_s"]["measured"] == pytest.approx(0.02)
+    assert w["finish_s"] == {"predicted": pytest.approx(read_run_plan(plan).workers[0].finish_s),
+                             "measured": pytest.approx(0.18)}

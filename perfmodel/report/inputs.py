@@ -80,3 +80,25 @@ def _assignment_problem(a) -> str:
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and abs(value) != float("inf")
+
+
+def read_run(path) -> dict | None:
+    """A run as `perfmodel run --json` writes it, checked enough to draw: InputError otherwise."""
+    if path is None:
+        return None
+    source = os.fspath(path)
+    how = "give the JSON that `perfmodel run --json` prints"
+    run = read_json(path, InputError, "a run", how)
+    if not isinstance(run, dict) or run.get("format") != "perfmodel-run":
+        raise InputError(f"{source} is not a run of perfmodel (no \"format\": \"perfmodel-run\"); {how}.")
+    workers = run.get("workers")
+    if not isinstance(workers, list) or not all(isinstance(w, dict) and isinstance(w.get("worker"), str) for w in workers):
+        raise InputError(f"{source} is not a run (no \"workers\" list); {how}.")
+    for w in workers:
+        timeline = w.get("timeline")
+        spans = [] if not isinstance(timeline, dict) else [timeline.get("load")] + list(timeline.get("batches") or [])
+        for span in spans:
+            if span is not None and not (isinstance(span, list) and len(span) == 2 and all(_is_number(x) for x in span)):
+                raise InputError(f"{source}, worker {w['worker']}: a timeline entry is {json.dumps(span)}, not "
+                                 f"[start, end]; {how}.")
+    return run
