@@ -37,6 +37,12 @@ _LAZY = {
     "make_plan": "perfmodel.plan",
     "NoPlanError": "perfmodel.plan",
     "Plan": "solvers",
+    "PlannedJob": "perfmodel.plan_context",
+    "PlanContext": "perfmodel.plan_context",
+    "read_run_plan": "perfmodel.run",
+    "run_plan": "perfmodel.run",
+    "RunOptions": "perfmodel.run",
+    "RunResult": "perfmodel.run",
 }
 
 __all__ = [

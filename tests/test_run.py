@@ -87,7 +87,7 @@ def test_a_run_over_files_labels_every_readable_image_once(plan, images, cluster
     assert sorted(labels["path"]) == sorted(str(p) for p in paths)  # all, and each once
     assert set(labels["worker"]) == {"cpu#0", "cpu#1"} and labels["score"].between(0, 1).all()
     data = result.to_dict()
-    failed = {f["path"] for f in data["images_failed"]}
+    failed = {f["path"] for f in data["skipped_files"]}
     assert failed == {str(folder / "broken.jpg"), str(folder / "notes.txt")}
     assert data["decode_s_per_image"] > 0 and data["bottleneck"] in ("model", "decoding")
 

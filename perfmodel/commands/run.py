@@ -155,7 +155,11 @@ class _Live:
 
     def event(self, e) -> None:
         if e.kind in ("behind", "died"):
-            console.note(f"warning: {e.text}" if e.kind == "behind" else f"error: {e.worker.plan.name} died: {e.text}")
+            text = f"warning: {e.text}" if e.kind == "behind" else f"error: {e.worker.plan.name} died: {e.text}"
+            if self.bar is not None:  # above the live bars, not through them
+                self.bar.console.print(text, markup=False, highlight=False)
+            else:
+                console.note(text)
             return
         if self.bar is None:
             return
@@ -188,7 +192,7 @@ def _print_result(data: dict) -> None:
     if data["decode_s_per_image"] is not None:
         line += f"; decoding {data['decode_s_per_image'] * 1000:.2f} ms per image, bottleneck: {data['bottleneck']}"
     console.out.print(line, markup=False)
-    failed = data["images_failed"]
+    failed = data["skipped_files"]
     if failed:
         console.note(f"{len(failed)} file(s) skipped: " + "; ".join(f"{f['path']} ({f['reason']})" for f in failed[:5])
                      + (" ..." if len(failed) > 5 else ""))

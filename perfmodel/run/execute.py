@@ -33,6 +33,7 @@ LOAD_TIMEOUT_S = 900.0  # every model loaded
 POLL_S = 0.25
 PROGRESS_EVERY_S = 0.5
 DEFAULT_BEHIND = 0.05  # a worker is behind when later than planned by more than the margin, or this
+BEHIND_MIN_S = 0.25  # and by more than this: scheduling noise on sub-second plans is no news
 
 
 @dataclass(frozen=True)
@@ -217,8 +218,7 @@ class _Execution:
             spec = WorkerSpec(p.name, model, model_path, self.options.weights, device_of[p.hardware], p.precision,
                               p.backend, 1 if device_of[p.hardware] == "cpu" else None, self.options.decode_threads,
                               self.options.seed, fault[1] if fault and fault[0] == p.index else None)
-            actors.append(remote.options(**reservations[p.hardware].actor_options(), max_restarts=0,
-                                         name=None).remote(spec))
+            actors.append(remote.options(**reservations[p.hardware].actor_options()).remote(spec))
         try:
             for w, info in zip(runs, _get_all([a.ready.remote() for a in actors], READY_TIMEOUT_S,
                                               "starting the workers")):
@@ -300,7 +300,7 @@ class _Execution:
             late_now = now - planned
             late_last = last - w.plan.predicted_end(done) if last is not None else 0.0
             late = max(late_now, late_last)
-            if late > self.tolerance * max(planned, 1e-9):
+            if late > max(self.tolerance * planned, BEHIND_MIN_S):
                 w.behind = (f"{w.plan.name} is behind its plan: {done} of {len(w.given)} batches done at "
                             f"{now:.1f} s, {late:.1f} s later than planned (more than {self.tolerance:.0%})")
                 self.on_event(RunEvent("behind", w.behind, w, now))

@@ -32,7 +32,7 @@ def find_images(folder) -> tuple[list[str], list[tuple[str, str]]]:
     for dirpath, dirnames, filenames in os.walk(root, onerror=_raise_unreadable):
         dirnames.sort()
         for name in sorted(filenames):
-            path = os.path.join(dirpath, name)
+            path = os.path.normpath(os.path.join(dirpath, name))  # "./photos/a.jpg" and "photos/a.jpg" resume alike
             if name.lower().endswith(IMAGE_SUFFIXES):
                 images.append(path)
             else:

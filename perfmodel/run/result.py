@@ -125,6 +125,7 @@ class RunResult:
         return [item for w in self.workers for i, item in enumerate(w.given) if (w.plan.index, i) not in done]
 
     def failed(self) -> list[tuple[str, str]]:
+        """Files skipped: not images, or images that could not be read (with why)."""
         return list(self.unreadable) + [tuple(f) for w in self.workers for b in w.batches for f in b["failed"]]
 
     def to_dict(self) -> dict:
@@ -153,7 +154,7 @@ class RunResult:
             "images_planned": self.plan.images,
             "images_done": sum(w.images_done for w in self.workers),
             "images_resumed": self.resumed_images,
-            "images_failed": [{"path": p, "reason": r} for p, r in self.failed()],
+            "skipped_files": [{"path": p, "reason": r} for p, r in self.failed()],
             "images_unfinished": sum(x if isinstance(x, int) else len(x) for x in unfinished),
             "unfinished_files": [p for x in unfinished if not isinstance(x, int) for p in x],
             "decode_s_per_image": decode_s / decoded if decoded else None,
