@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -68,6 +69,8 @@ class Keeper:
             "--node-ip-address", "127.0.0.1", "--include-dashboard", "false", "--disable-usage-stats",
             "--num-cpus", str(args.num_cpus), "--num-gpus", str(args.num_gpus), "--temp-dir", str(self.temp_dir),
             "--object-store-memory", str(args.object_store_mb * 2**20), "--log-style", "record",
+            # Ray's client server would take port 10001, the same for every cluster on the machine
+            "--ray-client-server-port", str(_free_port()),
         ]
         if args.resources:
             command += ["--resources", args.resources]
@@ -119,6 +122,12 @@ class Keeper:
             psutil.wait_procs(left, timeout=3)
         _reap()
         shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _signal(process, sig) -> None:
