@@ -195,3 +195,15 @@ def test_the_run_json_compares_per_worker(plan):
     assert w["warmup_s"]["measured"] == pytest.approx(0.02) and w["batch_s"]["measured"] == pytest.approx(0.02)
     assert w["finish_s"] == {"predicted": pytest.approx(read_run_plan(plan).workers[0].finish_s),
                              "measured": pytest.approx(0.18)}
+
+
+def test_finished_labels_are_never_overwritten_and_a_finished_run_resumes_to_nothing(plan, tmp_path, capsys):
+    folder = tmp_path / "images"
+    paths = make_images(folder, 40)
+    out = tmp_path / "labels.csv"
+    out.write_text("path,class,score,worker,batch\n" + "".join(f"{p},1,0.5,cpu#0,0\n" for p in paths))
+    before = out.read_text()
+    assert "exists: add --resume" in refused(capsys, plan, "--images", folder, "--out", out)
+    assert main(["run", str(plan), "--images", str(folder), "--out", str(out), "--resume"]) == 0  # no Ray started
+    assert "0 of 40 images (+40 done before)" in capsys.readouterr().out
+    assert out.read_text() == before

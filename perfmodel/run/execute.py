@@ -79,6 +79,9 @@ def prepare_inputs(plan: RunPlan, options: RunOptions) -> Inputs:
         raise InputError("give either --images DIR (a real job over image files) or --synthetic (random inputs).")
     if options.out is not None:
         check_out(options.out)
+        if os.path.exists(options.out) and not options.resume:
+            raise InputError(f"--out {options.out} exists: add --resume to finish the run that wrote it, or give "
+                             "another file (perfmodel does not write over finished labels).")
     if options.resume and options.out is None:
         raise InputError("--resume needs --out: the labels file of the earlier run.")
     if options.synthetic:
@@ -157,6 +160,11 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
                        options.address or "local", "/".join(sorted(set(device_of.values()))), started, options.steal,
                        labels=options.out, resumed_images=inputs.resumed, unreadable=inputs.unreadable,
                        load_avg=(os.getloadavg()[0], 0.0))
+    if not any(inputs.given.values()):  # e.g. --resume of a finished run: nothing to start Ray for
+        for w in result.workers:
+            w.status = "done"
+        result.status, result.load_avg = "complete", (result.load_avg[0], result.load_avg[0])
+        return result
     main_thread = threading.current_thread() is threading.main_thread()
     previous_sigterm = signal.getsignal(signal.SIGTERM) if main_thread else None
     try:

@@ -115,8 +115,9 @@ class RunResult:
 
     @property
     def measured_makespan(self) -> float | None:
+        """The end of the last batch, for a complete run that did all its images now (not a resumed one)."""
         finishes = [w.finish for w in self.workers if w.finish is not None]
-        return max(finishes) if finishes and self.complete else None
+        return max(finishes) if finishes and self.complete and not self.resumed_images else None
 
     def unfinished(self) -> list:
         """The batches given to workers and not done (a worker died, or the run was interrupted):
