@@ -129,7 +129,7 @@ def connect(address: str, settings: dict[str, str] | None = None) -> None:
     try:
         ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ClusterError(f"could not connect to Ray at {address}: {_first_line(exc)}.") from None
+        raise ClusterError(f"could not connect to Ray at {address}: {first_line(exc)}.") from None
     _quiet_error_listener()
 
 
@@ -142,7 +142,8 @@ def _quiet_error_listener() -> None:
         ray_worker.print_to_stdstream = lambda data, ignore_prefix=False: None
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message, for a one-sentence error."""
     text = str(exc).strip()
     return text.splitlines()[0].rstrip(".") if text else type(exc).__name__
 

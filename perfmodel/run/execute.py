@@ -337,7 +337,7 @@ def _get_all(refs: list, timeout_s: float, what: str) -> list:
         if isinstance(cause, PerfmodelError):
             raise cause from None
         if isinstance(exc, ray.exceptions.RayTaskError):
-            raise PerfmodelError(f"a worker failed while {what}: {_first_line(cause or exc)}") from None
+            raise PerfmodelError(f"a worker failed while {what}: {clusters.first_line(cause or exc)}") from None
         raise PerfmodelError(f"a worker died while {what}: {_death(exc)}") from None
 
 
@@ -357,9 +357,4 @@ def _death(exc) -> str:
     for hint in ("killed", "OOM", "out of memory", "SIGKILL", "unexpectedly"):
         if hint in text:
             return "the worker process died (killed, or out of memory)"
-    return _first_line(exc)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return clusters.first_line(exc)

@@ -104,11 +104,13 @@ class RunWorker:
         return {"start": start, "end": end}
 
     def _load_weights(self, path: str) -> None:
+        from perfmodel.run.cluster import first_line
+
         torch = self.torch
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as exc:  # not a torch file, or one that needs pickled code
-            raise InputError(f"cannot read the weights {path} ({_first_line(exc)}): give a state_dict saved with "
+            raise InputError(f"cannot read the weights {path} ({first_line(exc)}): give a state_dict saved with "
                              "torch.save(model.state_dict(), path).") from None
         if not isinstance(state, dict):
             raise InputError(f"the weights {path} are not a state_dict (a dict of tensors).")
@@ -116,7 +118,7 @@ class RunWorker:
         try:
             model.load_state_dict(state)
         except RuntimeError as exc:
-            raise InputError(f"the weights {path} do not fit {self.spec.model}: {_first_line(exc)}.") from None
+            raise InputError(f"the weights {path} do not fit {self.spec.model}: {first_line(exc)}.") from None
 
     def _prefetch(self) -> None:
         item = self.source.take()
@@ -196,8 +198,3 @@ class _done:
 
     def result(self):
         return self.value
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
