@@ -70,6 +70,7 @@ def make_plan(
     margin: float | str = 0.0,
     use: str = "p50",
     load_time: float | str | None = None,
+    decode: float | str | None = None,
     max_batches: int | None = None,
     prices: Mapping[str, float] | None = None,
     backend: str | None = None,
@@ -106,6 +107,7 @@ def make_plan(
         profiles, predictors = shipped_sources()
     model, model_path = model_argument(model)
     options, model = _gather(profiles, predictors, model, sorted(workload), use, backend, precision)
+    decode_s = _with_decode(options, decode)
     problem = _problem(options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches,
                        gap, time_limit)
     try:
@@ -116,7 +118,8 @@ def make_plan(
         raise InputError(str(exc)) from None
     except solvers.SolverFailure as exc:
         raise PerfmodelError(f"the solver failed: {exc}") from None
-    context = build_context(model, model_path, sorted(workload), use, margin, profiles, predictors, options, load_s)
+    context = build_context(model, model_path, sorted(workload), use, margin, profiles, predictors, options, load_s,
+                            decode_s)
     return PlannedJob(plan, context)
 
 
@@ -263,6 +266,20 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision) -
             label = f"{group.backend} {group.precision} (predicted)"
             o.add(size, b[good], latency[good] / 1000, warmup[good] / 1000, [label] * int(good.sum()))
             o.details[label] = option_of(group)
+
+
+def _with_decode(options: dict[str, _Options], decode) -> float:
+    """Add the time to decode each image to every batch (and first batch): b x decode seconds. For
+    workers whose model shares the CPU cores with their image decoding (CPU workers on every core)."""
+    if decode is None:
+        return 0.0
+    seconds = decode if isinstance(decode, (int, float)) else parse_duration(decode, "--decode-time", allow_zero=True)
+    if isinstance(seconds, bool) or not (math.isfinite(seconds) and seconds >= 0):
+        raise InputError(f"--decode-time must be a duration >= 0 per image, e.g. 2ms, not {decode!r}.")
+    for o in options.values():
+        for size, parts in o.columns.items():
+            o.columns[size] = [(b, lat + b * seconds, warm + b * seconds, labels) for b, lat, warm, labels in parts]
+    return float(seconds)
 
 
 def _problem(options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches, gap,

@@ -70,6 +70,7 @@ class PlanContext:
     sources: tuple[Source, ...]
     load_times: dict[str, LoadTime]  # per hardware type
     options: dict[tuple[str, str], Option]  # (hardware, candidate label) -> what it stands for
+    decode_s: float = 0.0  # decoding time per image added to every batch (--decode-time)
 
     def to_dict(self) -> dict:
         return {
@@ -80,6 +81,7 @@ class PlanContext:
             "use": self.use,
             "margin": self.margin,
             "load_time": {name: t.to_dict() for name, t in self.load_times.items()},
+            "decode_s_per_image": self.decode_s,
             "sources": [s.to_dict() for s in self.sources],
         }
 
@@ -136,7 +138,7 @@ def sha256_of(path) -> str:
 
 
 def build_context(model: str, model_path: str | None, input_sizes, use: str, margin: float, profiles, predictors,
-                  options: dict, load_time_given: float | None) -> PlanContext:
+                  options: dict, load_time_given: float | None, decode_s: float = 0.0) -> PlanContext:
     """The context of a plan made by make_plan. `options` maps each hardware type to what _gather found:
     its load times (load_s, load_from) and the Option of each candidate label (details)."""
     sources = [_source("profile", p) for p in profiles if _profile_has(p, model)]
@@ -152,7 +154,7 @@ def build_context(model: str, model_path: str | None, input_sizes, use: str, mar
             load_times[name] = LoadTime(0.0, "none")
     details = {(name, label): option for name, o in options.items() for label, option in o.details.items()}
     return PlanContext(model, model_path, tuple(int(s) for s in input_sizes), use, float(margin), tuple(sources),
-                       load_times, details)
+                       load_times, details, decode_s)
 
 
 def _profile_has(path, model: str) -> bool:
@@ -205,4 +207,6 @@ def describe(job: PlannedJob) -> list[str]:
         if name in job.plan.gpus_by_type:
             how = {"none": "none measured, so 0 s", "--load-time": "from --load-time"}.get(t.source, f"from the {t.source}")
             lines.append(f"load time per {name}: {t.seconds:.3g} s ({how})")
+    if c.decode_s:
+        lines.append(f"decoding: {c.decode_s * 1000:.3g} ms per image, added to every batch (--decode-time)")
     return lines

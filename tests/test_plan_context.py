@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from perfmodel.cli import main
+from perfmodel.errors import InputError
 from perfmodel.plan import make_plan
 from test_plan import profile_rows
 
@@ -93,3 +94,16 @@ def test_report_refuses_a_plan_of_another_format_or_a_newer_schema(profile, tmp_
     bad.write_text(json.dumps({**plan, **change}))
     assert main(["report", "--plan", str(bad), "--out", str(tmp_path / "r")]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_decode_time_is_added_to_every_batch_and_recorded(profile):
+    plain = make_plan(1000, 60, profiles=[profile], input_size=64, pool={"cpu": 1}, max_batches=1000)
+    slow = make_plan(1000, 60, profiles=[profile], input_size=64, pool={"cpu": 1}, decode="2ms")
+    (a,), (b,) = plain.assignments, slow.assignments
+    if a.batch_size == b.batch_size:
+        assert b.latency_s == pytest.approx(a.latency_s + b.batch_size * 0.002)
+        assert b.warmup_s == pytest.approx(a.warmup_s + b.batch_size * 0.002)
+    assert slow.makespan_s > plain.makespan_s
+    assert slow.to_dict()["decode_s_per_image"] == 0.002 and plain.to_dict()["decode_s_per_image"] == 0.0
+    with pytest.raises(InputError, match="--decode-time"):
+        make_plan(1000, 60, profiles=[profile], input_size=64, decode="fast")

@@ -54,6 +54,9 @@ def add_parser(sub) -> None:
     p.add_argument("--use", default="p50", choices=["p50", "p99"], help="plan on the median or the 99th-percentile latency (default: p50)")
     p.add_argument("--margin", default="0", metavar="PCT", help="safety margin: finish by deadline x (1 - margin), e.g. 5%% (default: 0)")
     p.add_argument("--load-time", metavar="T", help="model load time per GPU (default: the profile's load_ms, else 0)")
+    p.add_argument("--decode-time", metavar="T", help="time to decode one image, added to every batch (batch x T), "
+                   "for workers whose image decoding shares their CPU cores, e.g. 2ms (`perfmodel run` measures it: "
+                   "decode_s_per_image)")
     p.add_argument("--max-batches", type=int, metavar="N", help="at most N batches per GPU, the first included")
     p.add_argument("--gap", type=float, metavar="REL", help="relative optimality gap the solver may stop at (default: 0, or 1e-4 for cost)")
     p.add_argument("--time-limit", default="10s", metavar="T", help="solver time limit (default: 10s)")
@@ -87,6 +90,7 @@ def run(args) -> int:
             margin=args.margin,
             use=args.use,
             load_time=args.load_time,
+            decode=args.decode_time,
             max_batches=args.max_batches,
             prices=None if args.price is None else parse_prices(args.price),
             backend=args.backend,
