@@ -26,6 +26,8 @@ class WorkerRun:
     given: list  # its batches: file lists, or image counts on random inputs (fewer than planned when resumed)
     host: str = ""
     pid: int | None = None
+    threads: int | None = None  # torch's intra-op threads in the worker
+    device: str = ""
     load: tuple[float, float] | None = None  # start, end
     batches: list[dict] = field(default_factory=list)  # the worker's records, times from the clock's start
     status: str = "running"  # running, done, died, interrupted
@@ -73,7 +75,8 @@ class WorkerRun:
         return {
             "worker": p.name, "hardware": p.hardware, "input_size": p.input_size, "batch_size": p.batch_size,
             "batches": p.batches, "images": p.images, "backend": p.backend, "precision": p.precision,
-            "host": self.host, "pid": self.pid, "status": self.status, "error": self.error or None,
+            "host": self.host, "pid": self.pid, "device": self.device, "threads": self.threads,
+            "status": self.status, "error": self.error or None,
             "batches_given": len(self.given), "images_given": self.images_given,
             "batches_done": len(self.batches), "images_done": self.images_done,
             "load_s": _pair(p.load_s, load),
