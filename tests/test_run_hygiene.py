@@ -18,8 +18,8 @@ GONE_WITHIN_S = 30.0  # generous for a loaded machine; Ray's own agents would li
 
 @pytest.fixture
 def long_plan(tmp_path):
-    """Two workers with 1,250 batches of random inputs each: still running when the signal comes."""
-    return write_plan(tmp_path, 20_000, 30, pool={"cpu": 2})
+    """Two workers with 3,750 batches of random 64 px inputs each: still running when the signal comes."""
+    return write_plan(tmp_path, 60_000, 90, pool={"cpu": 2}, size=64)
 
 
 def start_run(plan, tmp_path) -> tuple[subprocess.Popen, list]:
@@ -60,7 +60,7 @@ def keeper_pids(processes) -> set[int]:
 def test_an_interrupt_stops_everything_and_keeps_the_labels(long_plan, tmp_path, sig, code):
     process, started = start_run(long_plan, tmp_path)
     keepers = keeper_pids(started)
-    time.sleep(1.0)  # some batches done
+    time.sleep(0.5)  # some batches done
     process.send_signal(sig)
     _, err = process.communicate(timeout=120)
     assert process.returncode == code, err
