@@ -80,12 +80,12 @@ def cases(device: str, devices: int, files: bool) -> list[Case]:
     return out
 
 
-def perfmodel(*args, capture: bool = True) -> subprocess.CompletedProcess:
+def perfmodel(*args, capture: bool = True, allow: tuple[int, ...] = ()) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     command = [sys.executable, "-m", "perfmodel", *map(str, args)]
     done = subprocess.run(command, capture_output=capture, text=True, env=env)
-    if done.returncode != 0:
+    if done.returncode != 0 and done.returncode not in allow:
         raise SystemExit(f"failed ({done.returncode}): perfmodel {' '.join(map(str, args))}\n{done.stderr}")
     return done
 
@@ -121,10 +121,10 @@ def profiles(model: str, size: int, device: str, work: Path) -> dict[str, Path]:
 
 
 def capacity(profile_csv: Path, size: int, deadline: float, hardware: str, decode: list) -> int:
-    """What one worker finishes by the deadline (a relaxed plan with a pool of one)."""
+    """What one worker finishes by the deadline (a relaxed plan with a pool of one); 0 if not even a batch."""
     done = perfmodel("plan", "--mode", "relaxed", "--deadline", f"{deadline}s", "--pool", f"{hardware}=1",
-                     "--profile", profile_csv, "--input-size", size, "--images", 10**9, "--json", *decode)
-    return int(json.loads(done.stdout)["images_planned"])
+                     "--profile", profile_csv, "--input-size", size, "--json", *decode, allow=(3,))
+    return 0 if done.returncode == 3 else int(json.loads(done.stdout)["images_planned"])
 
 
 def hardware_of(profile_csv: Path) -> str:
@@ -194,16 +194,21 @@ def plan_and_run(args, work: Path, out: Path) -> list[dict]:
         for deadline in deadlines:
             middle = deadline == deadlines[len(deadlines) // 2]
             for case in cases(args.device, devices, files=middle and not args.no_files):
-                rows.append(run_case(case, model, size, deadline, hardware, measured[case.profile], decode_s, work,
-                                     out, args.decode_threads))
+                row = run_case(case, model, size, deadline, hardware, measured[case.profile], decode_s, work, out,
+                               args.decode_threads)
+                if row is not None:
+                    rows.append(row)
     return rows
 
 
 def run_case(case: Case, model: str, size: int, deadline: float, hardware: str, profile_csv: Path, decode_s: float,
-             work: Path, out: Path, decode_threads: int) -> dict:
+             work: Path, out: Path, decode_threads: int) -> dict | None:
     decode = ["--decode-time", f"{decode_s * 1000:.4f}ms"] if case.decode else []
     images = int(SHARE[case.workers] * capacity(profile_csv, size, deadline, hardware, decode))
     plan_id = f"{model}-{size}px-{deadline}s-{case.name}"
+    if images < case.workers:  # the profile says one worker cannot even load and warm up in time
+        log(f"{plan_id}: skipped, no worker finishes a batch by {deadline} s on this profile")
+        return None
     plan_path = out / "plans" / f"{plan_id}.json"
     made = perfmodel("plan", "--images", images, "--deadline", f"{deadline}s", "--profile", profile_csv,
                      "--input-size", size, "--pool", f"{hardware}={case.workers}", "--json", *decode)
