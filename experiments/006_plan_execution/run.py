@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -155,10 +156,9 @@ def image_folder(work: Path, count: int) -> Path:
     """A folder of exactly `count` images: hard links to the first `count` of the master set."""
     master = master_images(work / "images-master", count)
     folder = work / f"images-{count}"
-    if not folder.is_dir() or len(list(folder.iterdir())) != count:
-        folder.mkdir(exist_ok=True)
-        for old in folder.iterdir():
-            old.unlink()
+    if not folder.is_dir() or sorted(p.name for p in folder.iterdir()) != sorted(p.name for p in master):
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
         for path in master:
             os.link(path, folder / path.name)
     return folder
