@@ -220,10 +220,16 @@ def run_case(case: Case, model: str, size: int, deadline: float, hardware: str, 
     (out / "runs" / f"{plan_id}.json").write_text(json.dumps(run, indent=1))
     log(f"  predicted {run['predicted_makespan_s']:.2f} s, measured {run['measured_makespan_s']:.2f} s "
         f"({run['error_rel']:+.1%})")
+    return summary_row(plan_id, run, json.loads(made.stdout))
+
+
+def summary_row(plan_id: str, run: dict, plan: dict) -> dict:
+    """One row of summary.csv, from a run and its plan (the plan id names model, size, deadline and case)."""
+    model, size, deadline, workers_, profile, inputs = plan_id.split("-")[:6]
     workers = run["workers"]
     return {
-        "plan": plan_id, "model": model, "input_size": size, "deadline_s": deadline, "profile": case.profile,
-        "inputs": case.inputs, "decode_time_ms": decode_s * 1000 if case.decode else 0.0,
+        "plan": plan_id, "model": model, "input_size": int(size[:-2]), "deadline_s": int(deadline[:-1]),
+        "profile": profile, "inputs": inputs, "decode_time_ms": plan.get("decode_s_per_image", 0.0) * 1000,
         "workers": len(workers), "images": run["images_planned"],
         "batch_sizes": ",".join(str(w["batch_size"]) for w in workers),
         "predicted_s": run["predicted_makespan_s"], "measured_s": run["measured_makespan_s"],
@@ -303,13 +309,21 @@ def main() -> int:
     parser.add_argument("--decode-threads", type=int, help="image-decoding threads per worker (default: 1 on a "
                         "CPU, where each worker has one core; the spare cores on a GPU machine)")
     parser.add_argument("--work", default=str(HERE / "work"), help="generated images and profiles (reused)")
+    parser.add_argument("--tables-only", action="store_true",
+                        help="only rebuild summary.csv, workers.csv and results.md from the plans and runs written")
     args = parser.parse_args()
     if args.decode_threads is None:
         args.decode_threads = 1 if args.device == "cpu" else max(1, (os.cpu_count() or 2) - 2)
     work, out = Path(args.work), HERE / "results" / args.device
     work.mkdir(parents=True, exist_ok=True)
     started, load_start, t0 = time.strftime("%Y-%m-%d %H:%M"), os.getloadavg()[0], time.time()
-    summary = pd.DataFrame(plan_and_run(args, work, out))
+    if args.tables_only:
+        rows = [summary_row(p.stem, json.loads(p.read_text()), json.loads((out / "plans" / p.name).read_text()))
+                for p in sorted((out / "runs").glob("*.json"))]
+        started = json.loads(sorted((out / "runs").glob("*.json"))[0].read_text())["started_at"][:16].replace("T", " ")
+    else:
+        rows = plan_and_run(args, work, out)
+    summary = pd.DataFrame(rows)
     workers = worker_rows(out, set(summary["plan"]))
     meta = {"machine": _machine(args.device), "started": started, "ended": time.strftime("%Y-%m-%d %H:%M"),
             "minutes": (time.time() - t0) / 60, "load_avg_start": load_start, "load_avg_end": os.getloadavg()[0],
