@@ -43,6 +43,12 @@ _LAZY = {
     "make_online_plan": "perfmodel.online",
     "NoOnlinePlanError": "perfmodel.online",
     "OnlinePlan": "solvers.online",
+    "PlannedJob": "perfmodel.plan_context",
+    "PlanContext": "perfmodel.plan_context",
+    "read_run_plan": "perfmodel.run",
+    "run_plan": "perfmodel.run",
+    "RunOptions": "perfmodel.run",
+    "RunResult": "perfmodel.run",
 }
 
 __all__ = [

@@ -12,7 +12,7 @@ import re
 import sys
 
 from perfmodel import __version__, console
-from perfmodel.commands import fit, import_, plan, profile, report
+from perfmodel.commands import fit, import_, plan, profile, report, run
 from perfmodel.commands.common import EXIT_CODES, formatter
 from perfmodel.errors import PerfmodelError
 
@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"perfmodel {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
-    for command in (profile, import_, fit, plan, report):
+    for command in (profile, import_, fit, plan, report, run):
         command.add_parser(sub)
     return parser
 

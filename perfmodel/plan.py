@@ -20,6 +20,7 @@ import numpy as np
 import solvers
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
 from perfmodel.plan_basis import EXTRAPOLATION_FACTOR, Basis
+from perfmodel.plan_context import Option, PlannedJob, build_context, model_argument, option_of
 from perfmodel.units import MAX_SECONDS, parse_count, parse_duration, parse_fraction, shown, spoken_list
 
 # The most images (in all) and GPUs (of one type) a plan may hold: beyond them the solver's
@@ -44,6 +45,8 @@ class _Options:
 
     columns: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]]] = field(default_factory=dict)
     load_s: list[float] = field(default_factory=list)
+    load_from: set[str] = field(default_factory=set)  # "profile" / "predictor": where load_s came from
+    details: dict[str, Option] = field(default_factory=dict)  # what each candidate label stands for
 
     def add(self, size: int, batch, latency_s, warmup_s, labels) -> None:
         self.columns.setdefault(size, []).append((np.asarray(batch), np.asarray(latency_s), np.asarray(warmup_s), list(labels)))
@@ -72,6 +75,7 @@ def make_plan(
     margin: float | str = 0.0,
     use: str = "p50",
     load_time: float | str | None = None,
+    decode: float | str | None = None,
     max_batches: int | None = None,
     prices: Mapping[str, float] | None = None,
     backend: str | None = None,
@@ -80,16 +84,18 @@ def make_plan(
     time_limit: float = 10.0,
     extrapolate: bool = False,
     confidence: float | None = None,
-) -> solvers.Plan:
+) -> PlannedJob:
     """Plan how many GPUs of which type, and which batch sizes, meet `deadline` for `images`.
 
-    images/deadline/margin/load_time accept numbers (images, seconds, fraction) or text ('100k', '60s',
-    '5%'). With no profiles and no predictors, the files shipped in profiles/ and profiles/reference/
-    are used; with no pool, every hardware type found is available in any number. A predictor offers
-    batch sizes up to 2x the largest measured at each input size (`extrapolate`: up to its max_batch).
-    `confidence` (e.g. 0.99, predictors only) multiplies each predicted time by 1 + that quantile of the
-    predictor's measured error. The plan's `annotations` say where its numbers come from. Raises
-    NoPlanError (exit code 3) when no plan meets the deadline, InputError for bad input.
+    images/deadline/margin/load_time/decode accept numbers (images, seconds, fraction) or text ('100k',
+    '60s', '5%'). With no profiles and no predictors, the files shipped in profiles/ and
+    profiles/reference/ are used; with no pool, every hardware type found is available in any number.
+    `model` may be a TorchScript file: the plan is then for the model named by its stem and records the
+    file. A predictor offers batch sizes up to 2x the largest measured at each input size (`extrapolate`:
+    up to its max_batch). `confidence` (e.g. 0.99, predictors only) multiplies each predicted time by 1 +
+    that quantile of the predictor's measured error. Returns a PlannedJob: the solver's Plan (whose
+    `annotations` say where its numbers come from) and what it was made of (model, sources, options).
+    Raises NoPlanError (exit code 3) when no plan meets the deadline, InputError for bad input.
     """
     deadline_s = deadline if isinstance(deadline, (int, float)) else parse_duration(deadline, "--deadline")
     if isinstance(deadline_s, bool) or not 0 < deadline_s <= MAX_SECONDS:
@@ -114,12 +120,14 @@ def make_plan(
     if not profiles and not predictors:
         profiles, predictors = shipped_sources()
     basis = Basis(extrapolate=bool(extrapolate), confidence=_check_confidence(confidence, profiles, predictors))
+    model, model_path = model_argument(model)
     options, model = _gather(profiles, predictors, model, sorted(workload), use, backend, precision, basis)
+    decode_s = _with_decode(options, decode)
     problem = _problem(options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches,
                        gap, time_limit)
     try:
         plan = solvers.solve(problem)
-        return dataclasses.replace(plan, annotations=basis.to_dict(plan))
+        plan = dataclasses.replace(plan, annotations=basis.to_dict(plan))
     except solvers.InfeasibleProblem as exc:
         raise NoPlanError(explain(exc.diagnosis), exc.diagnosis) from None
     except solvers.ProblemError as exc:
@@ -129,6 +137,9 @@ def make_plan(
                              "--time-limit.") from None
     except solvers.SolverFailure as exc:
         raise PerfmodelError(f"the solver failed: {exc}") from None
+    context = build_context(model, model_path, sorted(workload), use, margin, profiles, predictors, options, load_s,
+                            decode_s)
+    return PlannedJob(plan, context)
 
 
 def _workload(images, input_size, mix, mode) -> dict[int, int | None]:
@@ -262,12 +273,14 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
         _record_profile_basis(basis, str(hardware), group)
         if "load_ms" in group.columns and group["load_ms"].notna().any():
             o.load_s.append(float(np.nanmedian(group["load_ms"].to_numpy(dtype=float))) / 1000)
+            o.load_from.add("profile")
         for size, at in group.groupby("input_size", sort=True):
             latency = at[column].to_numpy(dtype=float)
             warmup = at["warmup_ms"].to_numpy(dtype=float)
             warmup = np.where(np.isnan(warmup), latency, warmup)
             o.add(int(size), at["batch_size"].to_numpy(dtype=np.int64), latency / 1000, warmup / 1000,
                   [_label(r) for r in at.itertuples(index=False)])
+            o.details.update((_label(r), option_of(r)) for r in at.itertuples(index=False))
 
 
 def _label(row) -> str:
@@ -297,6 +310,7 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
         load_ms = getattr(group, "load_ms", None)
         if load_ms is not None:
             o.load_s.append(float(load_ms) / 1000)
+            o.load_from.add("predictor")
         low, high = min(group.input_sizes), max(group.input_sizes)
         label = f"{group.backend} {group.precision} " + ("(transferred)" if getattr(group, "transfer", None) else "(predicted)")
         _record_predictor_basis(basis, group, label, name, predictor)
@@ -331,6 +345,7 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
                 warnings.warn(f"{group.hardware}: the predictor gives no usable time for {int((~good).sum())} batch "
                               f"size(s) at {size} px; they are left out.", PerfmodelWarning, stacklevel=3)
             o.add(size, b[good], latency[good] / 1000, warmup[good] / 1000, [label] * int(good.sum()))
+            o.details[label] = option_of(group)
     if no_warmup:
         names = list(no_warmup)
         warnings.warn(f"{len(names)} predictor group(s) have no warm-up model ({', '.join(names[:3])}"
@@ -377,6 +392,20 @@ def _confidence_factor(group, b, measured, confidence, quantity, t, label) -> np
         if entry not in t.margins:
             t.margins.append(entry)
     return factors
+
+
+def _with_decode(options: dict[str, _Options], decode) -> float:
+    """Add the time to decode each image to every batch (and first batch): b x decode seconds. For
+    workers whose model shares the CPU cores with their image decoding (CPU workers on every core)."""
+    if decode is None:
+        return 0.0
+    seconds = decode if isinstance(decode, (int, float)) else parse_duration(decode, "--decode-time", allow_zero=True)
+    if isinstance(seconds, bool) or not (math.isfinite(seconds) and seconds >= 0):
+        raise InputError(f"--decode-time must be a duration >= 0 per image, e.g. 2ms, not {decode!r}.")
+    for o in options.values():
+        for size, parts in o.columns.items():
+            o.columns[size] = [(b, lat + b * seconds, warm + b * seconds, labels) for b, lat, warm, labels in parts]
+    return float(seconds)
 
 
 def _problem(options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches, gap,

@@ -56,7 +56,8 @@ def add_parser(sub) -> None:
     p.add_argument("--price", metavar="TYPE=P,...", help="price per GPU-hour, e.g. h100=4.5,a100=2.2")
     p.add_argument("--profile", action="append", default=[], metavar="FILE", help="a profile CSV: plan over its measured batch sizes (repeatable)")
     p.add_argument("--predictor", action="append", default=[], metavar="FILE", help="a predictor JSON: plan over every batch size up to max_batch (repeatable)")
-    p.add_argument("--model", help="which model of the profiles or predictors (default: the only one, else resnet50)")
+    p.add_argument("--model", help="which model of the profiles or predictors (default: the only one, else resnet50); "
+                   "a TorchScript file plans for the model named by its stem and records the file for `perfmodel run`")
     p.add_argument("--backend", help="only this backend (default: every backend measured; the solver picks)")
     p.add_argument("--precision", help="only this precision (default: every precision measured)")
     p.add_argument("--use", default="p50", choices=["p50", "p99"], help="plan on the median or the 99th-percentile latency (default: p50)")
@@ -66,6 +67,9 @@ def add_parser(sub) -> None:
                    "(up to their max_batch), where their error was never measured")
     p.add_argument("--confidence", type=float, metavar="P", help="predictors only: multiply each predicted time by 1 + "
                    "the P quantile (e.g. 0.99) of the predictor's measured error")
+    p.add_argument("--decode-time", metavar="T", help="time to decode one image, added to every batch (batch x T), "
+                   "for workers whose image decoding shares their CPU cores, e.g. 2ms (`perfmodel run` measures it: "
+                   "decode_s_per_image)")
     p.add_argument("--max-batches", metavar="N", help="at most N batches per GPU, the first included")
     p.add_argument("--gap", type=float, metavar="REL", help="relative optimality gap the solver may stop at (default: 0, or 1e-4 for cost)")
     p.add_argument("--time-limit", default="10s", metavar="T", help="solver time limit (default: 10s)")
@@ -93,6 +97,7 @@ def run(args) -> int:
     from perfmodel.errors import InputError
     from perfmodel.plan import MAX_GPUS, MAX_IMAGES, PLAN_COLUMNS, NoPlanError, make_plan, plan_rows, summary
     from perfmodel.plan_basis import notes
+    from perfmodel.plan_context import PLAN_FORMAT, PLAN_SCHEMA_VERSION, describe
     from perfmodel.units import parse_count, parse_duration, parse_input_size, parse_mix, parse_pool, parse_prices
 
     images = None if args.images is None else parse_count(args.images, "--images", maximum=MAX_IMAGES)
@@ -116,6 +121,7 @@ def run(args) -> int:
             margin=args.margin,
             use=args.use,
             load_time=args.load_time,
+            decode=args.decode_time,
             max_batches=max_batches,
             prices=None if args.price is None else parse_prices(args.price),
             backend=args.backend,
@@ -127,12 +133,15 @@ def run(args) -> int:
         )
     except NoPlanError as exc:
         if args.json:
-            console.print_json(console.clean_for_json(exc.diagnosis.to_dict()))
+            head = {"format": PLAN_FORMAT, "schema_version": PLAN_SCHEMA_VERSION}
+            console.print_json(console.clean_for_json({**head, **exc.diagnosis.to_dict()}))
         raise
     if args.json:
         console.print_json(console.clean_for_json(plan.to_dict()))
         return 0
     console.out.print(summary(plan), markup=False)
+    for line in describe(plan):
+        console.out.print(line, markup=False)
     if plan.assignments:
         console.table(None, PLAN_COLUMNS, plan_rows(plan))
     for line in notes(plan.annotations):

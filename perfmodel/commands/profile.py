@@ -11,15 +11,15 @@ from perfmodel.commands.common import EXIT_CODES, formatter
 from perfmodel.errors import InputError, PerfmodelError
 
 PROFILE_EXAMPLES = """examples:
-  perfmodel profile --model resnet50 --device cpu --batch-sizes 1,2,4 --input-sizes 64,96 --out p.csv
+  perfmodel profile --model resnet50 --device cpu --batch-sizes 1,2,4 --input-sizes 64,96 --out /tmp/p.csv
   perfmodel profile --model efficientnet_b0 --device cuda --precision fp16 --batch-sizes auto \\
-                    --input-sizes 224,320 --out h100-efficientnet_b0-torch-fp16.csv
-  perfmodel profile --model my_model.pt --device cuda --batch-sizes 1,8,64 --out mine.csv --resume
+                    --input-sizes 224,320 --out /tmp/h100-efficientnet_b0-torch-fp16.csv
+  perfmodel profile --model my_model.pt --device cuda --batch-sizes 1,8,64 --out /tmp/mine.csv --resume
   perfmodel profile --model resnet50 --backend triton --protocol grpc --mode async --concurrency 1,4 \\
-                    --batch-sizes 1,2 --input-sizes 64 --device cpu --out t.csv
-  perfmodel profile --model resnet50 --backend triton --url 10.0.0.2:8001 --protocol grpc --out remote.csv
+                    --batch-sizes 1,2 --input-sizes 64 --device cpu --out /tmp/t.csv
+  perfmodel profile --model resnet50 --backend triton --url 10.0.0.2:8001 --protocol grpc --out /tmp/remote.csv
   perfmodel profile --model resnet50 --device cuda --precision fp16 --batch-sizes auto --search-tolerance 10% \\
-                    --fresh-warmup-at 1,16,256 --input-sizes 224,320,448 --out h100-resnet50-fp16.csv --estimate
+                    --fresh-warmup-at 1,16,256 --input-sizes 224,320,448 --out /tmp/h100-resnet50-fp16.csv --estimate
   perfmodel profile --model tiny --backend triton --rate 50,100,200/s --max-batch-size 16 \\
                     --max-queue-delay 1ms --input-sizes 64 --out /tmp/rates.csv
   perfmodel profile --model resnet50 --backend triton --rate 400/s --triton-config model_repository/resnet50/ \\

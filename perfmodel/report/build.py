@@ -16,10 +16,11 @@ from perfmodel.report import tables
 from perfmodel.report.content import Figure, Section
 from perfmodel.report.groups import SOURCE, layout
 from perfmodel.report.html import render_page
-from perfmodel.report.inputs import read_plan, read_predictors, read_profiles
+from perfmodel.report.inputs import read_plan, read_predictors, read_profiles, read_run
 from perfmodel.report.plan_figures import timeline_figure
 from perfmodel.report.predictor_figures import group_name, predictor_figure
 from perfmodel.report.profile_figures import profile_figures
+from perfmodel.report.run_figures import run_table, run_timeline
 
 PAGE = "report.html"
 
@@ -73,7 +74,14 @@ def plan_section(plan: dict) -> Section:
     return Section("Plan", tuple(items), tuple(notes))
 
 
-def make_sections(profile: pd.DataFrame | None, predictors=(), plan: dict | None = None) -> tuple[Section, ...]:
+def run_section(run: dict) -> Section:
+    figure = run_timeline(run)
+    items = ([figure] if figure is not None else []) + [run_table(run)]
+    return Section("Run", tuple(items), () if figure is not None else ("The run has no worker, so there is no timeline.",))
+
+
+def make_sections(profile: pd.DataFrame | None, predictors=(), plan: dict | None = None,
+                  run: dict | None = None) -> tuple[Section, ...]:
     sections = []
     if profile is not None:
         if SOURCE not in profile.columns:
@@ -82,6 +90,8 @@ def make_sections(profile: pd.DataFrame | None, predictors=(), plan: dict | None
     sections += predictor_sections(predictors, profile)
     if plan is not None:
         sections.append(plan_section(plan))
+    if run is not None:
+        sections.append(run_section(run))
     return _unique(sections)
 
 
@@ -135,16 +145,18 @@ def write_report(sections: tuple[Section, ...], out_dir, inputs: list[str]) -> R
     return Report(out, out / PAGE, tuple(written), notes)
 
 
-def make_report(profiles=(), predictors=(), plan=None, out_dir=".") -> Report:
-    """Read the profiles (CSV), predictors (JSON) and plan (JSON), draw them, and write the figures and
-    one self-contained HTML page into out_dir. Any bad input raises InputError before anything is written."""
+def make_report(profiles=(), predictors=(), plan=None, out_dir=".", run=None) -> Report:
+    """Read the profiles (CSV), predictors (JSON), plan (JSON) and run (JSON), draw them, and write the
+    figures and one self-contained HTML page into out_dir. Any bad input raises InputError before
+    anything is written."""
     profiles, predictors = [os.fspath(p) for p in profiles], [os.fspath(p) for p in predictors]
-    if not profiles and not predictors and plan is None:
-        raise InputError("nothing to report: give at least one profile CSV, a --predictor or a --plan.")
-    inputs = profiles + predictors + ([os.fspath(plan)] if plan is not None else [])
+    if not profiles and not predictors and plan is None and run is None:
+        raise InputError("nothing to report: give at least one profile CSV, a --predictor, a --plan or a --run.")
+    inputs = profiles + predictors + [os.fspath(p) for p in (plan, run) if p is not None]
     _check_out_dir(check_path(out_dir), inputs)  # before the work of drawing
     profile = read_profiles(profiles)
     loaded = read_predictors(predictors)
     plan_data = read_plan(plan)
-    sections = make_sections(profile, loaded, plan_data)
+    run_data = read_run(run)
+    sections = make_sections(profile, loaded, plan_data, run_data)
     return write_report(sections, out_dir, inputs)

@@ -11,6 +11,7 @@ import pandas as pd
 
 from perfmodel.errors import InputError
 from perfmodel.files import read_json
+from perfmodel.plan_context import check_plan_format
 from perfmodel.report.groups import SOURCE
 from perfmodel.schema import load_profile
 from perfmodel.units import MAX_BATCH_SIZE, MAX_INPUT_SIZE, MAX_SECONDS, shown
@@ -61,6 +62,7 @@ def read_plan(path) -> dict | None:
         raise InputError(f"{source} is an online plan (--mode online): the report draws batch plans (soft, relaxed) only.")
     if not isinstance(plan, dict) or not isinstance(plan.get("status"), str):
         raise InputError(f"{source} is JSON but not a plan (no \"status\"); {how}.")
+    check_plan_format(plan, source, how)
     if plan["status"] not in PLAN_STATUSES:
         raise InputError(f"{source} has the status {shown(plan['status'])}, which is none of {', '.join(PLAN_STATUSES)}; {how}.")
     problem = _fields_problem(plan, _PLAN_FIELDS)
@@ -150,3 +152,25 @@ def _is_number(value) -> bool:
 
 def _is_whole(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def read_run(path) -> dict | None:
+    """A run as `perfmodel run --json` writes it, checked enough to draw: InputError otherwise."""
+    if path is None:
+        return None
+    source = os.fspath(path)
+    how = "give the JSON that `perfmodel run --json` prints"
+    run = read_json(path, InputError, "a run", how)
+    if not isinstance(run, dict) or run.get("format") != "perfmodel-run":
+        raise InputError(f"{source} is not a run of perfmodel (no \"format\": \"perfmodel-run\"); {how}.")
+    workers = run.get("workers")
+    if not isinstance(workers, list) or not all(isinstance(w, dict) and isinstance(w.get("worker"), str) for w in workers):
+        raise InputError(f"{source} is not a run (no \"workers\" list); {how}.")
+    for w in workers:
+        timeline = w.get("timeline")
+        spans = [] if not isinstance(timeline, dict) else [timeline.get("load")] + list(timeline.get("batches") or [])
+        for span in spans:
+            if span is not None and not (isinstance(span, list) and len(span) == 2 and all(_is_number(x) for x in span)):
+                raise InputError(f"{source}, worker {w['worker']}: a timeline entry is {json.dumps(span)}, not "
+                                 f"[start, end]; {how}.")
+    return run

@@ -1,0 +1,212 @@
+"""What a plan was made of, so that it can be run and checked: the model, the option and precision of
+each candidate, the input sizes, the files it was planned from (with their sha256), the margin, p50 or
+p99, and where the load time came from.
+
+solvers/ knows nothing of models or files: this context lives beside its Plan, and PlannedJob.to_dict
+merges both into the plan JSON that `perfmodel run` and `perfmodel report --plan` read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+import solvers
+
+PLAN_FORMAT = "perfmodel-plan"
+PLAN_SCHEMA_VERSION = 1
+TORCHSCRIPT_SUFFIXES = (".pt", ".pth", ".ts", ".jit")
+_SERVING_FIELDS = ("protocol", "mode", "concurrency")  # recorded for served (Triton) profiles
+
+
+@dataclass(frozen=True)
+class Option:
+    """One candidate's backend and precision, plus the serving mode where the profile records one."""
+
+    backend: str
+    precision: str
+    protocol: str | None = None
+    mode: str | None = None
+    concurrency: int | None = None
+
+    def to_dict(self) -> dict:
+        extra = {k: getattr(self, k) for k in _SERVING_FIELDS if getattr(self, k) is not None}
+        return {"backend": self.backend, "precision": self.precision, **extra}
+
+
+@dataclass(frozen=True)
+class Source:
+    """A file the plan was made from. path and sha256 are None for an object given in Python."""
+
+    kind: str  # "profile" or "predictor"
+    path: str | None
+    sha256: str | None
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "path": self.path, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class LoadTime:
+    """The model load time per GPU that the plan assumed, and where it came from."""
+
+    seconds: float
+    source: str  # "--load-time", "profile load_ms", "predictor load_ms", or "none"
+
+    def to_dict(self) -> dict:
+        return {"s": self.seconds, "source": self.source}
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    model: str
+    model_path: str | None  # a TorchScript file, when the plan was asked for one
+    input_sizes: tuple[int, ...]
+    use: str  # "p50" or "p99"
+    margin: float
+    sources: tuple[Source, ...]
+    load_times: dict[str, LoadTime]  # per hardware type
+    options: dict[tuple[str, str], Option]  # (hardware, candidate label) -> what it stands for
+    decode_s: float = 0.0  # decoding time per image added to every batch (--decode-time)
+
+    def to_dict(self) -> dict:
+        return {
+            "format": PLAN_FORMAT,
+            "schema_version": PLAN_SCHEMA_VERSION,
+            "model": {"name": self.model, "path": self.model_path},
+            "input_sizes": list(self.input_sizes),
+            "use": self.use,
+            "margin": self.margin,
+            "load_time": {name: t.to_dict() for name, t in self.load_times.items()},
+            "decode_s_per_image": self.decode_s,
+            "sources": [s.to_dict() for s in self.sources],
+        }
+
+    def option(self, hardware: str, label: str) -> dict:
+        found = self.options.get((hardware, label))
+        return found.to_dict() if found is not None else {}
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """A plan (solvers.Plan) with the context it was made in. Attributes of the plan read through:
+    `job.makespan_s` is `job.plan.makespan_s`."""
+
+    plan: solvers.Plan
+    context: PlanContext
+
+    def __getattr__(self, name: str):
+        if name in ("plan", "context") or name.startswith("__"):  # not set yet (copy, unpickling)
+            raise AttributeError(name)
+        return getattr(self.plan, name)
+
+    def to_dict(self, per_gpu_limit: int = solvers.plan.PER_GPU_LIMIT) -> dict:
+        """The plan JSON: the context's keys first, then the plan's; each assignment and GPU names its
+        backend and precision beside its option label."""
+        data = self.plan.to_dict(per_gpu_limit)
+        for row in data["assignments"] + (data["gpus"] or []):
+            row.update(self.context.option(row["hardware"], row["option"]))
+        return {**self.context.to_dict(), **data}
+
+
+def option_of(item) -> Option:
+    """The Option of a profile row (a namedtuple) or a predictor group: anything with backend and precision."""
+    serving = {}
+    for name in _SERVING_FIELDS:
+        value = getattr(item, name, None)
+        if value is not None and str(value) not in ("", "nan", "<NA>"):
+            serving[name] = int(float(value)) if name == "concurrency" else str(value)
+    return Option(str(item.backend), str(item.precision), **serving)
+
+
+def model_argument(model: str | None) -> tuple[str | None, str | None]:
+    """--model as (name, TorchScript path): a file path plans for the model named by its stem."""
+    if model is not None and (os.sep in model or model.endswith(TORCHSCRIPT_SUFFIXES)):
+        return os.path.splitext(os.path.basename(model))[0], os.path.abspath(model)
+    return model, None
+
+
+def sha256_of(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def build_context(model: str, model_path: str | None, input_sizes, use: str, margin: float, profiles, predictors,
+                  options: dict, load_time_given: float | None, decode_s: float = 0.0) -> PlanContext:
+    """The context of a plan made by make_plan. `options` maps each hardware type to what _gather found:
+    its load times (load_s, load_from) and the Option of each candidate label (details)."""
+    sources = [_source("profile", p) for p in profiles if _profile_has(p, model)]
+    sources += [_source("predictor", p) for p in predictors]
+    load_times = {}
+    for name, o in options.items():
+        if load_time_given is not None:
+            load_times[name] = LoadTime(float(load_time_given), "--load-time")
+        elif o.load_s:
+            seconds = float(np.median(o.load_s))  # as make_plan gives the solver
+            load_times[name] = LoadTime(seconds, " and ".join(f"{kind} load_ms" for kind in sorted(o.load_from)))
+        else:
+            load_times[name] = LoadTime(0.0, "none")
+    details = {(name, label): option for name, o in options.items() for label, option in o.details.items()}
+    return PlanContext(model, model_path, tuple(int(s) for s in input_sizes), use, float(margin), tuple(sources),
+                       load_times, details, decode_s)
+
+
+def _profile_has(path, model: str) -> bool:
+    """Whether a profile file holds rows of `model` (the shipped folder holds several models)."""
+    import pandas as pd
+
+    try:
+        return model in set(pd.read_csv(path, usecols=["model"], dtype=str)["model"])
+    except (OSError, ValueError):
+        return True  # it was read once already; keep it listed rather than hide a source
+
+
+def _source(kind: str, item) -> Source:
+    if isinstance(item, (str, os.PathLike)):
+        path = os.fspath(item)
+        return Source(kind, path, sha256_of(path))
+    return Source(kind, None, None)  # a Predictor object given in Python
+
+
+def _shown(path: str) -> str:
+    """A path as short as it is clear: relative when it lies under the current directory."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def check_plan_format(data: dict, source: str, hint: str) -> None:
+    """Refuse a JSON that says it is something else, or a plan of a newer schema than this perfmodel reads.
+    Plans written before the format key existed have neither key and are accepted."""
+    from perfmodel.errors import InputError
+
+    fmt = data.get("format", PLAN_FORMAT)
+    if fmt != PLAN_FORMAT:
+        raise InputError(f"{source} is a {fmt!r} file, not a plan; {hint}.")
+    version = data.get("schema_version", PLAN_SCHEMA_VERSION)
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= PLAN_SCHEMA_VERSION:
+        raise InputError(f"{source} has plan schema_version {version!r}, but this perfmodel reads version "
+                         f"{PLAN_SCHEMA_VERSION}; {hint}.")
+
+
+def describe(job: PlannedJob) -> list[str]:
+    """Lines for people: what was planned, from which files, under which assumptions."""
+    c = job.context
+    model = f"{c.model} ({c.model_path})" if c.model_path else c.model
+    lines = [f"model {model} at {', '.join(f'{s} px' for s in c.input_sizes)}; "
+             f"{'p99' if c.use == 'p99' else 'median (p50)'} latency, margin {c.margin:.0%}"]
+    for s in c.sources:
+        where = _shown(s.path) if s.path else "a predictor object"
+        lines.append(f"planned from {s.kind} {where}" + (f" (sha256 {s.sha256[:12]})" if s.sha256 else ""))
+    for name, t in c.load_times.items():
+        if name in job.plan.gpus_by_type:
+            how = {"none": "none measured, so 0 s", "--load-time": "from --load-time"}.get(t.source, f"from the {t.source}")
+            lines.append(f"load time per {name}: {t.seconds:.3g} s ({how})")
+    if c.decode_s:
+        lines.append(f"decoding: {c.decode_s * 1000:.3g} ms per image, added to every batch (--decode-time)")
+    return lines

@@ -1,0 +1,360 @@
+"""Run a plan on Ray: check everything, start (or join) the cluster, one actor per planned GPU, load every
+model, then every worker's batches; collect the records and the labels; stop what was started.
+
+Everything that can be checked before Ray starts is checked first (the plan, the model, the images,
+--out), so that bad input costs no cluster start. Results already received are kept when a worker dies
+or the run is interrupted: the labels file is rewritten as they arrive (atomically, every few
+seconds) and once more at the end, however the run ends.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from perfmodel.errors import InputError, PerfmodelError
+from perfmodel.profile.models import BUILTIN_MODELS
+from perfmodel.run import cluster as clusters
+from perfmodel.run.images import find_images, size_classes
+from perfmodel.run.labels import LabelWriter, check_out, read_labels
+from perfmodel.run.planfile import RunPlan
+from perfmodel.run.progress import TypeProgress, progress
+from perfmodel.run.result import RunResult, WorkerRun
+from perfmodel.run.shares import batches, split, synthetic_batches
+from perfmodel.run.worker import WorkerSpec
+
+READY_TIMEOUT_S = 300.0  # actors started (a process each, torch imported)
+LOAD_TIMEOUT_S = 900.0  # every model loaded
+POLL_S = 0.25
+PROGRESS_EVERY_S = 0.5
+DEFAULT_BEHIND = 0.05  # a worker is behind when later than planned by more than the margin, or this
+BEHIND_MIN_S = 0.25  # and by more than this: scheduling noise on sub-second plans is no news
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    images: str | None = None  # a folder of image files; None with synthetic
+    synthetic: bool = False
+    out: str | None = None  # labels .csv or .parquet
+    resume: bool = False
+    address: str | None = None  # an existing Ray cluster; None starts a local one
+    device: str | None = None  # cpu or cuda; None: cpu for the cpu type, cuda for GPU types
+    weights: str | None = None
+    model_path: str | None = None  # a TorchScript file (overrides the plan's)
+    steal: bool = False
+    decode_threads: int = 1
+    seed: int = 0
+    fault: tuple[int, int] | None = None  # (worker index, batches): that worker kills itself after them
+    flush_every_s: float = 5.0
+    num_cpus: int | None = None  # a local Ray's CPUs (default: this machine's)
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Something the CLI may show: a phase, progress per hardware type, a worker behind its plan or dead."""
+
+    kind: str  # phase, progress, behind, died
+    text: str = ""
+    worker: WorkerRun | None = None
+    elapsed_s: float = 0.0
+    progress: tuple[TypeProgress, ...] = ()
+
+
+@dataclass
+class Inputs:
+    given: dict[int, list] = field(default_factory=dict)  # worker index -> its batches
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    resumed: int = 0
+    earlier: object = None  # the labels of the earlier run (a DataFrame) with --resume
+
+
+def prepare_inputs(plan: RunPlan, options: RunOptions) -> Inputs:
+    """Each worker's batches, from the images folder or random inputs, less what an earlier run did."""
+    if options.synthetic == (options.images is not None):
+        raise InputError("give either --images DIR (a real job over image files) or --synthetic (random inputs).")
+    if options.out is not None:
+        check_out(options.out)
+        if os.path.exists(options.out) and not options.resume:
+            raise InputError(f"--out {options.out} exists: add --resume to finish the run that wrote it, or give "
+                             "another file (perfmodel does not write over finished labels).")
+    if options.resume and options.out is None:
+        raise InputError("--resume needs --out: the labels file of the earlier run.")
+    if options.synthetic:
+        if options.resume:
+            raise InputError("--resume needs --images: random inputs have nothing to resume.")
+        return Inputs({w.index: synthetic_batches(w) for w in plan.workers})
+    files, unreadable = find_images(options.images)
+    if options.out is not None and any(os.path.abspath(f) == os.path.abspath(options.out) for f in files):
+        raise InputError(f"--out {options.out} lies among the images: write the labels elsewhere.")
+    by_size, unreadable_headers = size_classes(files, sorted(plan.images_by_size))
+    shares = split(plan, by_size)
+    inputs = Inputs(unreadable=unreadable + unreadable_headers)
+    done: set[str] = set()
+    if options.resume:
+        inputs.earlier = read_labels(options.out)
+        done = set(inputs.earlier["path"])
+        inputs.resumed = len(done)
+    for w in plan.workers:
+        mine = [f for f in shares.get(w.index, []) if f not in done]
+        inputs.given[w.index] = batches(mine, w.batch_size)
+    return inputs
+
+
+def check_model(plan: RunPlan, options: RunOptions) -> tuple[str, str | None]:
+    """The model to load: (name, TorchScript path or None); InputError when it cannot be found."""
+    path = options.model_path or plan.model_path
+    if path is not None:
+        if not os.path.isfile(path):
+            raise InputError(f"the model file {path} does not exist: give the TorchScript file with --model FILE.pt.")
+        return plan.model, path
+    if plan.model not in BUILTIN_MODELS:
+        raise InputError(f"the plan's model {plan.model!r} is neither built in ({', '.join(BUILTIN_MODELS)}) nor "
+                         "a file the plan names: give its TorchScript file with --model FILE.pt.")
+    if options.weights is not None and not os.path.isfile(options.weights):
+        raise InputError(f"the weights file {options.weights} does not exist.")
+    return plan.model, None
+
+
+def devices(plan: RunPlan, options: RunOptions) -> dict[str, str]:
+    """The torch device of each hardware type."""
+    out = {}
+    for name in plan.hardware_types:
+        if name == "cpu":
+            if options.device == "cuda":
+                raise InputError("--device cuda: this plan's workers are of type cpu (one CPU core each); leave "
+                                 "--device out, or make a plan from a GPU profile.")
+            out[name] = "cpu"
+        else:
+            out[name] = options.device or "cuda"
+    return out
+
+
+def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], None] = lambda e: None) -> RunResult:
+    """Execute `plan`; returns what was measured. Raises InputError for input it cannot run (before
+    starting anything where it can), ClusterError when Ray cannot be started or reached. A worker that
+    dies, or an interrupt (KeyboardInterrupt), ends the run with the finished results kept: the
+    result's status says which (worker-failed, interrupted)."""
+    model, model_path = check_model(plan, options)
+    device_of = devices(plan, options)
+    inputs = prepare_inputs(plan, options)
+    if options.address is not None:
+        address = clusters.resolve_address(options.address)
+    gpus = {}
+    if options.address is None and "cuda" in device_of.values():
+        gpus = clusters.local_gpus()
+        if not gpus:
+            raise InputError("this plan runs on GPUs (--device cuda), but this machine has none that NVML sees: "
+                             "run it where the GPUs are, or give --address of a cluster that has them.")
+    local = None if options.address is not None else clusters.LocalRay(options.num_cpus, gpus)
+    writer = None
+    if options.out is not None:
+        writer = LabelWriter(options.out, inputs.earlier)
+    started = dt.datetime.now(dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+    result = RunResult(plan, [WorkerRun(w, inputs.given[w.index]) for w in plan.workers], "running",
+                       "synthetic" if options.synthetic else os.fspath(options.images),
+                       options.address or "local", "/".join(sorted(set(device_of.values()))), started, options.steal,
+                       labels=options.out, resumed_images=inputs.resumed, unreadable=inputs.unreadable,
+                       load_avg=(os.getloadavg()[0], 0.0))
+    if not any(inputs.given.values()):  # e.g. --resume of a finished run: nothing to start Ray for
+        for w in result.workers:
+            w.status = "done"
+        result.status, result.load_avg = "complete", (result.load_avg[0], result.load_avg[0])
+        return result
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous_sigterm = signal.getsignal(signal.SIGTERM) if main_thread else None
+    try:
+        on_event(RunEvent("phase", "starting a local Ray" if local else f"joining the Ray cluster at {address}"))
+        if local is not None:
+            address = local.start()
+        clusters.connect(address, local.settings if local else None)
+        if main_thread:  # ray.init installs its own SIGTERM handler; the caller's stays in charge
+            signal.signal(signal.SIGTERM, previous_sigterm)
+        _Execution(plan, options, result, writer, on_event).run(model, model_path, device_of)
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM turned into one by the CLI): keep what is done
+        result.status = "interrupted"
+        for w in result.workers:
+            if w.status == "running":
+                w.status = "interrupted"
+    finally:
+        try:
+            if writer is not None and writer.dirty:
+                writer.flush()
+        finally:
+            _disconnect()
+            if local is not None:
+                local.stop()
+            result.load_avg = (result.load_avg[0], os.getloadavg()[0])
+    return result
+
+
+def _disconnect() -> None:
+    import sys
+
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
+
+
+class _Execution:
+    """One run in a connected Ray: actors, loading, the batches, and the bookkeeping as records arrive."""
+
+    def __init__(self, plan: RunPlan, options: RunOptions, result: RunResult, writer: LabelWriter | None, on_event):
+        self.plan, self.options, self.result, self.writer, self.on_event = plan, options, result, writer, on_event
+        self.t0 = 0.0
+        self.last_flush = self.last_progress = time.monotonic()
+        self.tolerance = max(plan.margin, DEFAULT_BEHIND)
+
+    def run(self, model: str, model_path: str | None, device_of: dict[str, str]) -> None:
+        import ray
+
+        from perfmodel.run.worker import RunWorker
+
+        runs = self.result.workers
+        nodes = ray.nodes()
+        reservations = clusters.reservations(self.plan.hardware_types, _device_choice(device_of), nodes)
+        self.on_event(RunEvent("phase", f"starting {len(runs)} worker(s)"))
+        remote = ray.remote(RunWorker)
+        actors = []
+        for w in runs:
+            p = w.plan
+            fault = self.options.fault
+            spec = WorkerSpec(p.name, model, model_path, self.options.weights, device_of[p.hardware], p.precision,
+                              p.backend, 1 if device_of[p.hardware] == "cpu" else None, self.options.decode_threads,
+                              self.options.seed, fault[1] if fault and fault[0] == p.index else None)
+            actors.append(remote.options(**reservations[p.hardware].actor_options()).remote(spec))
+        try:
+            for w, info in zip(runs, _get_all([a.ready.remote() for a in actors], READY_TIMEOUT_S,
+                                              "starting the workers")):
+                w.host, w.pid, w.threads, w.device = info["host"], info["pid"], info["threads"], info["device"]
+            queue = self._queue() if self.options.steal else None
+            self.on_event(RunEvent("phase", "loading the model on every worker"))
+            self.t0 = time.time()
+            loads = [a.load.remote(w.plan.input_size, None if queue else w.given, queue, w.plan.index,
+                                   w.plan.batch_size if self.options.synthetic else None)
+                     for a, w in zip(actors, runs)]
+            for w, t in zip(runs, _get_all(loads, LOAD_TIMEOUT_S, "loading the models")):
+                w.load = (t["start"] - self.t0, t["end"] - self.t0)
+            self.on_event(RunEvent("phase", "running", elapsed_s=self.elapsed()))
+            self._stream({a.run.remote(): w for a, w in zip(actors, runs)})
+        except KeyboardInterrupt:
+            for a in actors:  # stop the work now; Ray itself goes with the cluster
+                ray.kill(a)
+            raise
+        failed = [w for w in runs if w.status == "died"]
+        self.result.status = "worker-failed" if failed else "complete"
+
+    def _queue(self):
+        import ray
+
+        from perfmodel.run.steal import BatchQueue
+
+        runs = self.result.workers
+        return ray.remote(BatchQueue).options(num_cpus=0).remote(
+            {w.plan.index: w.given for w in runs}, {w.plan.index: w.plan.input_size for w in runs},
+            {w.plan.index: w.plan.latency_s for w in runs}, True)
+
+    def elapsed(self) -> float:
+        return time.time() - self.t0
+
+    def _stream(self, pending: dict) -> None:
+        import ray
+
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
+            for generator in ready:
+                w = pending[generator]
+                try:
+                    record = ray.get(next(generator))
+                except StopIteration:
+                    w.status = "done"
+                    del pending[generator]
+                    continue
+                except ray.exceptions.RayActorError as exc:
+                    w.status, w.error = "died", _death(exc)
+                    del pending[generator]
+                    self.on_event(RunEvent("died", w.error, w, self.elapsed()))
+                    continue
+                self._record(w, record)
+            self._check_behind(list(pending.values()))
+            self._flush()
+            if time.monotonic() - self.last_progress >= PROGRESS_EVERY_S:
+                self.last_progress = time.monotonic()
+                now = self.elapsed()
+                self.on_event(RunEvent("progress", elapsed_s=now, progress=tuple(progress(self.result.workers, now))))
+
+    def _record(self, w: WorkerRun, record: dict) -> None:
+        record["start"] -= self.t0
+        record["end"] -= self.t0
+        w.batches.append(record)
+        if self.writer is not None and record["images"]:
+            paths = record["paths"] or [f"synthetic/{w.plan.name}/{record['seq']}/{i}" for i in range(record["images"])]
+            self.writer.add([(path, c, s, w.plan.name, record["seq"])
+                             for path, c, s in zip(paths, record["classes"], record["scores"])])
+
+    def _check_behind(self, active: list[WorkerRun]) -> None:
+        """Warn once per worker that runs later than its plan by more than the margin (at least 5%)."""
+        now = self.elapsed()
+        for w in active:
+            if w.behind or w.status != "running":
+                continue
+            done = len(w.batches)
+            planned = w.plan.predicted_end(done + 1)  # the batch under way should end by then
+            last = w.batches[-1]["end"] if w.batches else None
+            late_now = now - planned
+            late_last = last - w.plan.predicted_end(done) if last is not None else 0.0
+            late = max(late_now, late_last)
+            if late > max(self.tolerance * planned, BEHIND_MIN_S):
+                w.behind = (f"{w.plan.name} is behind its plan: {done} of {len(w.given)} batches done at "
+                            f"{now:.1f} s, {late:.1f} s later than planned (more than {self.tolerance:.0%})")
+                self.on_event(RunEvent("behind", w.behind, w, now))
+
+    def _flush(self) -> None:
+        """Rewrite the labels every few seconds, so that even a SIGKILL loses little (run_plan writes the rest)."""
+        if self.writer is None or not self.writer.dirty:
+            return
+        if time.monotonic() - self.last_flush >= self.options.flush_every_s:
+            self.writer.flush()
+            self.last_flush = time.monotonic()
+
+
+def _device_choice(device_of: dict[str, str]) -> str:
+    return "cpu" if set(device_of.values()) == {"cpu"} else "cuda"
+
+
+def _get_all(refs: list, timeout_s: float, what: str) -> list:
+    """ray.get, with a worker's own PerfmodelError (e.g. weights that do not fit) raised as itself."""
+    import ray
+
+    try:
+        return clusters.wait_for_actors(refs, timeout_s, what)
+    except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as exc:
+        cause = _cause(exc)
+        if isinstance(cause, PerfmodelError):
+            raise cause from None
+        if isinstance(exc, ray.exceptions.RayTaskError):
+            raise PerfmodelError(f"a worker failed while {what}: {clusters.first_line(cause or exc)}") from None
+        raise PerfmodelError(f"a worker died while {what}: {_death(exc)}") from None
+
+
+def _cause(exc):
+    """The exception a worker raised, through Ray's wrappers (an actor that failed in __init__ nests it)."""
+    seen = 0
+    while exc is not None and seen < 5:
+        inner = getattr(exc, "cause", None) or getattr(getattr(exc, "creation_task_error", None), "cause", None)
+        if inner is None or inner is exc:
+            return exc if not type(exc).__module__.startswith("ray") else None
+        exc, seen = inner, seen + 1
+    return exc
+
+
+def _death(exc) -> str:
+    text = str(exc)
+    for hint in ("killed", "OOM", "out of memory", "SIGKILL", "unexpectedly"):
+        if hint in text:
+            return "the worker process died (killed, or out of memory)"
+    return clusters.first_line(exc)

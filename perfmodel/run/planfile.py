@@ -1,0 +1,157 @@
+"""A plan JSON read for running: validated, and expanded to one WorkerPlan per planned GPU."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+from perfmodel.errors import InputError
+from perfmodel.files import read_json
+from perfmodel.plan_context import check_plan_format, sha256_of
+
+HOW = "give the JSON that `perfmodel plan --json` prints"
+REMAKE = "make it again with `perfmodel plan ... --json` (this perfmodel records what running it needs)"
+RUNNABLE_BACKEND_PARTS = ("channels-last", "compile")  # torch options perfmodel run can apply
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    """One planned GPU (or CPU worker): its share of the work and the times the plan predicts for it."""
+
+    index: int  # position in the plan, 0..n-1
+    name: str  # "cpu#0", "h100#3": the type and its number within the type
+    hardware: str
+    input_size: int
+    batch_size: int
+    batches: int
+    images: int
+    backend: str
+    precision: str
+    load_s: float
+    warmup_s: float
+    latency_s: float
+    finish_s: float
+
+    def predicted_end(self, batches_done: int) -> float:
+        """When the plan expects this worker's `batches_done`-th batch to end (s from the start)."""
+        if batches_done <= 0:
+            return self.load_s
+        return self.load_s + self.warmup_s + (batches_done - 1) * self.latency_s
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    path: str
+    sha256: str
+    model: str
+    model_path: str | None
+    deadline_s: float
+    margin: float
+    makespan_s: float
+    images_by_size: dict[int, int]
+    workers: tuple[WorkerPlan, ...]
+
+    @property
+    def hardware_types(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for w in self.workers:
+            counts[w.hardware] = counts.get(w.hardware, 0) + 1
+        return counts
+
+    @property
+    def images(self) -> int:
+        return sum(w.images for w in self.workers)
+
+
+def read_run_plan(path) -> RunPlan:
+    """Read and check a plan; InputError with one sentence for anything that cannot be run."""
+    source = os.fspath(path)
+    data = read_json(path, InputError, "a plan", HOW)
+    if not isinstance(data, dict) or not isinstance(data.get("status"), str):
+        raise InputError(f"{source} is JSON but not a plan (no \"status\"); {HOW}.")
+    check_plan_format(data, source, HOW)
+    if data["status"] == "infeasible":
+        reason = data.get("reason") if isinstance(data.get("reason"), str) else "no plan met the deadline"
+        raise InputError(f"{source} is an infeasible plan ({reason}): there is nothing to run; make a plan that "
+                         "meets the deadline first.")
+    if data["status"] not in ("optimal", "feasible"):
+        raise InputError(f"{source} has status {data['status']!r}, not optimal or feasible; {HOW}.")
+    model = data.get("model")
+    if not isinstance(model, dict) or not isinstance(model.get("name"), str) or not model["name"]:
+        raise InputError(f"{source} does not name its model; {REMAKE}.")
+    model_path = model.get("path")
+    if model_path is not None and not isinstance(model_path, str):
+        raise InputError(f"{source}: \"model\".\"path\" is not a file name; {REMAKE}.")
+    deadline = _number(data, "deadline_s", source, positive=True)
+    margin = _number(data, "margin", source)
+    if margin >= 1:
+        raise InputError(f"{source}: \"margin\" is {margin}, not a fraction below 1; {HOW}.")
+    makespan = _number(data, "makespan_s", source)
+    workers = tuple(_workers(data, source))
+    if not workers:
+        raise InputError(f"{source} assigns no GPU, so there is nothing to run.")
+    by_size: dict[int, int] = {}
+    for w in workers:
+        by_size[w.input_size] = by_size.get(w.input_size, 0) + w.images
+    return RunPlan(source, sha256_of(path), model["name"], model_path, deadline, margin, makespan, by_size, workers)
+
+
+def _workers(data: dict, source: str):
+    rows = data.get("gpus")
+    if not isinstance(rows, list):  # a plan too large to list every GPU lists groups with their count
+        groups = data.get("assignments")
+        if not isinstance(groups, list):
+            raise InputError(f"{source} is not a plan (no \"assignments\" list); {HOW}.")
+        rows = []
+        for i, g in enumerate(groups):
+            count = _integer(g, "count", f"{source}, assignment {i + 1}") if isinstance(g, dict) else None
+            rows += [g] * (count or 1)
+    seen: dict[str, int] = {}
+    for index, row in enumerate(rows):
+        where = f"{source}, GPU {index + 1}"
+        if not isinstance(row, dict) or not isinstance(row.get("hardware"), str) or not row["hardware"]:
+            raise InputError(f"{where} has no \"hardware\"; {HOW}.")
+        for key in ("backend", "precision"):
+            if not isinstance(row.get(key), str):
+                raise InputError(f"{where} does not say its {key}; {REMAKE}.")
+        _check_backend(row["backend"], row["hardware"], where)
+        hardware = row["hardware"]
+        number = seen[hardware] = seen.get(hardware, -1) + 1
+        yield WorkerPlan(
+            index=index, name=f"{hardware}#{number}", hardware=hardware,
+            input_size=_integer(row, "input_size", where), batch_size=_integer(row, "batch_size", where),
+            batches=_integer(row, "batches", where), images=_integer(row, "images", where),
+            backend=row["backend"], precision=row["precision"],
+            load_s=_number(row, "load_s", where), warmup_s=_number(row, "warmup_s", where),
+            latency_s=_number(row, "latency_s", where), finish_s=_number(row, "finish_s", where),
+        )
+
+
+def _check_backend(backend: str, hardware: str, where: str) -> None:
+    parts = backend.split("-")
+    if parts[0] != "torch" or not _known_options(backend[len("torch"):].lstrip("-")):
+        raise InputError(f"{where} ({hardware}) uses backend {backend!r}, but perfmodel run executes in-process "
+                         "PyTorch only (torch, torch-channels-last, torch-compile): re-plan with --backend torch.")
+
+
+def _known_options(rest: str) -> bool:
+    for part in RUNNABLE_BACKEND_PARTS:
+        rest = rest.replace(part, "", 1).strip("-") if rest.startswith(part) else rest
+    return rest == ""
+
+
+def _integer(row: dict, key: str, where: str) -> int:
+    value = row.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{where}: \"{key}\" is {value!r}, not a whole number >= 1; {HOW}.")
+    return value
+
+
+def _number(row: dict, key: str, where: str, positive: bool = False) -> float:
+    value = row.get(key)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (positive and value == 0):
+        raise InputError(f"{where}: \"{key}\" is {value!r}, not a {'positive' if positive else 'non-negative'} "
+                         f"number; {HOW}.")
+    return float(value)

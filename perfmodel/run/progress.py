@@ -1,0 +1,43 @@
+"""Progress of a run per hardware type: images done of given, and when it will end, measured beside planned.
+
+A worker's measured end is extrapolated from its own batches so far (now + batches left x its median
+batch time; its planned batch time before it has any); a type ends when its last worker does.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from perfmodel.run.result import WorkerRun
+
+
+@dataclass(frozen=True)
+class TypeProgress:
+    hardware: str
+    workers: int
+    images_done: int
+    images_given: int
+    eta_s: float  # measured so far: when this type's last worker should end (s from the start)
+    planned_s: float  # what the plan says (the latest finish_s of the type)
+
+
+def progress(workers: list[WorkerRun], now_s: float) -> list[TypeProgress]:
+    out = []
+    for hardware in dict.fromkeys(w.plan.hardware for w in workers):
+        mine = [w for w in workers if w.plan.hardware == hardware]
+        out.append(TypeProgress(hardware, len(mine), sum(w.images_done for w in mine),
+                                sum(w.images_given for w in mine), max(_eta(w, now_s) for w in mine),
+                                max(w.plan.finish_s for w in mine)))
+    return out
+
+
+def _eta(w: WorkerRun, now_s: float) -> float:
+    left = len(w.given) - len(w.batches)
+    if w.status != "running" or left <= 0:
+        return w.finish if w.finish is not None else now_s
+    times = [b["end"] - b["start"] for b in w.batches[1:]]
+    per_batch = statistics.median(times) if times else w.plan.latency_s
+    if not w.batches:  # still loading or on its warm-up batch: the plan's times until measured ones exist
+        return max(now_s, w.plan.predicted_end(1)) + (left - 1) * per_batch
+    return max(now_s, w.batches[-1]["end"]) + left * per_batch

@@ -1,0 +1,168 @@
+"""What a run measured, beside what its plan predicted: per worker and in total (the run JSON).
+
+Times are seconds from the start of the clock: the moment the workers were asked to load their models
+(the plan's finish times include the load). A worker's warm-up is its first batch; its steady batch
+time is the median of its later full batches; its finish is the end of its last batch. Decoding is
+the bottleneck of a worker when its model waited for decoded images for more than 5% of its busy time.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from perfmodel.run.planfile import RunPlan, WorkerPlan
+
+RUN_FORMAT = "perfmodel-run"
+RUN_SCHEMA_VERSION = 1
+DECODE_BOUND = 0.05  # waiting more than this fraction of the busy time makes decoding the bottleneck
+
+
+@dataclass
+class WorkerRun:
+    """What one worker did; filled in while the run goes on."""
+
+    plan: WorkerPlan
+    given: list  # its batches: file lists, or image counts on random inputs (fewer than planned when resumed)
+    host: str = ""
+    pid: int | None = None
+    threads: int | None = None  # torch's intra-op threads in the worker
+    device: str = ""
+    load: tuple[float, float] | None = None  # start, end
+    batches: list[dict] = field(default_factory=list)  # the worker's records, times from the clock's start
+    status: str = "running"  # running, done, died, interrupted
+    error: str = ""
+    behind: str = ""  # the warning given when it fell behind its plan, if it did
+
+    @property
+    def images_done(self) -> int:
+        return sum(b["images"] for b in self.batches)
+
+    @property
+    def finish(self) -> float | None:
+        return self.batches[-1]["end"] if self.batches else None
+
+    def steady_batch(self) -> float | None:
+        full = [b["end"] - b["start"] for b in self.batches[1:] if b["images"] == self.plan.batch_size]
+        return statistics.median(full) if full else None
+
+    @property
+    def images_given(self) -> int:
+        return sum(item if isinstance(item, int) else len(item) for item in self.given)
+
+    def decode_totals(self) -> tuple[float, int]:
+        """Seconds spent decoding, and files decoded (readable or not)."""
+        files = sum(b["images"] + len(b["failed"]) for b in self.batches if b["paths"] is not None)
+        return sum(b["decode_s"] for b in self.batches), files
+
+    def decode_per_image(self) -> float | None:
+        seconds, files = self.decode_totals()
+        return seconds / files if files else None
+
+    def bottleneck(self) -> str | None:
+        if not self.batches:
+            return None
+        if all(b["paths"] is None for b in self.batches):
+            return "model"
+        busy = sum(b["end"] - b["start"] for b in self.batches)
+        waited = sum(b["wait_s"] for b in self.batches[1:])  # the first batch was decoded during the load
+        return "decoding" if busy > 0 and waited > DECODE_BOUND * busy else "model"
+
+    def to_dict(self) -> dict:
+        p = self.plan
+        load = None if self.load is None else self.load[1] - self.load[0]
+        warmup = None if not self.batches else self.batches[0]["end"] - self.batches[0]["start"]
+        return {
+            "worker": p.name, "hardware": p.hardware, "input_size": p.input_size, "batch_size": p.batch_size,
+            "batches": p.batches, "images": p.images, "backend": p.backend, "precision": p.precision,
+            "host": self.host, "pid": self.pid, "device": self.device, "threads": self.threads,
+            "status": self.status, "error": self.error or None,
+            "batches_given": len(self.given), "images_given": self.images_given,
+            "batches_done": len(self.batches), "images_done": self.images_done,
+            "load_s": _pair(p.load_s, load),
+            "warmup_s": _pair(p.warmup_s, warmup),
+            "batch_s": _pair(p.latency_s, self.steady_batch()),
+            "finish_s": _pair(p.finish_s, self.finish),
+            "model_s_median": statistics.median([b["model_s"] for b in self.batches]) if self.batches else None,
+            "wait_s": sum(b["wait_s"] for b in self.batches),
+            "decode_s_per_image": self.decode_per_image(),
+            "bottleneck": self.bottleneck(),
+            "behind": self.behind or None,
+            "timeline": {"load": list(self.load) if self.load else None,
+                         "batches": [[b["start"], b["end"]] for b in self.batches]},
+        }
+
+
+def _pair(predicted: float, measured: float | None) -> dict:
+    return {"predicted": predicted, "measured": measured}
+
+
+@dataclass
+class RunResult:
+    plan: RunPlan
+    workers: list[WorkerRun]
+    status: str  # complete, worker-failed, interrupted
+    source: str  # "synthetic" or the images folder
+    cluster: str  # "local" or the address
+    device: str
+    started_at: str
+    steal: bool
+    labels: str | None = None
+    resumed_images: int = 0  # done by an earlier run (--resume)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    load_avg: tuple[float, float] | None = None  # 1-minute load average at the start and at the end
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "complete"
+
+    @property
+    def measured_makespan(self) -> float | None:
+        """The end of the last batch, for a complete run that did all its images now (not a resumed one)."""
+        finishes = [w.finish for w in self.workers if w.finish is not None]
+        return max(finishes) if finishes and self.complete and not self.resumed_images else None
+
+    def unfinished(self) -> list:
+        """The batches given to workers and not done (a worker died, or the run was interrupted):
+        file lists, or image counts on random inputs."""
+        done = {(b["owner"], b["batch"]) for w in self.workers for b in w.batches}
+        return [item for w in self.workers for i, item in enumerate(w.given) if (w.plan.index, i) not in done]
+
+    def failed(self) -> list[tuple[str, str]]:
+        """Files skipped: not images, or images that could not be read (with why)."""
+        return list(self.unreadable) + [tuple(f) for w in self.workers for b in w.batches for f in b["failed"]]
+
+    def to_dict(self) -> dict:
+        predicted, measured = self.plan.makespan_s, self.measured_makespan
+        decode_s, decoded = (sum(x) for x in zip(*(w.decode_totals() for w in self.workers)))
+        unfinished = self.unfinished()
+        bottlenecks = {w.bottleneck() for w in self.workers} - {None}
+        return {
+            "format": RUN_FORMAT,
+            "schema_version": RUN_SCHEMA_VERSION,
+            "status": self.status,
+            "plan": {"path": self.plan.path, "sha256": self.plan.sha256},
+            "model": {"name": self.plan.model, "path": self.plan.model_path},
+            "inputs": self.source,
+            "cluster": self.cluster,
+            "device": self.device,
+            "steal": self.steal,
+            "started_at": self.started_at,
+            "load_avg_1m": list(self.load_avg) if self.load_avg else None,
+            "predicted_makespan_s": predicted,
+            "measured_makespan_s": measured,
+            "error_rel": None if measured is None or predicted <= 0 else (measured - predicted) / predicted,
+            "deadline_s": self.plan.deadline_s,
+            "margin": self.plan.margin,
+            "met_deadline": None if measured is None else measured <= self.plan.deadline_s,
+            "images_planned": self.plan.images,
+            "images_done": sum(w.images_done for w in self.workers),
+            "images_resumed": self.resumed_images,
+            "skipped_files": [{"path": p, "reason": r} for p, r in self.failed()],
+            "images_unfinished": sum(x if isinstance(x, int) else len(x) for x in unfinished),
+            "unfinished_files": [p for x in unfinished if not isinstance(x, int) for p in x],
+            "decode_s_per_image": decode_s / decoded if decoded else None,
+            "bottleneck": "decoding" if "decoding" in bottlenecks else ("model" if bottlenecks else None),
+            "labels": self.labels,
+            "workers": [w.to_dict() for w in self.workers],
+        }

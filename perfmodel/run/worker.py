@@ -1,0 +1,200 @@
+"""The Ray actor that does one planned GPU's work: load the model, then run its batches, one at a time,
+while a thread pool decodes the next ones (PIL), and stream one record per batch back to the driver.
+
+The class is plain Python (tests can use it without Ray); perfmodel.run.execute wraps it with
+ray.remote and the resources the plan gave this worker.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import signal
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from perfmodel.errors import InputError
+
+PREFETCH = 2  # batches decoded ahead of the one running
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """How one worker runs its model."""
+
+    name: str
+    model: str  # a built-in name
+    model_path: str | None  # a TorchScript file (then `model` is only its name)
+    weights: str | None  # a torchvision state_dict file
+    device: str  # "cpu" or "cuda"
+    precision: str
+    backend: str  # torch, torch-channels-last, torch-compile, torch-channels-last-compile
+    threads: int | None  # torch intra-op threads; 1 for a CPU worker
+    decode_threads: int = 1
+    seed: int = 0
+    fault_after: int | None = None  # for fault drills and tests: SIGKILL itself after this many batches
+
+
+class LocalBatches:
+    """The worker's own batches, in order. Items are file lists, or image counts for random inputs."""
+
+    def __init__(self, owner: int, items: list):
+        self.owner, self.items, self.next = owner, list(items), 0
+
+    def take(self):
+        if self.next >= len(self.items):
+            return None
+        self.next += 1
+        return self.owner, self.next - 1, self.items[self.next - 1]
+
+
+class SharedBatches:
+    """Batches taken from the work-stealing queue (perfmodel.run.steal.BatchQueue, a Ray actor)."""
+
+    def __init__(self, queue, worker: int):
+        self.queue, self.worker = queue, worker
+
+    def take(self):
+        import ray
+
+        return ray.get(self.queue.take.remote(self.worker))
+
+
+class RunWorker:
+    def __init__(self, spec: WorkerSpec):
+        import torch  # imported here, before the clock starts: the plan's load time does not include it
+
+        from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner
+        from perfmodel.profile.models import ModelSpec
+
+        self.spec = spec
+        self.torch = torch
+        options = TorchOptions(device=spec.device, precision=spec.precision,
+                               channels_last="channels-last" in spec.backend, compile="compile" in spec.backend,
+                               threads=spec.threads)
+        self.runner = TorchRunner(ModelSpec(spec.model, spec.model_path), options, spec.seed)
+        self.pool = ThreadPoolExecutor(max(1, spec.decode_threads), thread_name_prefix="decode")
+        self.pending: deque = deque()
+        self.source = None
+        self.input_size = 0
+        self.synthetic: list | None = None
+
+    def ready(self) -> dict:
+        """Who and where this worker is (called before the clock starts)."""
+        return {"pid": os.getpid(), "host": platform.node(), "threads": self.torch.get_num_threads(),
+                "device": str(self.runner.device)}
+
+    def load(self, input_size: int, batches=None, queue=None, worker: int = 0, synthetic_batch: int | None = None) -> dict:
+        """Build the model (and its weights) on the device, then start decoding the first batches.
+        Returns the load's start and end (time.time(), seconds)."""
+        start = time.time()
+        self.runner.load()
+        if self.spec.weights:
+            self._load_weights(self.spec.weights)
+        self.runner.sync()
+        end = time.time()
+        self.input_size = input_size
+        self.source = SharedBatches(queue, worker) if queue is not None else LocalBatches(worker, batches or [])
+        if synthetic_batch is not None:  # a few random batches (never zeros) to rotate between, made once
+            self.synthetic = self.runner.inputs(synthetic_batch, input_size)
+        for _ in range(PREFETCH):
+            self._prefetch()
+        return {"start": start, "end": end}
+
+    def _load_weights(self, path: str) -> None:
+        from perfmodel.run.cluster import first_line
+
+        torch = self.torch
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:  # not a torch file, or one that needs pickled code
+            raise InputError(f"cannot read the weights {path} ({first_line(exc)}): give a state_dict saved with "
+                             "torch.save(model.state_dict(), path).") from None
+        if not isinstance(state, dict):
+            raise InputError(f"the weights {path} are not a state_dict (a dict of tensors).")
+        model = getattr(self.runner.model, "_orig_mod", self.runner.model)  # torch.compile wraps the module
+        try:
+            model.load_state_dict(state)
+        except RuntimeError as exc:
+            raise InputError(f"the weights {path} do not fit {self.spec.model}: {first_line(exc)}.") from None
+
+    def _prefetch(self) -> None:
+        item = self.source.take()
+        if item is not None:
+            owner, number, content = item
+            if self.synthetic is not None:
+                self.pending.append(_done((owner, number, content, None, [], 0.0)))
+            else:
+                self.pending.append(self.pool.submit(self._decode, owner, number, content))
+
+    def _decode(self, owner: int, number: int, paths: list[str]):
+        import numpy as np
+
+        from perfmodel.run.images import decode, reason
+
+        t0 = time.perf_counter()
+        arrays, good, failed = [], [], []
+        for path in paths:
+            try:
+                arrays.append(decode(path, self.input_size))
+                good.append(path)
+            except Exception as exc:  # an unreadable file is listed and skipped, never the end of the run
+                failed.append((path, reason(exc)))
+        batch = np.stack(arrays) if arrays else None
+        return owner, number, good, batch, failed, time.perf_counter() - t0
+
+    def run(self):
+        """Run every batch; yield one record per batch (a generator: Ray streams each as it is made)."""
+        torch, runner = self.torch, self.runner
+        done = 0
+        with runner.inference():
+            while self.pending:
+                if self.spec.fault_after is not None and done >= self.spec.fault_after:
+                    # A real death, as the OOM killer would do it, during the next batch: by then the
+                    # records of the finished ones have reached the driver, as they would have in life.
+                    time.sleep(1.0)
+                    os.kill(os.getpid(), signal.SIGKILL)
+                asked = time.time()
+                owner, number, content, array, failed, decode_s = self.pending.popleft().result()
+                self._prefetch()
+                start = time.time()
+                classes, scores = [], []
+                n = content if self.synthetic is not None else len(content)
+                if n:
+                    x = self._input(array, n, done)
+                    out = runner.model(x)
+                    runner.sync()
+                    model_end = time.time()
+                    if isinstance(out, (tuple, list)):
+                        out = out[0]
+                    top = torch.softmax(out.float(), dim=1).max(dim=1)
+                    classes, scores = top.indices.tolist(), top.values.tolist()
+                else:
+                    model_end = start
+                end = time.time()
+                yield {"seq": done, "owner": owner, "batch": number, "start": start, "end": end,
+                       "model_s": model_end - start, "wait_s": start - asked, "decode_s": decode_s, "images": n,
+                       "paths": None if self.synthetic is not None else content, "classes": classes,
+                       "scores": scores, "failed": failed}
+                done += 1
+
+    def _input(self, array, n: int, k: int):
+        torch = self.torch
+        if self.synthetic is not None:
+            return self.synthetic[k % len(self.synthetic)][:n]
+        x = torch.from_numpy(array).to(self.runner.device, self.runner.dtype)
+        if self.runner.options.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        return x
+
+
+class _done:
+    """A finished future holding `value` (random inputs need no decoding)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value

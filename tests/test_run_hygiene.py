@@ -1,0 +1,80 @@
+"""Nothing of `perfmodel run` outlives it: after Ctrl-C, SIGTERM or SIGKILL of the command, every process it
+started (the keeper, Ray's servers and agents, the workers) is gone, and so is Ray's temporary folder."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from run_data import alive, env_with_repo, ray_processes_of, stray_folders, write_plan
+
+GONE_WITHIN_S = 30.0  # generous for a loaded machine; Ray's own agents would linger a minute or more
+
+
+@pytest.fixture
+def long_plan(tmp_path):
+    """Two workers with 3,750 batches of random 64 px inputs each: still running when the signal comes."""
+    return write_plan(tmp_path, 60_000, 90, pool={"cpu": 2}, size=64)
+
+
+def start_run(plan, tmp_path) -> tuple[subprocess.Popen, list]:
+    out = tmp_path / "labels.csv"
+    process = subprocess.Popen([sys.executable, "-m", "perfmodel", "run", str(plan), "--synthetic", "--out", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_with_repo())
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:  # until both workers run their batches
+        running = [p for p in ray_processes_of(process.pid) if _title(p).startswith("ray::RunWorker.run")]
+        if len(running) == 2:
+            return process, ray_processes_of(process.pid)
+        if process.poll() is not None:
+            pytest.fail(f"perfmodel run ended early: {process.stderr.read()}")
+        time.sleep(0.2)
+    process.kill()
+    pytest.fail("the workers did not start within 240 s")
+
+
+def _title(p) -> str:
+    try:
+        return " ".join(p.cmdline())
+    except Exception:
+        return ""
+
+
+def wait_gone(processes) -> list:
+    deadline = time.monotonic() + GONE_WITHIN_S
+    while alive(processes) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return alive(processes)
+
+
+def keeper_pids(processes) -> set[int]:
+    return {p.pid for p in processes if "perfmodel.run.keeper" in _title(p)}
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupt_stops_everything_and_keeps_the_labels(long_plan, tmp_path, sig, code):
+    process, started = start_run(long_plan, tmp_path)
+    keepers = keeper_pids(started)
+    time.sleep(0.5)  # some batches done
+    process.send_signal(sig)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == code, err
+    assert ("interrupted" if sig == signal.SIGINT else "terminated") in err and "Traceback" not in err
+    assert len(pd.read_csv(tmp_path / "labels.csv")) > 0  # the finished results are kept
+    assert wait_gone(started) == []
+    assert stray_folders(keepers) == []
+
+
+def test_a_sigkill_leaves_no_process_and_no_folder(long_plan, tmp_path):
+    process, started = start_run(long_plan, tmp_path)
+    keepers = keeper_pids(started)
+    assert keepers, "the keeper was not found under perfmodel run"
+    process.kill()
+    process.wait(30)
+    assert wait_gone(started) == []
+    assert stray_folders(keepers) == []
