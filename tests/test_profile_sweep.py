@@ -161,12 +161,14 @@ def test_fresh_warmup_sizes_off_the_doubling_path_are_measured_too(tmp_path, tin
 
 
 def test_memory_is_one_input_batch_not_three(tmp_path, tiny_config):
-    """A model with no activations to speak of: its memory is its one input batch (24 MiB here),
-    not the three batches the steady state rotates between."""
+    """A model with no activations to speak of: its memory is its one input batch (96 MiB here),
+    not the three batches the steady state rotates between. The batch is large so that what a first
+    call loads once on a CPU (kernel code, thread stacks: about 20 MiB, more on some CPUs than on
+    others) cannot be mistaken for, or hide, a second batch."""
     model = faulty_models.save(faulty_models.MeanOnly(), tmp_path, "mean_only")
-    batch_mb = 8 * 3 * 512 * 512 * 4 / 2**20
+    batch_mb = 8 * 3 * 1024 * 1024 * 4 / 2**20
     for warmup in ("fresh-process", "in-process"):
-        df = run_profile(tiny_config(model=model, batch_sizes=(8,), input_sizes=(512,), warmup=warmup),
+        df = run_profile(tiny_config(model=model, batch_sizes=(8,), input_sizes=(1024,), warmup=warmup),
                          tmp_path / f"{warmup}.csv")
         assert df.loc[0, "status"] == "ok"
         assert 0.8 * batch_mb < df.loc[0, "memory_mb"] < 1.6 * batch_mb, (warmup, df.loc[0, "memory_mb"])
