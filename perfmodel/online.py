@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
+from perfmodel.files import read_csv_text
+from perfmodel.plan import _load_predictor, _pick_model, pool_counts
 from perfmodel.units import parse_duration, parse_percentile, parse_rate
 from solvers import InfeasibleProblem, ProblemError, SolverError
 from solvers.online import OnlineDiagnosis, OnlineGpuType, OnlinePlan, OnlineProblem, ServiceTimes, solve_online
@@ -96,20 +98,7 @@ def make_online_plan(
 
 def _gpu_types(options: dict[str, list[ServiceTimes]], pool, prices, objective) -> list[OnlineGpuType]:
     """The pool (every type found, in any number, without --pool) and its prices, checked as batch plans do."""
-    found = sorted(options)
-    counts = dict(pool) if pool else {name: None for name in found}
-    unknown = [name for name in counts if name not in options]
-    if unknown:
-        raise InputError(f"no profile or predictor for {', '.join(unknown)} (hardware found: {', '.join(found)}).")
-    prices = dict(prices or {})
-    unknown = [name for name in prices if name not in counts]
-    if unknown:
-        raise InputError(f"--price names {', '.join(unknown)}, which is not in the pool ({', '.join(counts)}).")
-    if objective == "cost":
-        unpriced = [name for name, n in counts.items() if name not in prices and n != 0]
-        if unpriced:
-            raise InputError(f"--objective cost needs a price per GPU-hour for {', '.join(unpriced)}: "
-                             f"add e.g. --price {unpriced[0]}=2.5.")
+    counts, prices = pool_counts(options, pool, prices, objective)
     return [OnlineGpuType(name, n, options[name], prices.get(name)) for name, n in counts.items()]
 
 
@@ -119,7 +108,6 @@ def _gpu_types(options: dict[str, list[ServiceTimes]], pool, prices, objective) 
 
 def service_options(profiles, predictors, model, input_size: int, backend=None, precision=None) -> dict[str, list[ServiceTimes]]:
     """Per hardware type, every way of serving `model` at `input_size` that the sources time."""
-    from perfmodel.plan import _load_predictor, _pick_model
     from perfmodel.schema import load_profiles
 
     frame = load_profiles(profiles) if profiles else None
@@ -210,19 +198,7 @@ def read_arrivals(path: str | os.PathLike) -> np.ndarray:
 
     source = os.fspath(path)
     hint = f"give a CSV with a column '{ARRIVAL_COLUMN}' of arrival times in seconds"
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except FileNotFoundError:
-        raise InputError(f"{source} does not exist: {hint}.") from None
-    except IsADirectoryError:
-        raise InputError(f"{source} is a directory: {hint}.") from None
-    except PermissionError:
-        raise InputError(f"cannot read {source}: permission denied.") from None
-    except pd.errors.EmptyDataError:
-        raise InputError(f"{source} is empty: {hint}.") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{source} is not a readable CSV file ({reason}).") from None
+    frame = read_csv_text(path, InputError, f"an arrivals CSV (a column '{ARRIVAL_COLUMN}' of times in seconds)")
     columns = [c.strip() for c in frame.columns]
     if ARRIVAL_COLUMN not in columns:
         raise InputError(f"{source} has no column '{ARRIVAL_COLUMN}' (it has {', '.join(columns) or 'none'}): {hint}.")

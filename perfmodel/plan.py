@@ -408,16 +408,13 @@ def _with_decode(options: dict[str, _Options], decode) -> float:
     return float(seconds)
 
 
-def _problem(options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches, gap,
-             time_limit) -> solvers.Problem:
-    found = sorted(options)
-    if pool:
-        unknown = [name for name in pool if name not in options]
-        if unknown:
-            raise InputError(f"no profile or predictor for {', '.join(unknown)} (hardware found: {', '.join(found)}).")
-        counts = dict(pool)
-    else:
-        counts = {name: None for name in found}
+def pool_counts(found, pool, prices, objective) -> tuple[dict, dict]:
+    """The pool (every type found, in any number, without --pool) and its prices, checked: every type
+    named has a source, every price a type, and a cost objective a price for every type it may use."""
+    unknown = [name for name in (pool or {}) if name not in found]
+    if unknown:
+        raise InputError(f"no profile or predictor for {', '.join(unknown)} (hardware found: {', '.join(sorted(found))}).")
+    counts = dict(pool) if pool else {name: None for name in sorted(found)}
     prices = dict(prices or {})
     unknown = [name for name in prices if name not in counts]
     if unknown:
@@ -428,6 +425,12 @@ def _problem(options, workload, deadline_s, pool, prices, mode, objective, margi
         if unpriced:
             raise InputError(f"--objective cost needs a price per GPU-hour for {', '.join(unpriced)}: "
                              f"add e.g. --price {unpriced[0]}=2.5.")
+    return counts, prices
+
+
+def _problem(options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches, gap,
+             time_limit) -> solvers.Problem:
+    counts, prices = pool_counts(options, pool, prices, objective)
     try:
         types = []
         for name, count in counts.items():

@@ -190,6 +190,19 @@ def test_groups_are_selected_by_key_including_triton_columns():
     assert predictor.select(model="nothing") == ()
 
 
+def test_open_loop_rows_are_left_out_of_the_fit():
+    """Open-loop rows (profile --rate) time queueing at a rate, not a batch: fitted with the closed-loop
+    sweep they would pull the curve up; the fit leaves them out and says how many."""
+    closed = _frame()
+    open_loop = _frame(latency_ms=closed["latency_ms"] * 50, latency_p99_ms=closed["latency_p99_ms"] * 80, rate_per_s=100.0)
+    mixed = perfmodel.fit([closed, open_loop], families=FAST)
+    alone = perfmodel.fit(closed, families=FAST)
+    assert mixed.provenance["open_loop_rows_left_out"] == len(open_loop)
+    assert mixed.latency_ms(16, 224) == pytest.approx(alone.latency_ms(16, 224))
+    with pytest.raises(InputError, match="only open-loop rows"):
+        perfmodel.fit(open_loop, families=FAST)
+
+
 @pytest.mark.parametrize("frame, message", [
     (_frame().iloc[:1], "a single measured point"),
     (_frame(status="oom", latency_ms=np.nan), "no point measured 'ok'"),

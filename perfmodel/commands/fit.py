@@ -80,5 +80,9 @@ def run(args) -> int:
             console.note(transfer_note(group))
     for skipped in predictor.provenance.get("transfer", {}).get("skipped", []):
         console.note(f"not transferred: {skipped}")
+    left_out = predictor.provenance.get("open_loop_rows_left_out")
+    if left_out:
+        console.note(f"left out {left_out} open-loop row(s) (profile --rate): they time queueing at a rate, "
+                     "not a batch; plan --mode online models the queueing itself")
     console.note(f"wrote {len(predictor.groups)} group(s) to {args.out}")
     return 0

@@ -49,6 +49,7 @@ def fit(profiles: Profiles, *, families: Iterable[str] = DEFAULT_FAMILIES,
         raise InputError(f"unknown model famil{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown) or '(none)'}; "
                          f"choose from {', '.join(FAMILIES)}.")
     frame, sources = _read(profiles)
+    frame, open_loop = _without_open_loop(frame)
     keys = list(KEY_COLUMNS) + [c for c in EXTRA_KEY_COLUMNS if c in frame.columns and _present(frame[c]).any()]
     frame = frame.copy()
     for column in keys:  # a missing extra key (a profile without that column) groups as "" not NaN
@@ -77,6 +78,8 @@ def fit(profiles: Profiles, *, families: Iterable[str] = DEFAULT_FAMILIES,
     }
     if transfer_note is not None:
         provenance["transfer"] = transfer_note
+    if open_loop:
+        provenance["open_loop_rows_left_out"] = open_loop
     return Predictor(groups, provenance)
 
 
@@ -134,6 +137,19 @@ def _read(profiles: Profiles) -> tuple[pd.DataFrame, list[dict]]:
     if not frames:
         raise InputError("no profile given: name at least one profile CSV.")
     return pd.concat(frames, ignore_index=True, sort=False), sources
+
+
+def _without_open_loop(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The rows measured one call at a time, and how many open-loop rows (`profile --rate`) were left
+    out: their latency is queueing plus service at a request rate, not a batch's time, and the
+    online planner models the queueing itself."""
+    if "rate_per_s" not in frame.columns:
+        return frame, 0
+    open_loop = _present(frame["rate_per_s"])
+    if open_loop.all():
+        raise InputError("these profiles hold only open-loop rows (profile --rate): a fit needs the batch-size "
+                         "sweep of a closed-loop profile (perfmodel profile without --rate).")
+    return frame[~open_loop], int(open_loop.sum())
 
 
 def _missing(value) -> bool:
