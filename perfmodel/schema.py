@@ -18,7 +18,7 @@ import pandas as pd
 
 from perfmodel.errors import ProfileFormatError
 from perfmodel.files import atomic_write_text, read_csv_text
-from perfmodel.units import MAX_BATCH_SIZE, MAX_INPUT_SIZE
+from perfmodel.units import GPU_TYPE_NAME, MAX_BATCH_SIZE, MAX_INPUT_SIZE
 
 SCHEMA_VERSION = 1
 
@@ -193,6 +193,21 @@ def _where(source: str, row: int, column: str) -> str:
     return f"{source}, row {row + 1}, column '{column}'"
 
 
+def _check_names(df: pd.DataFrame, source: str) -> None:
+    """The hardware key is what --pool and --price name, so it must be a GPU type name; model and
+    backend are printed in tables and figures, so they may hold no control character."""
+    bad = ~df["hardware"].map(lambda v: bool(GPU_TYPE_NAME.fullmatch(v)))
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise ProfileFormatError(f"{_where(source, i, 'hardware')}: {_shown(df['hardware'].iloc[i])} is not a GPU type name "
+                                 "(letters, digits, '_', '-', '.'), which --pool and --price could name.")
+    for column in ("model", "backend"):
+        bad = ~df[column].map(str.isprintable)
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ProfileFormatError(f"{_where(source, i, column)}: {_shown(df[column].iloc[i])} holds a control character.")
+
+
 def _convert_numbers(df: pd.DataFrame, source: str) -> pd.DataFrame:
     """Turn text cells into numbers; empty cells become NaN, anything else unreadable is an error.
 
@@ -242,6 +257,7 @@ def validate_profile(df: pd.DataFrame, source: str = "profile") -> pd.DataFrame:
         if empty.any():
             i = int(np.flatnonzero(empty.to_numpy())[0])
             raise ProfileFormatError(f"{_where(source, i, column)} is empty; every row needs a {column}.")
+    _check_names(df, source)
     df["precision"] = df["precision"].str.lower()
     df["status"] = df["status"].str.lower()
     _check_choice(df, "status", STATUSES, source)

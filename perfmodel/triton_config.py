@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfmodel.errors import InputError
-from perfmodel.files import atomic_write_text
+from perfmodel.files import atomic_write_text, check_path
 
 CONFIG = "config.pbtxt"
 KINDS = ("KIND_GPU", "KIND_CPU")
@@ -63,7 +63,7 @@ def targets(directory: Path, names: list[str]) -> dict[str, Path]:
 
 def check_target(directory: str | os.PathLike, protected=()) -> Path:
     """Fail before any work if DIR cannot take the configs (not a directory, read-only, one of the inputs)."""
-    path = Path(directory)
+    path = check_path(directory, "--triton-config")
     if path.exists() and not path.is_dir():
         raise InputError(f"--triton-config {path} is a file: give the model's directory in the model repository.")
     parent = path if path.exists() else path.parent

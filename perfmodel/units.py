@@ -17,7 +17,7 @@ _DURATION = re.compile(rf"([-+]?)\s*({_NUMBER})\s*(ms|s|sec|m|min|h|hr)?")
 _SECONDS = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hr": 3600.0, None: 1.0}
 _COUNT = re.compile(r"([-+]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([kKMG])?")
 _SCALE = {None: 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9}
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+GPU_TYPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # what --pool and --price can name
 
 # The largest values anything typed may take: beyond them the input is a slip of the keyboard, and
 # the arithmetic further on (int64 image counts, float seconds) would stop being exact.
@@ -128,11 +128,13 @@ def parse_percentile(text: str, what: str = "--percentile") -> float:
     """'99', '99.9' or 'p99' -> 99.0: the share of requests, in percent, that must meet the objective."""
     raw = str(text).strip().lower().removeprefix("p").removesuffix("%")
     try:
+        if not re.fullmatch(_NUMBER, raw):  # float() would also read '٣', '1_0' or 'nan'
+            raise ValueError(raw)
         value = float(raw)
     except ValueError:
-        raise InputError(f"{what} {text!r} is not a percentile: write e.g. 99, 99.9 or 50.") from None
+        raise InputError(f"{what} {shown(text)} is not a percentile: write e.g. 99, 99.9 or 50.") from None
     if not (math.isfinite(value) and 0 < value < 100):
-        raise InputError(f"{what} {text!r} must lie strictly between 0 and 100, e.g. 99.")
+        raise InputError(f"{what} {shown(text)} must lie strictly between 0 and 100, e.g. 99.")
     return value
 
 
@@ -151,7 +153,7 @@ def _pairs(text: str, what: str, example: str) -> list[tuple[str, str]]:
 
 
 def _name(key: str, what: str) -> str:
-    if not _NAME.fullmatch(key):
+    if not GPU_TYPE_NAME.fullmatch(key):
         raise InputError(f"{what}: {shown(key)} is not a GPU type name (letters, digits, '_', '-', '.').")
     return key
 

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from perfmodel.profile import ProfileConfig, StabilityRule
 
 # Short sampling: tests check behaviour, not numbers, so a fraction of a second per point is enough.
 FAST_RULE = StabilityRule(rel_ci=0.5, min_samples=5, max_samples=50, max_time_s=0.2, floor_samples=3, warmup_calls=1)
+
+
+# Tests started in the background of a non-interactive shell inherit SIGINT ignored, and so would every
+# perfmodel process they start, which then cannot be interrupted: the Ctrl-C tests need it at its default
+# (a handler here resets to the default in every program started from this process).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):

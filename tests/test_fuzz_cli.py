@@ -44,6 +44,7 @@ class Command:
     name: str
     call: tuple[str, ...]
     positional_file: str | None = None  # the placeholder of the positional input, e.g. "{profile}"
+    positional_kind: str = "profile"  # the kind of file the positional slot reads
     file_options: dict[str, str] = field(default_factory=dict)  # option -> the kind of file it reads
     flags: dict[str, str] = field(default_factory=dict)
 
@@ -87,6 +88,34 @@ COMMANDS = {
                "--max-call-ms": "positive", "--memory-limit-mb": "positive", "--max-time-per-point": "positive",
                "--precision": "choice", "--warmup": "choice", "--backend": "choice"},
     ),
+    "profile --rate": Command(
+        "profile --rate", ("profile", "--backend", "triton", "--model", "tiny", "--out", "{out}.csv", "--batch-sizes",
+                           "1", "--input-sizes", "32", "--rate", "50/s", "--duration", "2s"),
+        flags={"--rate": "rates", "--duration": "deadline"},
+    ),
+    "online": Command(
+        "online", ("plan", "--mode", "online", "--rate", "400/s", "--slo", "100ms", "--profile", "{profile}",
+                   "--input-size", "64"),
+        file_options={"--profile": "profile", "--predictor": "predictor", "--arrivals": "arrivals"},
+        flags={"--rate": "rate", "--slo": "deadline", "--percentile": "percentile", "--request-size": "whole",
+               "--max-queue-delay": "delays", "--pool": "pool", "--price": "price", "--input-size": "size",
+               "--objective": "choice", "--triton-config": "outdir"},
+    ),
+    "import": Command(
+        "import", ("import", "table", "{table}", "--out", "{out}.csv", "--hardware", "t4", "--model", "resnet50",
+                   "--backend", "tensorflow", "--precision", "fp16", "--input-size", "224"),
+        positional_file="{table}", positional_kind="table",
+        flags={"--input-size": "size", "--batch-size": "sizes", "--hardware": "identity", "--out": "outfile",
+               "--latency-from": "choice"},
+    ),
+    "run": Command(
+        "run", ("run", "{plan}", "--synthetic", "--device", "cpu", "--out", "{out}.csv"),
+        positional_file="{plan}", positional_kind="plan",
+        flags={"--decode-threads": "whole", "--device": "choice", "--out": "outfile", "--address": "address"},
+    ),
+    "report --run": Command(
+        "report --run", ("report", "--plan", "{plan}", "--out", "{out}"), file_options={"--run": "plan"},
+    ),
 }
 
 # Bad values by kind: each must be refused (exit 2) wherever that kind of value goes.
@@ -109,9 +138,15 @@ BAD_VALUES = {
     "price": ["cpu=-1", "cpu=nan", "cpu=inf", "cpu=1e400", "cpu=abc", "nosuch=1", "cpu=1e7", "cpu=", "cpu=1,cpu=2"],
     "name": ["nosuch", "\x1b[31mred", "a\nb", ""],
     "choice": ["nosuch", "", "-x"],
+    "identity": ["\x1b[31mred", "a\nb", "", " "],  # a name a command writes, e.g. import --hardware
     "families": ["", "nosuch", "linear,nosuch", ","],
     "outfile": ["/dev/null", "/", "/nonexistent-dir/x.json", "", "a\x00b.json"],
     "outdir": ["/dev/null", "", "a\x00b"],
+    "rate": ["0/s", "-5/s", "400/d", "1e309/s", "nan/s", "/s", "400/s/s", *_NUMBERS],
+    "rates": ["0/s", "-5/s", "50,,100/s", "a/s", "1e309/s", *_NUMBERS],
+    "percentile": ["0", "100", "-5", "101", "99.99.9", *_NUMBERS],
+    "delays": ["-1ms", "1d", "0,,1ms", "abc", "1e309s", *_NUMBERS],
+    "address": ["", "nohost:notaport", "host:99999", "a\nb:1", "ray://", "\x1b[31m:1"],
 }
 
 # Known gaps in `perfmodel profile`'s own flags: they belong to the profiler's work on issue 11 (item 8),
@@ -148,6 +183,7 @@ def ws(tmp_path_factory) -> Path:
     good_plan = json.loads((ws / "plan.json").read_text())
     for name, change in HOSTILE_PLANS.items():
         (ws / name).write_text(json.dumps({**good_plan, **change}))
+    shutil.copy(REPO / "tests" / "data" / "import" / "published_table.csv", ws / "table.csv")
     (ws / "folder").mkdir()
     return ws
 
@@ -200,6 +236,8 @@ _ANY = ["missing.csv", "folder", "/dev/null", "line\nbreak.csv", "empty.json", "
 _JSON = ["deep.json", "deep70.json", "bigint.json", "nan.json", "infinity.json", "hugefloat.json", "dupkeys.json",
          "list.json", "string.json", "notjson.json", "profile.csv"]
 HOSTILE_FILES = {  # by the kind of file a slot reads: the hostile ones, and good ones of another kind
+    "table": [*_ANY, "nul.csv", "dupcolumn.csv", "predictor.json", "deep.json", "bigint.json"],
+    "arrivals": [*_ANY, "nul.csv", "profile.csv", "predictor.json", "bigint.json"],
     "profile": [*_ANY, "nul.csv", "dupcolumn.csv", *HOSTILE_PROFILES, "predictor.json", "deep.json", "bigint.json"],
     "predictor": [*_ANY, *_JSON, *HOSTILE_PREDICTORS, "plan.json"],
     "plan": [*_ANY, *_JSON, *HOSTILE_PLANS, "predictor.json"],
@@ -248,8 +286,10 @@ def elsewhere(tmp_path, monkeypatch):
 
 @pytest.fixture
 def tripwire(monkeypatch):
-    """perfmodel profile's sweep, replaced: an invalid flag that got this far would start a measurement."""
+    """perfmodel profile's sweeps and perfmodel run's execution, replaced: an invalid flag that got this
+    far would start a measurement or a Ray cluster."""
     import perfmodel.profile
+    import perfmodel.run.cluster
 
     class Measured(Exception):
         pass
@@ -258,6 +298,8 @@ def tripwire(monkeypatch):
         raise Measured("the sweep started: an invalid value was accepted")
 
     monkeypatch.setattr(perfmodel.profile, "run_profile", trip)
+    monkeypatch.setattr(perfmodel.run.cluster.LocalRay, "start", trip)
+    monkeypatch.setattr(perfmodel.run.cluster, "connect", trip)
     return Measured
 
 
@@ -267,6 +309,21 @@ FLAG_CASES = [
     pytest.param(name, flag, value, id=f"{name} {flag} {value[:12]!r}")
     for name, command in COMMANDS.items() for flag, kind in command.flags.items() for value in BAD_VALUES[kind]
 ]
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_the_valid_call_of_every_entry_is_accepted(ws, capsys, tripwire, name):
+    """The control: each entry's own call passes every check (it succeeds, or reaches the tripwire), so
+    that a refusal below is the bad value's doing, not the call's."""
+    try:
+        result = invoke(capsys, COMMANDS[name].argv(ws))
+    except tripwire:
+        return
+    finally:
+        shutil.rmtree(ws / "out", ignore_errors=True)
+        for written in ("out.csv", "out.json"):
+            (ws / written).unlink(missing_ok=True)
+    assert result.code == 0, result.err[-500:]
 
 
 @pytest.mark.parametrize("name, flag, value", FLAG_CASES)
@@ -315,16 +372,17 @@ def test_any_flag_value_is_a_plan_or_one_sentence(ws, capsys, flag, value):
 # --- hostile files ----------------------------------------------------------------------------------------
 
 FILE_SLOTS = [(name, option, kind) for name, command in COMMANDS.items()
-              for option, kind in (({None: "profile"} if command.positional_file else {}) | command.file_options).items()]
+              for option, kind in (({None: command.positional_kind} if command.positional_file else {}) | command.file_options).items()]
 
 
 @pytest.mark.parametrize("name, option, kind", FILE_SLOTS, ids=[f"{n} {o or 'positional'}" for n, o, _ in FILE_SLOTS])
-def test_hostile_files_are_refused_in_one_sentence(ws, capsys, name, option, kind):
+def test_hostile_files_are_refused_in_one_sentence(ws, capsys, tripwire, name, option, kind):
     """Every hostile file in every file slot of every command: exit 2, one sentence, nothing written."""
     before = snapshot(ws)
     for hostile in HOSTILE_FILES[kind]:
         path = hostile if hostile.startswith("/") else str(ws / hostile)
         result = invoke(capsys, COMMANDS[name].argv(ws, option, path))
+        assert result.code == 2, (hostile, result.code, result.err[-300:])
         message = assert_refused(result)
         assert "\n" not in message
         assert snapshot(ws) == before, hostile

@@ -190,7 +190,7 @@ def test_real_cpu_out_of_memory_under_a_memory_limit(tmp_path, tiny_config):
     ok = df[df["status"] == "ok"]
     largest_ok = ok["batch_size"].max()
     smallest_oom = df.loc[df["status"] == "oom", "batch_size"].min()
-    assert smallest_oom == largest_ok + 1
+    assert smallest_oom == largest_ok + 1, df[["batch_size", "status", "memory_mb", "error"]].to_string()
     assert ok["memory_mb"].max() <= 150 * 1.1
     assert df.loc[df["status"] == "oom", "error"].str.contains("alloc", case=False).all()
 

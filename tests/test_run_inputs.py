@@ -77,7 +77,7 @@ def test_bad_images_and_options_are_refused(tmp_path, plan, capsys):
     assert "one of the arguments --images --synthetic is required" in refused(capsys, plan)
     assert "not allowed with argument" in refused(capsys, plan, "--synthetic", "--images", many)
     assert "--device cuda: this plan's workers are of type cpu" in refused(capsys, plan, "--synthetic", "--device", "cuda")
-    assert "--decode-threads must be" in refused(capsys, plan, "--synthetic", "--decode-threads", "0")
+    assert "--decode-threads: must be a positive whole number" in refused(capsys, plan, "--synthetic", "--decode-threads", "0")
 
 
 def test_a_gpu_plan_on_a_machine_without_gpus_is_refused(tmp_path, capsys, monkeypatch):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 EXIT_CODES = """exit codes:
   0    success
@@ -16,3 +17,21 @@ EXIT_CODES = """exit codes:
 
 def formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+def positive(unit: str, whole: bool = False):
+    """An argparse type: a finite number above zero (a whole one if `whole`), else one clear sentence."""
+    what = "a positive whole number" if whole else f"a positive number of {unit}"
+
+    def parse(text: str):
+        try:
+            if whole and not text.strip().isascii():  # int() would read '٣' as 3
+                raise ValueError(text)
+            value = int(text) if whole else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}") from None
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}")
+        return value
+
+    return parse

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import re
 
 from perfmodel import console
 from perfmodel.commands.common import EXIT_CODES, formatter
@@ -61,16 +61,12 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from perfmodel.errors import InputError
     from perfmodel.files import check_writable
     from perfmodel.importers import ImportSettings, import_profile
     from perfmodel.schema import write_profile
     from perfmodel.units import parse_input_size
 
-    out = os.path.realpath(args.out)
-    if any(os.path.exists(f) and os.path.realpath(f) == out for f in args.files):
-        raise InputError(f"--out {args.out} is one of the files to import; write the profile to another file.")
-    check_writable(args.out)
+    check_writable(args.out, inputs=args.files)
     settings = ImportSettings(
         hardware=args.hardware, model=args.model, backend=args.backend, precision=args.precision,
         input_size=None if args.input_size is None else parse_input_size(args.input_size, "--input-size"),
@@ -92,13 +88,12 @@ def run(args) -> int:
 
 def _batch_sizes(text: str | None) -> tuple[int, ...]:
     from perfmodel.errors import InputError
+    from perfmodel.units import MAX_BATCH_SIZE, shown
 
     if text is None:
         return ()
-    try:
-        sizes = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise InputError(f"--batch-size takes whole numbers separated by commas, e.g. 1,8,32; not {text!r}.") from None
-    if not sizes or min(sizes) < 1:
-        raise InputError(f"--batch-size takes whole numbers >= 1, e.g. 1,8,32; not {text!r}.")
-    return sizes
+    items = [part.strip() for part in text.split(",")]
+    if not all(re.fullmatch(r"[0-9]{1,7}", part) and 1 <= int(part) <= MAX_BATCH_SIZE for part in items):
+        raise InputError(f"--batch-size takes one whole number from 1 to {MAX_BATCH_SIZE:,} per file, separated by "
+                         f"commas, e.g. 1,8,32; not {shown(text)}.")
+    return tuple(int(part) for part in items)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from perfmodel import console
 
 ONLINE_EXAMPLES = """online serving (--mode online):
@@ -45,7 +47,9 @@ def run_online(args) -> int:
     from perfmodel.errors import InputError
     from perfmodel.online import (ONLINE_COLUMNS, NoOnlinePlanError, make_online_plan, online_rows, online_summary,
                                   triton_header, triton_settings)
-    from perfmodel.units import parse_duration, parse_input_size, parse_percentile, parse_pool, parse_prices, parse_rate
+    from perfmodel.plan import MAX_GPUS
+    from perfmodel.units import (MAX_BATCH_SIZE, parse_duration, parse_input_size, parse_percentile, parse_pool, parse_prices,
+                                 parse_rate, shown)
 
     if args.slo is None:
         raise InputError("--mode online needs --slo, the latency objective, e.g. --slo 100ms.")
@@ -54,9 +58,11 @@ def run_online(args) -> int:
         delays = [parse_duration(d.strip(), "--max-queue-delay", allow_zero=True) for d in args.max_queue_delay.split(",")]
     request_size = 1
     if args.request_size is not None:
-        if not str(args.request_size).strip().isdigit() or int(args.request_size) < 1:
-            raise InputError(f"--request-size {args.request_size!r} is not a whole number of images >= 1.")
-        request_size = int(args.request_size)
+        text = str(args.request_size).strip()
+        if not re.fullmatch(r"[0-9]{1,9}", text) or not 1 <= int(text) <= MAX_BATCH_SIZE:
+            raise InputError(f"--request-size {shown(args.request_size)} is not a whole number of images from 1 to "
+                             f"{MAX_BATCH_SIZE:,}.")
+        request_size = int(text)
     triton_dir = None
     if args.triton_config is not None:
         from perfmodel.triton_config import check_target
@@ -69,7 +75,7 @@ def run_online(args) -> int:
             percentile=99.0 if args.percentile is None else parse_percentile(args.percentile),
             profiles=args.profile,
             predictors=args.predictor,
-            pool=None if args.pool is None else parse_pool(args.pool),
+            pool=None if args.pool is None else parse_pool(args.pool, maximum=MAX_GPUS),
             prices=None if args.price is None else parse_prices(args.price),
             objective=args.objective,
             request_size=request_size,

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import math
 import signal
 
 from perfmodel import console
-from perfmodel.commands.common import EXIT_CODES, formatter
+from perfmodel.commands.common import EXIT_CODES, formatter, positive
 from perfmodel.errors import InputError, PerfmodelError
 
 PROFILE_EXAMPLES = """examples:
@@ -28,24 +27,6 @@ PROFILE_EXAMPLES = """examples:
 Each point is written as soon as it is measured; after an interruption (Ctrl-C, SIGTERM), run the same
 command with --resume to measure only what is missing.
 """
-
-
-def _positive(unit: str, whole: bool = False):
-    """An argparse type: a finite number above zero (a whole one if `whole`), else one clear sentence."""
-    what = "a positive whole number" if whole else f"a positive number of {unit}"
-
-    def parse(text: str):
-        try:
-            if whole and not text.strip().isascii():  # int() would read '٣' as 3
-                raise ValueError(text)
-            value = int(text) if whole else float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}") from None
-        if not (math.isfinite(value) and value > 0):
-            raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}")
-        return value
-
-    return parse
 
 
 def _fraction(text: str) -> float:
@@ -96,27 +77,27 @@ def add_parser(sub) -> None:
     p.add_argument("--fresh-warmup-at", type=_batch_list, default=None, metavar="LIST",
                    help="measure the warm-up in fresh processes only at these batch sizes, e.g. 1,16,256 (other "
                         "points: steady state only, warmup_ms empty); the way to fit a GPU sweep into minutes")
-    p.add_argument("--threads", type=_positive("", whole=True), default=None, metavar="N",
+    p.add_argument("--threads", type=positive("", whole=True), default=None, metavar="N",
                    help="torch threads (default: 1 on CPU, torch's default on CUDA)")
     p.add_argument("--hardware", default=None, metavar="KEY", help="pool key for this device (default: from its name: h100, a100, cpu ...)")
-    p.add_argument("--max-batch-size", type=_positive("", whole=True), default=None, metavar="N",
+    p.add_argument("--max-batch-size", type=positive("", whole=True), default=None, metavar="N",
                    help="auto: largest batch to try (default: 1024 on CPU, 16384 on CUDA); with --rate: the "
                         "server's dynamic batcher's largest batch (default: 64)")
-    p.add_argument("--max-call-ms", type=_positive("milliseconds"), default=None, metavar="MS",
+    p.add_argument("--max-call-ms", type=positive("milliseconds"), default=None, metavar="MS",
                    help="auto: stop growing after a call this slow (default: 2000 on CPU, no limit on CUDA)")
     p.add_argument("--search-tolerance", type=_fraction, default=0.0, metavar="FRACTION",
                    help="auto: stop bisecting once the largest batch that runs is known within this fraction, "
                         "e.g. 10%% (default: 0, exact)")
-    p.add_argument("--memory-limit-mb", type=_positive("MiB"), default=None, metavar="MB",
+    p.add_argument("--memory-limit-mb", type=positive("MiB"), default=None, metavar="MB",
                    help="the memory budget, over which a batch counts as out-of-memory: on a CPU the process's "
                         "data (default: half the free memory); on CUDA the device memory each worker may use, "
                         "to profile a smaller GPU (default: all of it)")
-    p.add_argument("--max-time-per-point", type=_positive("seconds"), default=10.0, metavar="S",
+    p.add_argument("--max-time-per-point", type=positive("seconds"), default=10.0, metavar="S",
                    help="stop sampling a point after this many seconds (default: 10)")
-    p.add_argument("--call-timeout", type=_positive("seconds"), default=300.0, metavar="S",
+    p.add_argument("--call-timeout", type=positive("seconds"), default=300.0, metavar="S",
                    help="a model call (or a point's set-up) that has not returned after this long fails its point, "
                         "and the sweep goes on (default: 300)")
-    p.add_argument("--worker-timeout", type=_positive("seconds"), default=900.0, metavar="S",
+    p.add_argument("--worker-timeout", type=positive("seconds"), default=900.0, metavar="S",
                    help="longest a fresh warm-up process may take, from its start to its answer (default: 900)")
     p.add_argument("--resume", action="store_true", help="continue the sweep already in --out, measuring only missing points")
     p.add_argument("--estimate", action="store_true",
@@ -130,9 +111,9 @@ def add_parser(sub) -> None:
     t.add_argument("--architecture", default=None, choices=["local-server", "remote-server"],
                    help="the profile's architecture (default: remote-server for a --url host off this machine)")
     t.add_argument("--server-model", default=None, metavar="NAME", help="the model's name on the server (default: --model's)")
-    t.add_argument("--request-timeout", type=_positive("seconds"), default=None, metavar="S",
+    t.add_argument("--request-timeout", type=positive("seconds"), default=None, metavar="S",
                    help="longest wait for one request (default: 60)")
-    t.add_argument("--server-timeout", type=_positive("seconds"), default=None, metavar="S",
+    t.add_argument("--server-timeout", type=positive("seconds"), default=None, metavar="S",
                    help="longest wait for a local server to be ready (default: 180)")
     t.add_argument("--rate", default=None, metavar="LIST", help="open-loop load instead of a concurrency: requests/s, e.g. 50,100,200/s; "
                    "the local server batches dynamically")

@@ -8,7 +8,7 @@ import signal
 import sys
 
 from perfmodel import console
-from perfmodel.commands.common import EXIT_CODES, formatter
+from perfmodel.commands.common import EXIT_CODES, formatter, positive
 
 RUN_EXAMPLES = """examples:
   perfmodel plan --images 2000 --deadline 90s --profile p.csv --json > plan.json
@@ -57,7 +57,7 @@ def add_parser(sub) -> None:
     p.add_argument("--weights", metavar="FILE", help="a torchvision state_dict for a built-in model (default: random weights)")
     p.add_argument("--steal", action="store_true", help="a worker that runs out of batches takes unstarted ones of a "
                    "late worker of its input size (off by default, so that the plan is what is measured)")
-    p.add_argument("--decode-threads", type=int, default=1, metavar="N", help="image-decoding threads per worker (default: 1)")
+    p.add_argument("--decode-threads", type=positive("", whole=True), default=1, metavar="N", help="image-decoding threads per worker (default: 1)")
     p.add_argument("--json", action="store_true", help="print what was predicted and measured as JSON")
     p.set_defaults(run=run)
 
@@ -82,12 +82,9 @@ def _sigterm_as_interrupt():
 
 
 def run(args) -> int:
-    from perfmodel.errors import InputError
     from perfmodel.run.execute import RunOptions, run_plan
     from perfmodel.run.planfile import read_run_plan
 
-    if args.decode_threads < 1:
-        raise InputError("--decode-threads must be a whole number >= 1.")
     plan = read_run_plan(args.plan)
     options = RunOptions(images=args.images, synthetic=args.synthetic, out=args.out, resume=args.resume,
                          address=args.address, device=args.device, weights=args.weights, model_path=args.model,

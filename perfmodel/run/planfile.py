@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from perfmodel.errors import InputError
 from perfmodel.files import read_json
 from perfmodel.plan_context import check_plan_format, sha256_of
+from perfmodel.plan_fields import check_plan_fields
 
 HOW = "give the JSON that `perfmodel plan --json` prints"
 REMAKE = "make it again with `perfmodel plan ... --json` (this perfmodel records what running it needs)"
@@ -70,13 +71,15 @@ def read_run_plan(path) -> RunPlan:
     data = read_json(path, InputError, "a plan", HOW)
     if not isinstance(data, dict) or not isinstance(data.get("status"), str):
         raise InputError(f"{source} is JSON but not a plan (no \"status\"); {HOW}.")
+    if data.get("mode") == "online":
+        raise InputError(f"{source} is an online plan (--mode online): it sizes a server for a request rate, there "
+                         "is no set of images to run; deploy it with plan --triton-config, or run a batch plan.")
     check_plan_format(data, source, HOW)
+    check_plan_fields(data, source, HOW)
     if data["status"] == "infeasible":
         reason = data.get("reason") if isinstance(data.get("reason"), str) else "no plan met the deadline"
         raise InputError(f"{source} is an infeasible plan ({reason}): there is nothing to run; make a plan that "
                          "meets the deadline first.")
-    if data["status"] not in ("optimal", "feasible"):
-        raise InputError(f"{source} has status {data['status']!r}, not optimal or feasible; {HOW}.")
     model = data.get("model")
     if not isinstance(model, dict) or not isinstance(model.get("name"), str) or not model["name"]:
         raise InputError(f"{source} does not name its model; {REMAKE}.")
