@@ -251,7 +251,9 @@ def _record_profile_basis(basis, hardware, group) -> None:
             basis.cite(hardware, _label(row), cited, "published")
         else:
             basis.cite(hardware, _label(row), f"profile {row.profile_file}", "measured")
-    if group["warmup_ms"].isna().any():
+    labels = [_label(row) for row in group.itertuples(index=False)]
+    measured = group["warmup_ms"].notna().groupby([group["input_size"].to_numpy(), labels]).any()
+    if not measured.all():  # an option with no warm-up at an input size: its first batch is timed as a steady one
         basis.of(hardware).warmup_measured = False
 
 
@@ -264,10 +266,7 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
     if precision:
         rows = rows[rows["precision"] == precision]
     column = LATENCY_COLUMNS[use]
-    missing = rows["warmup_ms"].isna()
-    if missing.any():
-        warnings.warn(f"{int(missing.sum())} profile point(s) have no warm-up time; planning with their latency instead.",
-                      PerfmodelWarning, stacklevel=3)
+    filled = unmeasured = 0
     for hardware, group in rows.groupby("hardware", sort=True):
         o = options.setdefault(str(hardware), _Options())
         _record_profile_basis(basis, str(hardware), group)
@@ -276,11 +275,42 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
             o.load_from.add("profile")
         for size, at in group.groupby("input_size", sort=True):
             latency = at[column].to_numpy(dtype=float)
-            warmup = at["warmup_ms"].to_numpy(dtype=float)
-            warmup = np.where(np.isnan(warmup), latency, warmup)
+            labels = np.array([_label(r) for r in at.itertuples(index=False)])
+            warmup, n_filled, n_unmeasured = _fill_warmup(at["batch_size"].to_numpy(dtype=float), labels, latency,
+                                                          at["warmup_ms"].to_numpy(dtype=float))
+            filled, unmeasured = filled + n_filled, unmeasured + n_unmeasured
             o.add(int(size), at["batch_size"].to_numpy(dtype=np.int64), latency / 1000, warmup / 1000,
                   [_label(r) for r in at.itertuples(index=False)])
             o.details.update((_label(r), option_of(r)) for r in at.itertuples(index=False))
+    if filled:
+        warnings.warn(f"{filled} profile point(s) have no warm-up time; planning with the warm-up excess over latency "
+                      "interpolated from the batch sizes measured with a fresh warm-up (same option and input size).",
+                      PerfmodelWarning, stacklevel=3)
+    if unmeasured:
+        warnings.warn(f"{unmeasured} profile point(s) have no warm-up time; planning with their latency instead.",
+                      PerfmodelWarning, stacklevel=3)
+
+
+def _fill_warmup(batch, labels, latency, warmup):
+    """Warm-up times for every point of one input size: a point without one (a profile that measured
+    warm-up at a few batch sizes only, --fresh-warmup-at) gets its latency plus the warm-up's excess over
+    latency interpolated in batch size from the points of its option that have one (held flat past the
+    ends); an option with none keeps its latency. Returns (warm-up, points filled, points left at latency)."""
+    out, filled, unmeasured = warmup.copy(), 0, 0
+    for label in dict.fromkeys(labels):
+        mine = labels == label
+        missing, known = mine & np.isnan(warmup), mine & ~np.isnan(warmup)
+        if not missing.any():
+            continue
+        if known.any():
+            order = np.argsort(batch[known])
+            excess = np.maximum(warmup[known] - latency[known], 0.0)[order]
+            out[missing] = latency[missing] + np.interp(batch[missing], batch[known][order], excess)
+            filled += int(missing.sum())
+        else:
+            out[missing] = latency[missing]
+            unmeasured += int(missing.sum())
+    return out, filled, unmeasured
 
 
 def _label(row) -> str:

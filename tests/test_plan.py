@@ -307,6 +307,25 @@ def test_a_profile_without_warm_up_is_planned_and_says_so(tmp_path, capsys):
     assert "x100 torch fp32: published numbers from a published table, v1" in err
 
 
+def test_warm_up_measured_at_a_few_batch_sizes_is_interpolated_for_the_others(tmp_path):
+    """A profile with --fresh-warmup-at measures warm-up at a few batch sizes only: the others get their
+    latency plus the excess interpolated in batch size, not their bare latency (which would plan the
+    first batch as a steady one and finish early on paper)."""
+    rows = profile_rows(sizes=(64,))
+    for r in rows:
+        if r["batch_size"] not in (BATCHES[0], BATCHES[-1]):
+            r["warmup_ms"] = np.nan
+    path = tmp_path / "partial.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    with pytest.warns(Warning, match="interpolated"):
+        plan = make_plan(10_000, 60, profiles=[str(path)], input_size=64)
+    a = plan.assignments[0]
+    latency_ms = 2.0 + 1.0 * a.batch_size
+    excess_ms = np.interp(a.batch_size, [BATCHES[0], BATCHES[-1]], [2 * (2.0 + BATCHES[0]) + 20, 2 * (2.0 + BATCHES[-1]) + 20])
+    assert a.warmup_s * 1000 == pytest.approx(latency_ms + excess_ms)
+    assert plan.to_dict()["warmup_measured"] is True
+
+
 def test_the_shipped_data_plans_on_published_gpus(capsys):
     from perfmodel.plan import shipped_sources
 
