@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import numpy as np
@@ -16,6 +17,9 @@ from perfmodel.units import parse_percentile, parse_rate, parse_rates
 ASSIGNMENT_KEYS = {"hardware", "option", "input_size", "count", "max_batch", "max_queue_delay_ms", "utilization",
                    "predicted_p50_ms", "predicted_p99_ms"}
 PLAN_KEYS = {"status", "mode", "rate_per_s", "slo_ms", "percentile", "total_gpus", "gpus_by_type", "cost", "assignments"}
+
+NEEDS_TRITONCLIENT = pytest.mark.skipif(importlib.util.find_spec("tritonclient") is None,
+                                        reason="needs tritonclient (pip install 'perfmodel[triton]')")
 
 
 @pytest.fixture
@@ -78,6 +82,7 @@ def test_infeasible_exits_3_with_what_would_do(profile, capsys):
     assert code == 3 and json.loads(out)["min_slo_ms"] > 1 and "allow an SLO of at least" in err
 
 
+@NEEDS_TRITONCLIENT
 def test_triton_config_is_written_and_merged(profile, tmp_path, capsys):
     model_dir = tmp_path / "repo" / "resnet50"
     model_dir.mkdir(parents=True)
@@ -96,6 +101,7 @@ def test_triton_config_is_written_and_merged(profile, tmp_path, capsys):
     assert plan["triton_config"] == [str(model_dir / "config.pbtxt")]
 
 
+@NEEDS_TRITONCLIENT
 def test_two_types_get_one_custom_config_each(tmp_path):
     settings = {"h100": BatchingSettings(64, (64,), 500), "a100": BatchingSettings(32, (32,), 0)}
     written = write_batching(tmp_path / "m", settings, "a header\nsecond line")
@@ -105,6 +111,7 @@ def test_two_types_get_one_custom_config_each(tmp_path):
     assert text.startswith("# a header\n# second line\n") and "max_queue_delay_microseconds: 0" in text
 
 
+@NEEDS_TRITONCLIENT
 def test_a_broken_config_is_reported_and_left_alone(profile, tmp_path, capsys):
     model_dir = tmp_path / "m"
     model_dir.mkdir()

@@ -7,6 +7,7 @@ never a measured speed.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import socket
@@ -27,6 +28,9 @@ from perfmodel.profile.backends.triton_client import ThroughputRule, Workload, _
 from perfmodel.schema import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
+
+NEEDS_TRITONCLIENT = pytest.mark.skipif(importlib.util.find_spec("tritonclient") is None,
+                                        reason="needs tritonclient (pip install 'perfmodel[triton]')")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -342,6 +346,7 @@ def test_triton_on_cuda_without_a_gpu_says_so(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1
 
 
+@NEEDS_TRITONCLIENT
 def test_url_at_a_plain_http_server_is_not_called_not_live(tmp_path, capsys):
     import http.server
     import threading

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import importlib.util
 import json
 import os
 import shutil
@@ -69,9 +70,10 @@ class Keeper:
             "--node-ip-address", "127.0.0.1", "--include-dashboard", "false", "--disable-usage-stats",
             "--num-cpus", str(args.num_cpus), "--num-gpus", str(args.num_gpus), "--temp-dir", str(self.temp_dir),
             "--object-store-memory", str(args.object_store_mb * 2**20), "--log-style", "record",
-            # Ray's client server would take port 10001, the same for every cluster on the machine
-            "--ray-client-server-port", str(_free_port()),
         ]
+        if importlib.util.find_spec("grpc") is not None:  # Ray starts its client server only with grpcio, and
+            # would put it on port 10001, the same for every cluster on the machine; without grpcio a port is an error
+            command += ["--ray-client-server-port", str(_free_port())]
         if args.resources:
             command += ["--resources", args.resources]
         log = open(self.temp_dir / "ray-start.log", "wb")
