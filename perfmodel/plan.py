@@ -245,13 +245,15 @@ def _source_name(source) -> str:
 
 def _record_profile_basis(basis, hardware, group) -> None:
     """Where each option's profile rows come from: their `source` (published or imported), else their file."""
+    labels = []
     for row in group.itertuples(index=False):
+        label = _label(row)
+        labels.append(label)
         cited = str(getattr(row, "source", "") or "").strip()
         if cited and cited != "nan":
-            basis.cite(hardware, _label(row), cited, "published")
+            basis.cite(hardware, label, cited, "published")
         else:
-            basis.cite(hardware, _label(row), f"profile {row.profile_file}", "measured")
-    labels = [_label(row) for row in group.itertuples(index=False)]
+            basis.cite(hardware, label, f"profile {row.profile_file}", "measured")
     measured = group["warmup_ms"].notna().groupby([group["input_size"].to_numpy(), labels]).any()
     if not measured.all():  # an option with no warm-up at an input size: its first batch is timed as a steady one
         basis.of(hardware).warmup_measured = False
