@@ -95,6 +95,7 @@ RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "server_batch_mean",
     "server_batch_max",
     "server_executions",
+    "server_busy_share",
     "server_max_batch",
     "server_max_queue_delay_ms",
     "sender_lag_p99_ms",
@@ -106,6 +107,7 @@ RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "server_cpu_avg",
     "server_cpu_max",
     "server_version",
+    "server_cpus",
     "error",
     "source",
     "latency_basis",
@@ -138,6 +140,7 @@ TEXT_COLUMNS = frozenset(
         "mode",
         "kept_up",
         "server_version",
+        "server_cpus",
         "error",
         "device_name",
         "driver",
@@ -183,6 +186,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
                                   ("host_rss_mb", _MIB)) for s in ("min", "avg", "max")},
     **dict.fromkeys(("client_cpu_avg", "client_cpu_max", "server_cpu_avg", "server_cpu_max"), _CORES),
     "load_avg_1m": (0.0, 1e6),
+    "server_busy_share": (0.0, 100.0),  # a share, over 1 only with several model instances
 }
 DEFAULT_BOUND = (0.0, 1e15)  # a numeric column without an entry above
 # A number cell, whole: ASCII digits, an optional sign, point and exponent. Not '4\x002', '1_000', 'inf' or '٤'.

@@ -91,7 +91,7 @@ COMMANDS = {
     "profile --rate": Command(
         "profile --rate", ("profile", "--backend", "triton", "--model", "tiny", "--out", "{out}.csv", "--batch-sizes",
                            "1", "--input-sizes", "32", "--rate", "50/s", "--duration", "2s"),
-        flags={"--rate": "rates", "--duration": "deadline"},
+        flags={"--rate": "rates", "--duration": "deadline", "--server-cpus": "cores"},
     ),
     "online": Command(
         "online", ("plan", "--mode", "online", "--rate", "400/s", "--slo", "100ms", "--profile", "{profile}",
@@ -138,6 +138,7 @@ BAD_VALUES = {
     "price": ["cpu=-1", "cpu=nan", "cpu=inf", "cpu=1e400", "cpu=abc", "nosuch=1", "cpu=1e7", "cpu=", "cpu=1,cpu=2"],
     "name": ["nosuch", "\x1b[31mred", "a\nb", ""],
     "choice": ["nosuch", "", "-x"],
+    "cores": ["", "1,,2", "3-1", "\u0661", "1.5", "-1", "99999", "0-999999"],
     "identity": ["\x1b[31mred", "a\nb", "", " "],  # a name a command writes, e.g. import --hardware
     "families": ["", "nosuch", "linear,nosuch", ","],
     "outfile": ["/dev/null", "/", "/nonexistent-dir/x.json", "", "a\x00b.json"],

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -27,13 +28,20 @@ def test_send_times_are_a_poisson_schedule():
 
 
 def test_batch_statistics_are_differences():
-    def snapshot(executions, inferences, sizes):
+    def snapshot(executions, inferences, sizes, busy_ms=0):  # the busy time split over input and infer
+        ns = int(busy_ms * 1e6 / max(1, len(sizes)))
         return {"model_stats": [{"execution_count": executions, "inference_count": inferences,
-                                 "batch_stats": [{"batch_size": b, "compute_infer": {"count": c}} for b, c in sizes.items()]}]}
+                                 "batch_stats": [{"batch_size": b, "compute_input": {"ns": ns // 2},
+                                                  "compute_infer": {"count": c, "ns": ns - ns // 2}}
+                                                 for b, c in sizes.items()]}]}
 
-    out = batch_statistics(snapshot(10, 10, {1: 10}), snapshot(30, 70, {1: 12, 4: 14, 8: 4}))
-    assert out == {"server_executions": 20.0, "server_batch_mean": 3.0, "server_batch_max": 8.0}
+    out = batch_statistics(snapshot(10, 10, {1: 10}, busy_ms=50), snapshot(30, 70, {1: 12, 4: 14, 8: 4}, busy_ms=249),
+                           wall_s=0.5)
+    assert out == {"server_executions": 20.0, "server_batch_mean": 3.0, "server_batch_max": 8.0,
+                   "server_compute_ms": pytest.approx(9.95), "server_busy_share": pytest.approx(0.398)}
     assert np.isnan(batch_statistics(None, snapshot(1, 1, {}))["server_batch_mean"])
+    unknown_window = batch_statistics(snapshot(1, 1, {1: 1}, 1), snapshot(2, 2, {1: 2}, 3))
+    assert unknown_window["server_compute_ms"] == 2.0 and np.isnan(unknown_window["server_busy_share"])
 
 
 @pytest.mark.parametrize("args, says", [
@@ -86,8 +94,9 @@ def test_open_loop_against_a_batching_server(batching_server):
     assert result.sent > 50 and result.answered == result.sent and result.failed == 0
     assert result.latency.median_ms > 0 and result.latency.p99_ms >= result.latency.median_ms
     assert not result.stopped_early
-    batches = batch_statistics(stats.get("start"), stats.get("end"))
+    batches = batch_statistics(stats.get("start"), stats.get("end"), 2.5)
     assert batches["server_executions"] >= 1 and 1 <= batches["server_batch_mean"] <= 8
+    assert batches["server_compute_ms"] > 0 and 0 < batches["server_busy_share"] < 1  # 40/s of a tiny model
 
 
 @pytest.mark.triton
@@ -98,9 +107,15 @@ def test_rate_sweep_writes_rows_resumes_and_leaves_nothing(batching_server, tmp_
     out = tmp_path / "r.csv"
     command = [sys.executable, "-m", "perfmodel", "profile", "--model", "tiny", "--backend", "triton", "--rate", "20,40/s",
                "--duration", "2s", "--triton-config", str(repo), "--input-sizes", "32", "--out", str(out)]
+    apart = len(os.sched_getaffinity(0)) >= 2
+    if apart:  # the server on one core, the load generator on the others
+        command += ["--server-cpus", str(min(os.sched_getaffinity(0)))]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=_env(), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     df = load_profile(out)
+    assert (df["server_busy_share"] > 0).all() and (df["server_compute_ms"] > 0).all()
+    if apart:
+        assert set(df["server_cpus"]) == {str(min(os.sched_getaffinity(0)))}
     assert sorted(df["rate_per_s"]) == [20, 40] and set(df["status"]) == {"ok"}
     assert set(df["mode"]) == {"open-loop"} and set(df["server_max_batch"]) == {4}
     assert set(df["server_max_queue_delay_ms"]) == {1.0} and set(df["batch_size"]) == {1}

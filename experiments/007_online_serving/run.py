@@ -55,6 +55,7 @@ from solvers.online import OnlineGpuType, OnlineProblem, ServiceTimes, solve_onl
 from solvers.simulate import poisson_arrivals, simulate_gpu  # noqa: E402
 
 MODEL, SIZE = "tiny", 64
+SERVER_CPUS: tuple[int, ...] = ()  # --server-cpus: the server's cores; the load generator runs on the others
 PARTS = ("calibrate", "validate", "accuracy", "curve", "speed")
 
 
@@ -91,11 +92,13 @@ def calibrate(max_batch: int, seconds: float) -> Path:
     from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings
     from perfmodel.profile.backends.triton_rate import run_open_loop
 
+    from perfmodel.profile.affinity import pinned_apart_from
+
     settings = ServerSettings(MODEL, max_batch_size=max_batch, dynamic_batching=True, max_queue_delay_us=0,
-                              preferred_batch_sizes=(max_batch,), threads=1)
+                              preferred_batch_sizes=(max_batch,), threads=1, cpus=SERVER_CPUS)
     stats, light = {}, None
     before = load()
-    with LocalTritonServer(settings) as server:
+    with pinned_apart_from(SERVER_CPUS), LocalTritonServer(settings) as server:
         info = server.info
         url = info.url("grpc")
         with ServerConnection("grpc", url, info.access_token) as conn:
@@ -138,7 +141,7 @@ def calibrate(max_batch: int, seconds: float) -> Path:
     sizes = [2**i for i in range(int(math.log2(max_batch)) + 1)]
     perfmodel("profile", "--model", MODEL, "--backend", "triton", "--batch-sizes", ",".join(map(str, sizes)),
               "--input-sizes", str(SIZE), "--warmup", "in-process", "--threads", "1",
-              "--max-time-per-point", f"{seconds:g}", "--out", str(ordinary))
+              "--max-time-per-point", f"{seconds:g}", "--out", str(ordinary), *placement())
     return path
 
 
@@ -200,10 +203,14 @@ def plan(rate: float, slo: str, directory: Path | None, profile: str = "service-
 def measure(rate: float, directory: Path, duration: float, out: Path) -> dict:
     perfmodel("profile", "--model", MODEL, "--backend", "triton", "--rate", f"{rate:.6g}/s", "--triton-config",
               str(directory), "--input-sizes", str(SIZE), "--duration", f"{duration:g}s", "--threads", "1",
-              "--out", str(out), "--resume")
+              "--out", str(out), "--resume", *placement())
     df = load_profile(out)
     row = df[np.isclose(df["rate_per_s"].astype(float), float(f"{rate:.6g}"))].iloc[-1]
     return row.to_dict()
+
+
+def placement() -> list[str]:
+    return ["--server-cpus", ",".join(map(str, SERVER_CPUS))] if SERVER_CPUS else []
 
 
 def predict(service: ServiceTimes, rate: float, max_batch: int, delay_s: float, seed: int = 0) -> tuple[float, float]:
@@ -272,9 +279,21 @@ def _compare(case, share, rate, max_batch, delay_ms, p50, p99, m: dict, slo: str
         "measured_p99_ms": m["latency_p99_ms"], "p99_error": m["latency_p99_ms"] / p99 - 1 if math.isfinite(p99) else math.nan,
         "predicted_meets_slo": bool(p99 <= slo_ms), "measured_meets_slo": bool(m["latency_p99_ms"] <= slo_ms),
         "achieved_rate_per_s": m["achieved_rate_per_s"], "kept_up": m["kept_up"], "server_batch_mean": m["server_batch_mean"],
+        "server_compute_ms": m.get("server_compute_ms", math.nan),
+        "calibrated_compute_ms": calibrated_compute_ms(m["server_batch_mean"]),
+        "server_busy_share": m.get("server_busy_share", math.nan),
         "sender_lag_p99_ms": m["sender_lag_p99_ms"], "requests": m["samples"], "load_avg_before": before,
         "load_avg_after": load(),
     }
+
+
+def calibrated_compute_ms(batch_mean: float) -> float:
+    """The calibration's busy time per execution at this mean batch size (interpolated): beside the one
+    measured under the validation's load, it shows whether the server ran slower than calibrated."""
+    curve = load_profile(RESULTS / "service-profile.csv").sort_values("batch_size")
+    if not math.isfinite(batch_mean):
+        return math.nan
+    return float(np.interp(batch_mean, curve["batch_size"], curve["server_compute_ms"]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -461,7 +480,7 @@ def speed(repeats: int) -> dict:
 def summary(machine: dict) -> str:
     lines = ["# Experiment 007 results (written by run.py)", "",
              f"Machine: {machine['cpu']}, {machine['cores']} cores, Python {platform.python_version()}; "
-             f"load average (1 min) per part in the tables and below.", ""]
+             f"load average (1 min) per part in the tables and below. {_placement_text(machine)}", ""]
     for part, loads in machine["load"].items():
         lines.append(f"- {part}: load average {loads[0]} before, {loads[1]} after, {loads[2]:.0f} s")
     lines.append("")
@@ -478,6 +497,16 @@ def summary(machine: dict) -> str:
                          f"{_yes(r.measured_meets_slo)} | {r.achieved_rate_per_s:.4g} | {r.server_batch_mean:.3g} | "
                          f"{r.load_avg_before:g}-{r.load_avg_after:g} |")
         lines.append("")
+        if "server_busy_share" in v:
+            lines += ["The server during each run: its busy time per execution (Triton's compute input + infer + output) "
+                      "against the calibration's at the same mean batch, and the share of the run it was busy.", "",
+                      "| case | load | server batch | busy ms/execution, measured | calibrated | ratio | busy share |",
+                      "|---|---|---|---|---|---|---|"]
+            for r in v.itertuples():
+                lines.append(f"| {r.case} | {r.load_share:g} | {r.server_batch_mean:.3g} | {r.server_compute_ms:.3g} | "
+                             f"{r.calibrated_compute_ms:.3g} | {r.server_compute_ms / r.calibrated_compute_ms:.2f} | "
+                             f"{r.server_busy_share:.0%} |")
+            lines.append("")
     path = RESULTS / "capacity.json"
     if path.exists():
         c = json.loads(path.read_text())
@@ -536,6 +565,13 @@ def summary(machine: dict) -> str:
     return text
 
 
+def _placement_text(machine: dict) -> str:
+    cores = machine.get("server_cpus", "any")
+    if cores == "any":
+        return "The server and the load generator shared all cores."
+    return f"The server ran on core(s) {cores} and the load generator on the others (--server-cpus)."
+
+
 def _yes(value) -> str:
     return "yes" if str(value).lower() in ("true", "1") else "no"
 
@@ -556,7 +592,17 @@ def main() -> None:
     p.add_argument("--accuracy-requests", type=int, default=100_000)
     p.add_argument("--curve-slo", default="50ms")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--server-cpus", default=None, metavar="LIST",
+                   help="calibrate and validate with the server on these cores and the load generator on the others "
+                        "(perfmodel profile --server-cpus; default: both anywhere)")
+    p.add_argument("--results", default=str(RESULTS), help="where the results go (default: results/ beside this file)")
     args = p.parse_args()
+    global RESULTS, SERVER_CPUS
+    RESULTS = Path(args.results)
+    if args.server_cpus:
+        from perfmodel.profile.affinity import parse_cpus
+
+        SERVER_CPUS = parse_cpus(args.server_cpus)
     parts = [x for x in args.parts.split(",") if x]
     unknown = [x for x in parts if x not in PARTS]
     if unknown:
@@ -565,6 +611,8 @@ def main() -> None:
     meta_path = RESULTS / "machine.json"
     machine = json.loads(meta_path.read_text()) if meta_path.exists() else {"load": {}}
     machine.update(cpu=cpu_name(), cores=os.cpu_count(), host=platform.node())
+    if {"calibrate", "validate"} & set(parts):
+        machine["server_cpus"] = ",".join(map(str, SERVER_CPUS)) or "any"
     from perfmodel.units import parse_duration
 
     for part in parts:

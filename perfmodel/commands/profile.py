@@ -121,6 +121,9 @@ def add_parser(sub) -> None:
     t.add_argument("--max-queue-delay", default=None, metavar="T", help="with --rate: the dynamic batcher's delay, e.g. 1ms (default: 0)")
     t.add_argument("--triton-config", default=None, metavar="DIR", help="with --rate: the batcher settings of DIR/config.pbtxt "
                    "(e.g. written by perfmodel plan --mode online)")
+    t.add_argument("--server-cpus", default=None, metavar="LIST",
+                   help="run the local server on these CPU cores, e.g. 1 or 2-3, and the load generator on the others, "
+                        "so that the generator cannot slow the server (Linux; default: both anywhere)")
     p.add_argument("--json", action="store_true", help="print the profile as JSON on stdout")
     p.set_defaults(run=run)
 
@@ -224,7 +227,7 @@ def _saved(out: str, new: int) -> str:
 
 
 TRITON_ONLY = ("protocol", "mode", "concurrency", "url", "architecture", "server_model", "request_timeout", "server_timeout",
-               "rate", "duration", "max_queue_delay", "triton_config")
+               "rate", "duration", "max_queue_delay", "triton_config", "server_cpus")
 
 
 def _triton_options(args):
@@ -235,6 +238,7 @@ def _triton_options(args):
             raise InputError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for --backend triton; "
                              "add --backend triton, or leave them out.")
         return None
+    from perfmodel.profile.affinity import parse_cpus
     from perfmodel.profile.backends.triton_backend import TritonOptions
     from perfmodel.profile.grid import parse_positive_ints
 
@@ -252,6 +256,7 @@ def _triton_options(args):
         server_model=args.server_model,
         request_timeout_s=args.request_timeout if args.request_timeout is not None else 60.0,
         server_timeout_s=args.server_timeout if args.server_timeout is not None else 180.0,
+        server_cpus=parse_cpus(args.server_cpus) if args.server_cpus is not None else (),
     )
 
 

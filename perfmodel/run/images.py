@@ -82,7 +82,9 @@ def decode(path: str, size: int) -> np.ndarray:
         left, top = (resized[0] - size) // 2, (resized[1] - size) // 2
         im = im.crop((left, top, left + size, top + size))
         rgb = np.asarray(im, dtype=np.float32) / 255.0
-    return (rgb.transpose(2, 0, 1) - MEAN) / STD
+    # Channel-first in memory too, not a transposed view: a stack of views is channels-last in memory,
+    # which the CPU runs up to 20% faster than the layout the profile measured (EfficientNet-B0 here).
+    return np.ascontiguousarray((rgb.transpose(2, 0, 1) - MEAN) / STD)
 
 
 def reason(exc: BaseException) -> str:

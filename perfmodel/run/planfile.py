@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 
 from perfmodel.errors import InputError
 from perfmodel.files import read_json
 from perfmodel.plan_context import check_plan_format, sha256_of
-from perfmodel.plan_fields import check_plan_fields
+from perfmodel.plan_fields import check_plan_fields, is_number
 
 HOW = "give the JSON that `perfmodel plan --json` prints"
 REMAKE = "make it again with `perfmodel plan ... --json` (this perfmodel records what running it needs)"
@@ -153,8 +152,7 @@ def _integer(row: dict, key: str, where: str) -> int:
 
 def _number(row: dict, key: str, where: str, positive: bool = False) -> float:
     value = row.get(key)
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (positive and value == 0):
+    if not is_number(value) or value < 0 or (positive and value == 0):
         raise InputError(f"{where}: \"{key}\" is {value!r}, not a {'positive' if positive else 'non-negative'} "
                          f"number; {HOW}.")
     return float(value)

@@ -15,6 +15,7 @@ the same warm-up measurement.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import math
 import os
@@ -40,6 +41,7 @@ from perfmodel.profile.backends.triton_client import (
 )
 from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerInfo, ServerSettings
 from perfmodel.profile.backends.triton_server import TOKEN_ENV
+from perfmodel.profile.affinity import pinned_apart_from
 from perfmodel.profile.config import Estimate, ProfileConfig, ProgressCallback, SweepEvent
 from perfmodel.profile.failures import describe
 from perfmodel.profile.models import resolve_model
@@ -67,6 +69,7 @@ class TritonOptions:
     rates: tuple[float, ...] = ()  # requests/s: open-loop load (triton_rate.py) instead of a concurrency
     duration_s: float = 20.0  # per rate, counted (after a warm-up of a fifth of it, 1 to 5 s)
     batching: object | None = None  # triton_rate.Batching: the local server's dynamic batcher (--rate)
+    server_cpus: tuple[int, ...] = ()  # the local server's CPU cores; the load generator gets the others
 
     def __post_init__(self):
         for name, values, allowed in (("--protocol", self.protocols, PROTOCOLS), ("--mode", self.modes, MODES)):
@@ -82,6 +85,9 @@ class TritonOptions:
             raise InputError("--rate needs request rates > 0, e.g. 50,100,200/s, and --duration a time > 0.")
         if self.request_timeout_s <= 0 or self.server_timeout_s <= 0:
             raise InputError("--request-timeout and --server-timeout must be positive numbers of seconds.")
+        if self.url is not None and self.server_cpus:
+            raise InputError("--server-cpus places the server perfmodel starts; a running server (--url) runs where "
+                             "it runs: leave --server-cpus out, or --url out.")
         if self.url is not None:
             split_url(self.url)
             if len(self.protocols) != 1:
@@ -177,14 +183,15 @@ def estimate(config: ProfileConfig) -> Estimate:
 def sweep(config: ProfileConfig, output: ProfileOutput, notify: ProgressCallback) -> None:
     """The `--backend triton` sweep of `config` into `output`: closed-loop (concurrency) or open-loop (--rate)."""
     opts = _options(config)
-    if not opts.rates:
-        _TritonSweep(config, opts, resolve_model(config.model), output, notify).run()
-        return
-    from perfmodel.profile.backends.triton_rate import sweep_rates
+    with pinned_apart_from(opts.server_cpus) if opts.server_cpus else contextlib.nullcontext():
+        if not opts.rates:
+            _TritonSweep(config, opts, resolve_model(config.model), output, notify).run()
+            return
+        from perfmodel.profile.backends.triton_rate import sweep_rates
 
-    gpu_index = _gpu_index(config) if opts.url is None else None
-    sweep_rates(config, opts, output, notify, config.hardware or server_hardware_key(config.device, opts.url),
-                lambda: serving_monitor(gpu_index))
+        gpu_index = _gpu_index(config) if opts.url is None else None
+        sweep_rates(config, opts, output, notify, config.hardware or server_hardware_key(config.device, opts.url),
+                    lambda: serving_monitor(gpu_index))
 
 
 def _gpu_index(config: ProfileConfig) -> int | None:
@@ -279,7 +286,7 @@ class _TritonSweep:
             settings = ServerSettings(
                 model=self.spec.path or self.spec.name, device=c.device, precision=c.precision,
                 channels_last=c.channels_last, compile=c.compile, threads=c.threads,
-                max_batch_size=max(c.batch_sizes), seed=c.seed, model_name=o.server_model,
+                max_batch_size=max(c.batch_sizes), seed=c.seed, model_name=o.server_model, cpus=o.server_cpus,
             )
             server = LocalTritonServer(settings, start_timeout_s=o.server_timeout_s)
             try:

@@ -47,6 +47,7 @@ class ServerSettings:
     dynamic_batching: bool = False  # Triton's batcher joins requests (the open-loop --rate mode)
     max_queue_delay_us: int = 0
     preferred_batch_sizes: tuple[int, ...] = ()
+    cpus: tuple[int, ...] = ()  # the CPU cores the server runs on (--server-cpus); () for all
 
     def arguments(self) -> list[str]:
         args = ["--model", self.model, "--device", self.device, "--precision", self.precision,
@@ -62,6 +63,8 @@ class ServerSettings:
         if self.dynamic_batching:
             args += ["--dynamic-batching", "--max-queue-delay-us", str(self.max_queue_delay_us),
                      "--preferred-batch-sizes", ",".join(str(b) for b in self.preferred_batch_sizes)]
+        if self.cpus:
+            args += ["--cpus", ",".join(map(str, self.cpus))]
         return args
 
 

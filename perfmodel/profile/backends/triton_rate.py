@@ -14,7 +14,8 @@ The local server runs with Triton's dynamic batcher on: --max-batch-size and --m
 settings of a config.pbtxt (--triton-config, e.g. one `perfmodel plan --mode online` wrote). One row
 per (protocol, input size, request size = --batch-sizes, rate), in the profile CSV contract:
 `rate_per_s` (asked), `achieved_rate_per_s`, `kept_up`, `server_batch_mean`, `server_batch_max`,
-`server_executions`, `sender_lag_p99_ms`, `requests_failed`, and the server's batcher settings
+`server_executions`, `server_compute_ms` (the model instance's busy time per execution),
+`server_busy_share` (the share of the window it was busy), `sender_lag_p99_ms`, `requests_failed`, and the server's batcher settings
 `server_max_batch` and `server_max_queue_delay_ms`.
 """
 
@@ -246,14 +247,17 @@ def _summarize(schedule, sent, answered, failed, lag, warmup_s, duration_s, stop
     )
 
 
-def batch_statistics(before: dict | None, after: dict | None) -> dict[str, float]:
-    """Between two statistics snapshots: model executions, images per execution, the largest batch."""
-    out = {"server_executions": math.nan, "server_batch_mean": math.nan, "server_batch_max": math.nan}
+def batch_statistics(before: dict | None, after: dict | None, wall_s: float = math.nan) -> dict[str, float]:
+    """Between two statistics snapshots `wall_s` apart: model executions, images per execution, the largest
+    batch, the model instance's busy time per execution (compute input + infer + output) and the share of
+    the window it was busy (near 1: the server had no spare time, queues grow with any extra load)."""
+    out = {"server_executions": math.nan, "server_batch_mean": math.nan, "server_batch_max": math.nan,
+           "server_compute_ms": math.nan, "server_busy_share": math.nan}
     if not before or not after:
         return out
 
-    def totals(stats: dict) -> tuple[int, int, dict[int, int]]:
-        executions = inferences = 0
+    def totals(stats: dict) -> tuple[int, int, int, dict[int, int]]:
+        executions = inferences = busy_ns = 0
         batches: dict[int, int] = {}
         for model in stats.get("model_stats", []):
             executions += int(model.get("execution_count", 0))
@@ -261,15 +265,21 @@ def batch_statistics(before: dict | None, after: dict | None) -> dict[str, float
             for entry in model.get("batch_stats", []):
                 size = int(entry.get("batch_size", 0))
                 batches[size] = batches.get(size, 0) + int(entry.get("compute_infer", {}).get("count", 0))
-        return executions, inferences, batches
+                busy_ns += sum(int(entry.get(k, {}).get("ns", 0)) for k in ("compute_input", "compute_infer",
+                                                                             "compute_output"))
+        return executions, inferences, busy_ns, batches
 
-    e0, i0, b0 = totals(before)
-    e1, i1, b1 = totals(after)
+    e0, i0, n0, b0 = totals(before)
+    e1, i1, n1, b1 = totals(after)
     if e1 > e0:
         out["server_executions"] = float(e1 - e0)
         out["server_batch_mean"] = (i1 - i0) / (e1 - e0)
         grown = [size for size, count in b1.items() if count > b0.get(size, 0)]
         out["server_batch_max"] = float(max(grown)) if grown else math.nan
+        if n1 > n0:
+            out["server_compute_ms"] = (n1 - n0) / (e1 - e0) / 1e6
+            if wall_s > 0:
+                out["server_busy_share"] = (n1 - n0) / 1e9 / wall_s
     return out
 
 
@@ -349,7 +359,7 @@ def _target(config, opts, spec, batching: Batching, monitor):
     settings = ServerSettings(
         model=spec.path or spec.name, device=config.device, precision=config.precision,
         channels_last=config.channels_last, compile=config.compile, threads=config.threads,
-        max_batch_size=batching.max_batch_size, seed=config.seed, model_name=opts.server_model,
+        max_batch_size=batching.max_batch_size, seed=config.seed, model_name=opts.server_model, cpus=opts.server_cpus,
         dynamic_batching=True, max_queue_delay_us=batching.max_queue_delay_us,
         preferred_batch_sizes=batching.preferred_batch_sizes,
     )
@@ -363,10 +373,12 @@ def _target(config, opts, spec, batching: Batching, monitor):
 def _measure(workload: Workload, rate: float, opts, monitor, token, server, seed: int) -> dict:
     url, model = workload.url, workload.model_name
     stats: dict = {}
+    taken: dict[str, float] = {}
 
     def snapshot(key: str) -> None:
         with ServerConnection(workload.protocol, url, token) as conn:
             stats[key] = conn.model_statistics(model)
+        taken[key] = time.monotonic()
 
     def died() -> str | None:
         return "the server process exited" if server is not None and not server.is_alive() else None
@@ -389,7 +401,8 @@ def _measure(workload: Workload, rate: float, opts, monitor, token, server, seed
         "load_avg_1m": os.getloadavg()[0], "samples": result.answered, "achieved_rate_per_s": result.achieved_per_s,
         "kept_up": str(result.kept_up).lower(), "sender_lag_p99_ms": result.lag_p99_ms, "requests_failed": result.failed,
         "throughput_ips": result.achieved_per_s * workload.batch_size,
-        **batch_statistics(stats.get("start"), stats.get("end")), **counters,
+        **batch_statistics(stats.get("start"), stats.get("end"), taken.get("end", 0.0) - taken.get("start", math.inf)),
+        **counters,
         "memory_mb": counters.get("gpu_mem_used_mb_max" if monitor.has_gpu_counters else "server_rss_mb_max", math.nan),
     }
     if result.latency is None:

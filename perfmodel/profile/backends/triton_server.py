@@ -63,6 +63,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--metrics-port", type=int, default=0, help="0: a free port")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--exit-with-parent", action="store_true", help="stop when the process that started this one ends")
+    p.add_argument("--cpus", default=None, help="run on these CPU cores only, e.g. 1 or 2-3 (with every child)")
     p.add_argument("--owned-dir", default=None,
                    help="with --exit-with-parent: the parent's private folder (workspace, log), removed when the parent "
                         "dies before it could remove it itself")
@@ -115,8 +116,19 @@ def _infer_function(runner):
     return infer
 
 
+def _placement(args: argparse.Namespace) -> dict:
+    """The cores the server was pinned to, for the profile rows (a measurement on one core is another one)."""
+    from perfmodel.profile.affinity import shown_cpus
+
+    return {"server_cpus": shown_cpus(os.sched_getaffinity(0))} if args.cpus else {}
+
+
 def serve(args: argparse.Namespace) -> int:
     _with_python_libdir()
+    if args.cpus:  # before any thread or child starts: they all inherit it (the profiler checked the cores)
+        from perfmodel.profile.affinity import cores_of, pin_process
+
+        pin_process(cores_of(args.cpus, "--cpus"))
     stop, orphaned = threading.Event(), threading.Event()
     _stop_on_signals(stop)
     if args.exit_with_parent:
@@ -175,7 +187,7 @@ def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
                 "model_load_ms": model_load_ms,
                 "ready_ms": (time.perf_counter() - t0) * 1e3,
                 "threads": threads if threads else runner.torch.get_num_threads(),
-                "provenance": torch_provenance(device),
+                "provenance": {**torch_provenance(device), **_placement(args)},
             })
         while not stop.wait(0.5):
             if not triton.is_alive():
