@@ -581,6 +581,7 @@ def _worst(errors: pd.Series) -> str:
 
 
 def main() -> None:
+    global RESULTS, SERVER_CPUS
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--parts", default=",".join(PARTS))
     p.add_argument("--slo", default="100ms", help="the p99 objective of the validation (default: 100ms)")
@@ -597,7 +598,6 @@ def main() -> None:
                         "(perfmodel profile --server-cpus; default: both anywhere)")
     p.add_argument("--results", default=str(RESULTS), help="where the results go (default: results/ beside this file)")
     args = p.parse_args()
-    global RESULTS, SERVER_CPUS
     RESULTS = Path(args.results)
     if args.server_cpus:
         from perfmodel.profile.affinity import parse_cpus
