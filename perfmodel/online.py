@@ -7,8 +7,10 @@ A profile gives, per hardware type and option (backend, precision; for Triton pr
 and mode), the median and p99 time of one call at each batch size measured: those rows measured one
 request at a time (no concurrency above 1, no open-loop rate). Between measured batch sizes the
 times are interpolated linearly, below the smallest they are taken as the smallest's; the candidate
-max_batch settings are the batch sizes measured. A predictor answers every batch size up to its
-max_batch; the candidates are the powers of two up to it and max_batch itself.
+max_batch settings are the batch sizes measured. A Triton profile also gives the server's own time
+(server_compute_ms): the rest of a request's latency (network, client) is added to every latency but
+takes no server time. A predictor answers every batch size up to its max_batch; the candidates are
+the powers of two up to it and max_batch itself.
 """
 
 from __future__ import annotations
@@ -158,7 +160,25 @@ def _from_profiles(options, frame, model, size, backend, precision) -> None:
         b = np.arange(1, measured.max() + 1)
         p50 = np.interp(b, measured, by_batch["latency_ms"].to_numpy(dtype=float)) / 1000
         p99 = np.interp(b, measured, by_batch["latency_p99_ms"].to_numpy(dtype=float)) / 1000
-        options.setdefault(str(hardware), []).append(ServiceTimes(p50, np.maximum(p99, p50), label, tuple(measured)))
+        overhead = _overhead_s(group, p50)
+        options.setdefault(str(hardware), []).append(
+            ServiceTimes(p50 - overhead, np.maximum(p99, p50) - overhead, label, tuple(measured), overhead))
+
+
+def _overhead_s(group, p50) -> float:
+    """A server's profile (Triton: server_compute_ms beside the client's latency) splits each request's
+    time into the server's and the rest (network, client), which takes no server time: the rest of the
+    smallest batch measured, as each request of a dynamic batch travels alone. 0 without that column."""
+    if "server_compute_ms" not in group.columns:
+        return 0.0
+    smallest = group[group["batch_size"] == group["batch_size"].min()]
+    client = smallest["latency_ms"].astype(float)  # means against the server's mean where the profile has them
+    if "latency_mean_ms" in smallest.columns and smallest["latency_mean_ms"].notna().all():
+        client = smallest["latency_mean_ms"].astype(float)
+    rest = float((client - smallest["server_compute_ms"].astype(float)).median()) / 1000
+    if not np.isfinite(rest) or rest <= 0:
+        return 0.0
+    return min(rest, 0.9 * float(np.min(p50)))  # the server's own time stays above zero at every batch size
 
 
 def _from_predictor(options, predictor, model, size, backend, precision) -> None:

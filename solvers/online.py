@@ -143,10 +143,13 @@ def _check(problem: OnlineProblem, settings, counts, capacity) -> dict[int, tupl
         wanted = problem.simulated_requests or int(min(200_000, max(20_000, 200 / problem.target)))
         for k in used:
             s = settings[k]
-            median, sigma = problem.gpu_types[k].options[s.option].per_request(problem.request_size, s.requests)
+            option = problem.gpu_types[k].options[s.option]
+            median, sigma = option.per_request(problem.request_size, s.requests)
             arrivals = poisson_arrivals(rates[k], wanted, seed=problem.seed + 1)
             sim = simulate_gpu(arrivals, s.requests, s.delay_s, median, sigma, seed=problem.seed + 2)
-            out[k] = (sim.quantile(problem.percentile), sim.quantile(50), sim.quantile(99), float(sim.batch_sizes.mean()))
+            o = option.overhead_s
+            out[k] = (sim.quantile(problem.percentile) + o, sim.quantile(50) + o, sim.quantile(99) + o,
+                      float(sim.batch_sizes.mean()))
         return out
     # A trace: every GPU of the pool gets its share of the very requests, at random.
     gpu_type = np.repeat(used, counts[used])
@@ -155,9 +158,10 @@ def _check(problem: OnlineProblem, settings, counts, capacity) -> dict[int, tupl
     batches: dict[int, list] = {k: [] for k in used}
     for g, (k, arrivals) in enumerate(zip(gpu_type, parts)):
         s = settings[k]
-        median, sigma = problem.gpu_types[k].options[s.option].per_request(problem.request_size, s.requests)
+        option = problem.gpu_types[k].options[s.option]
+        median, sigma = option.per_request(problem.request_size, s.requests)
         sim = simulate_gpu(arrivals, s.requests, s.delay_s, median, sigma, seed=problem.seed + 2 + g, warmup_share=0.0)
-        latencies[k].append(sim.latency_s)
+        latencies[k].append(sim.latency_s + option.overhead_s)
         batches[k].append(sim.batch_sizes)
     for k in used:
         lat = np.concatenate(latencies[k]) if latencies[k] else np.zeros(0)
@@ -179,12 +183,13 @@ def _plan(problem: OnlineProblem, settings, counts, capacity, checked, status, g
         s = settings[k]
         median, sigma = gpu.options[s.option].per_request(problem.request_size, s.requests)
         model = Batcher(rates[k], s.requests, s.delay_s, median, sigma)
+        o = gpu.options[s.option].overhead_s
         simulated = checked is not None and k in checked
-        analytic = model.quantile(problem.percentile, 1e-3)
+        analytic = model.quantile(problem.percentile, 1e-3) + o
         if simulated:
             at, p50, p99, batch = checked[k]
         else:  # the analytic model alone (slower than the simulation for these two)
-            at, p50, p99, batch = analytic, model.quantile(50, 1e-3), model.quantile(99, 1e-3), math.nan
+            at, p50, p99, batch = analytic, model.quantile(50, 1e-3) + o, model.quantile(99, 1e-3) + o, math.nan
         assignments.append(OnlineAssignment(
             hardware=gpu.name, option=gpu.options[s.option].label, input_size=problem.input_size, count=int(counts[k]),
             max_batch=s.max_batch, max_queue_delay_s=s.delay_s, preferred_batch_sizes=(s.requests * problem.request_size,),

@@ -25,13 +25,16 @@ class ServiceTimes:
     p50_s[b - 1] and p99_s[b - 1] for a batch of b = 1 .. len images; len is the largest batch that fits.
 
     `max_batches` are the candidate max_batch settings (images); None: the powers of two up to the
-    largest batch, and the largest batch.
+    largest batch, and the largest batch. `overhead_s`: the part of every request's latency spent
+    outside the server (network, client), added to each latency but taking no server time; the p50_s
+    and p99_s are then the server's own time for a batch.
     """
 
     p50_s: Sequence[float] | np.ndarray
     p99_s: Sequence[float] | np.ndarray
     label: str = ""
     max_batches: Sequence[int] | None = None
+    overhead_s: float = 0.0
 
     def __post_init__(self) -> None:
         p50 = np.asarray(self.p50_s, dtype=float).ravel()
@@ -43,6 +46,8 @@ class ServiceTimes:
             raise ProblemError(f"{where}: every time must be a finite number of seconds > 0.")
         if np.any(p99 < p50 * (1 - 1e-9)):
             raise ProblemError(f"{where}: a p99 time is below its p50.")
+        if not (isinstance(self.overhead_s, (int, float)) and math.isfinite(self.overhead_s) and self.overhead_s >= 0):
+            raise ProblemError(f"{where}: overhead_s must be a finite number of seconds >= 0.")
         candidates = self.max_batches
         if candidates is None:
             candidates = sorted({*(2**i for i in range(int(math.log2(len(p50))) + 1)), len(p50)})

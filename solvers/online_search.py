@@ -50,6 +50,7 @@ def _best_for_option(option: ServiceTimes, index: int, problem: OnlineProblem, s
     if not sizes or fastest(option, problem) + first >= slo:
         return None
     median, sigma = option.per_request(k, max(sizes) // k)
+    slo -= option.overhead_s  # what is left of the SLO for the server's queue and batch
     floor = best.capacity_per_s if best is not None else 0.0
     found: Setting | None = None
     configs = sorted(((b, b // k) for b in sizes), key=lambda c: -c[1] / _mean(median, sigma, c[1]))
@@ -102,7 +103,7 @@ def _capacity(m: int, delay: float, median, sigma, slo: float, target: float, fl
 def fastest(option: ServiceTimes, problem: OnlineProblem) -> float:
     """The latency at the percentile of a request alone on an idle GPU: no SLO below it can be met."""
     median, sigma = option.per_request(problem.request_size, 1)
-    return float(median[1] * math.exp(sigma[1] * normal_quantile(problem.percentile / 100.0)))
+    return float(median[1] * math.exp(sigma[1] * normal_quantile(problem.percentile / 100.0))) + option.overhead_s
 
 
 def normal_quantile(p: float) -> float:

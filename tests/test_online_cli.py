@@ -203,3 +203,21 @@ def test_the_report_says_it_draws_batch_plans_only(profile, tmp_path, capsys):
     plan.write_text(capsys.readouterr().out)
     assert main(["report", str(profile), "--plan", str(plan), "--out", str(tmp_path / "r")]) == 2
     assert "is an online plan" in capsys.readouterr().err and not (tmp_path / "r").exists()
+
+
+def test_a_triton_profile_splits_the_server_time_from_the_round_trip(tmp_path):
+    """server_compute_ms beside the client's latency: the rest (network, client) of the smallest batch is
+    the round trip added to every latency; the server's own time is what batches queue behind."""
+    from perfmodel.online import service_options
+
+    rows = [{"hardware": "h100", "model": "resnet50", "backend": "triton-grpc", "precision": "fp16", "input_size": 224,
+             "batch_size": b, "latency_ms": 3.0 + 0.5 * b, "latency_mean_ms": 3.1 + 0.5 * b,
+             "latency_p99_ms": 4.0 + 0.5 * b, "server_compute_ms": 1.1 + 0.5 * b, "status": "ok",
+             "warmup_ms": 50.0, "memory_mb": 100.0} for b in (1, 2, 4, 8)]
+    path = tmp_path / "triton.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    option = service_options([path], [], "resnet50", 224)["h100"][0]
+    assert option.overhead_s == pytest.approx(0.002)  # 3.6 ms mean at batch 1, of which the server's 1.6
+    assert option.p50_s[0] == pytest.approx(0.0035 - 0.002) and option.p99_s[7] == pytest.approx(0.008 - 0.002)
+    pd.DataFrame(rows).drop(columns="server_compute_ms").to_csv(path, index=False)
+    assert service_options([path], [], "resnet50", 224)["h100"][0].overhead_s == 0.0

@@ -202,6 +202,25 @@ def test_a_malformed_problem_says_what_is_wrong(changes, message):
         OnlineProblem(**{**base, **changes})
 
 
+def test_time_outside_the_server_adds_to_every_latency_and_takes_no_server_time():
+    """A network round trip o: the plan is the one of the server alone at the SLO less o, o later."""
+    server = curve(0.004, 0.0004, 32, spread=0.1)
+    with_trip = ServiceTimes(server.p50_s, server.p99_s, "test", overhead_s=0.003)
+    alone = solve_online(OnlineProblem([OnlineGpuType("g", 1, [server])], 1500, 0.047, 99, simulate=False))
+    trip = solve_online(OnlineProblem([OnlineGpuType("g", 1, [with_trip])], 1500, 0.050, 99, simulate=False))
+    a, b = alone.assignments[0], trip.assignments[0]
+    assert (b.max_batch, b.max_queue_delay_s) == (a.max_batch, a.max_queue_delay_s)
+    assert b.capacity_per_gpu_s == pytest.approx(a.capacity_per_gpu_s, rel=1e-6)
+    assert b.predicted_p99_s == pytest.approx(a.predicted_p99_s + 0.003, rel=1e-6)
+    assert b.predicted_p50_s == pytest.approx(a.predicted_p50_s + 0.003, rel=1e-6)
+    problem = OnlineProblem([OnlineGpuType("g", 1, [with_trip])], 1500, 0.050, 99)
+    assert fastest(with_trip, problem) == pytest.approx(fastest(server, problem) + 0.003)
+    simulated = solve_online(problem).assignments[0]  # the simulation's percentiles carry it too
+    assert simulated.simulated and simulated.predicted_p50_s > 0.003 + server.p50_s[0]
+    with pytest.raises(ProblemError, match="overhead_s"):
+        ServiceTimes(server.p50_s, server.p99_s, overhead_s=-0.001)
+
+
 def test_service_times_are_checked():
     with pytest.raises(ProblemError, match="same length"):
         ServiceTimes([0.01, 0.02], [0.02])
