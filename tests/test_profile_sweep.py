@@ -192,7 +192,9 @@ def test_real_cpu_out_of_memory_under_a_memory_limit(tmp_path, tiny_config):
     smallest_oom = df.loc[df["status"] == "oom", "batch_size"].min()
     assert smallest_oom == largest_ok + 1, df[["batch_size", "status", "memory_mb", "error"]].to_string()
     assert ok["memory_mb"].max() <= 150 * 1.1
-    assert df.loc[df["status"] == "oom", "error"].str.contains("alloc", case=False).all()
+    # the allocator's own words, or oneDNN's when its scratchpad could not be allocated (after a smaller batch ran)
+    said = df.loc[df["status"] == "oom", "error"]
+    assert said.str.contains("alloc|could not create a primitive", case=False).all(), said.to_string()
 
 
 def test_real_cpu_out_of_memory_in_a_fresh_worker(tmp_path, tiny_config):
