@@ -277,13 +277,13 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
             o.load_from.add("profile")
         for size, at in group.groupby("input_size", sort=True):
             latency = at[column].to_numpy(dtype=float)
-            labels = np.array([_label(r) for r in at.itertuples(index=False)])
-            warmup, n_filled, n_unmeasured = _fill_warmup(at["batch_size"].to_numpy(dtype=float), labels, latency,
-                                                          at["warmup_ms"].to_numpy(dtype=float))
+            points = list(at.itertuples(index=False))
+            labels = [_label(r) for r in points]  # once per row: the warm-up fill, the options and their details
+            warmup, n_filled, n_unmeasured = _fill_warmup(at["batch_size"].to_numpy(dtype=float), np.array(labels),
+                                                          latency, at["warmup_ms"].to_numpy(dtype=float))
             filled, unmeasured = filled + n_filled, unmeasured + n_unmeasured
-            o.add(int(size), at["batch_size"].to_numpy(dtype=np.int64), latency / 1000, warmup / 1000,
-                  [_label(r) for r in at.itertuples(index=False)])
-            o.details.update((_label(r), option_of(r)) for r in at.itertuples(index=False))
+            o.add(int(size), at["batch_size"].to_numpy(dtype=np.int64), latency / 1000, warmup / 1000, labels)
+            o.details.update((label, option_of(r)) for label, r in zip(labels, points))
     if filled:
         warnings.warn(f"{filled} profile point(s) have no warm-up time; planning with the warm-up excess over latency "
                       "interpolated from the batch sizes measured with a fresh warm-up (same option and input size).",

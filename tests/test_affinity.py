@@ -74,6 +74,8 @@ def test_pinned_apart_from_moves_running_threads_and_restores():
             assert os.sched_getaffinity(0) == set(USABLE[1:])
             assert os.sched_getaffinity(ids[0]) == set(USABLE[1:])  # started before the block, moved too
         assert os.sched_getaffinity(0) == set(USABLE) and os.sched_getaffinity(ids[0]) == set(USABLE)
+        with pinned_apart_from(()):  # no server cores named: nothing moves
+            assert os.sched_getaffinity(0) == set(USABLE)
     finally:
         stop.set()
         worker.join()

@@ -290,9 +290,9 @@ def _compare(case, share, rate, max_batch, delay_ms, p50, p99, m: dict, slo: str
 def calibrated_compute_ms(batch_mean: float) -> float:
     """The calibration's busy time per execution at this mean batch size (interpolated): beside the one
     measured under the validation's load, it shows whether the server ran slower than calibrated."""
-    curve = load_profile(RESULTS / "service-profile.csv").sort_values("batch_size")
     if not math.isfinite(batch_mean):
         return math.nan
+    curve = load_profile(RESULTS / "service-profile.csv").sort_values("batch_size")
     return float(np.interp(batch_mean, curve["batch_size"], curve["server_compute_ms"]))
 
 

@@ -77,8 +77,12 @@ def pin_process(cpus: Iterable[int]) -> None:
 
 
 @contextmanager
-def pinned_apart_from(server_cpus: Iterable[int]) -> Iterator[None]:
-    """This process (the load generator) on every usable core but the server's, for the block; as before after."""
+def pinned_apart_from(server_cpus: tuple[int, ...]) -> Iterator[None]:
+    """This process (the load generator) on every usable core but the server's, for the block; as before after.
+    No server cores named: nothing is pinned."""
+    if not server_cpus:
+        yield
+        return
     before = usable_cpus()
     pin_process(before - set(server_cpus))
     try:

@@ -15,7 +15,6 @@ the same warm-up measurement.
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import math
 import os
@@ -183,7 +182,7 @@ def estimate(config: ProfileConfig) -> Estimate:
 def sweep(config: ProfileConfig, output: ProfileOutput, notify: ProgressCallback) -> None:
     """The `--backend triton` sweep of `config` into `output`: closed-loop (concurrency) or open-loop (--rate)."""
     opts = _options(config)
-    with pinned_apart_from(opts.server_cpus) if opts.server_cpus else contextlib.nullcontext():
+    with pinned_apart_from(opts.server_cpus):
         if not opts.rates:
             _TritonSweep(config, opts, resolve_model(config.model), output, notify).run()
             return
