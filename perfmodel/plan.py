@@ -244,7 +244,10 @@ def _source_name(source) -> str:
 
 
 def _record_profile_basis(basis, hardware, group) -> None:
-    """Where each option's profile rows come from: their `source` (published or imported), else their file."""
+    """Where each option's profile rows come from: their `source` (published or imported), else their file;
+    for a CPU type, how many workers ran while they were measured (--alongside)."""
+    import pandas as pd
+
     labels = []
     for row in group.itertuples(index=False):
         label = _label(row)
@@ -254,6 +257,11 @@ def _record_profile_basis(basis, hardware, group) -> None:
             basis.cite(hardware, label, cited, "published")
         else:
             basis.cite(hardware, label, f"profile {row.profile_file}", "measured")
+    if hardware.startswith("cpu"):  # CPU workers share a machine's cores; GPU workers each have their own GPU
+        alongside = group["alongside"].fillna(0) if "alongside" in group.columns else pd.Series(0, index=group.index)
+        t = basis.of(hardware)
+        for label, n in (alongside.astype(int) + 1).groupby(labels).min().items():
+            t.measured_workers[label] = min(int(n), t.measured_workers.get(label, int(n)))
     measured = group["warmup_ms"].notna().groupby([group["input_size"].to_numpy(), labels]).any()
     if not measured.all():  # an option with no warm-up at an input size: its first batch is timed as a steady one
         basis.of(hardware).warmup_measured = False

@@ -20,6 +20,7 @@ class TypeBasis:
     transferred: dict[str, str] = field(default_factory=dict)  # option -> what it was transferred from
     measured: dict[tuple[str, int], float] = field(default_factory=dict)  # (option, size) -> largest batch measured
     margins: list[dict] = field(default_factory=list)  # --confidence: one entry per (option, region)
+    measured_workers: dict[str, int] = field(default_factory=dict)  # CPU option -> workers running when measured
 
 
 @dataclass
@@ -66,10 +67,14 @@ class Basis:
                 beyond.append({"option": a.label, "input_size": a.input_size, "batch_size": a.batch_size,
                                "largest_measured": largest})
         options = list(dict.fromkeys(options))
-        return {"numbers_from": {o: list(t.sources.get(o, {})) for o in options},
-                "kinds": {o: t.kinds.get(o) for o in options}, "warmup_measured": t.warmup_measured,
-                "transferred": {o: t.transferred[o] for o in options if o in t.transferred},
-                "beyond_measured": beyond}
+        out = {"numbers_from": {o: list(t.sources.get(o, {})) for o in options},
+               "kinds": {o: t.kinds.get(o) for o in options}, "warmup_measured": t.warmup_measured,
+               "transferred": {o: t.transferred[o] for o in options if o in t.transferred},
+               "beyond_measured": beyond}
+        measured_with = min((t.measured_workers[o] for o in options if o in t.measured_workers), default=None)
+        if measured_with is not None and plan.gpus_by_type[name] > measured_with:
+            out["workers_when_measured"] = {"planned": plan.gpus_by_type[name], "measured_with": measured_with}
+        return out
 
 
 def notes(basis_dict: dict) -> list[str]:
@@ -82,6 +87,11 @@ def notes(basis_dict: dict) -> list[str]:
                 line += "; no warm-up measured: the first batch is timed as a steady one"
             lines.append(line + ".")
         lines += list(t["transferred"].values())
+        if "workers_when_measured" in t:
+            w = t["workers_when_measured"]
+            lines.append(f"{name}: {w['planned']} workers planned from times measured with {w['measured_with']} running; "
+                         f"workers on one machine slow each other: profile with --alongside {w['planned'] - 1} to "
+                         "time them as they will run.")
         for b in t["beyond_measured"]:
             lines.append(f"{name} {b['option']} at {b['input_size']} px: batch {b['batch_size']} lies beyond the largest "
                          f"measured ({b['largest_measured']:g}); its time is extrapolated.")

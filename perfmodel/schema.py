@@ -114,6 +114,7 @@ RECOMMENDED_COLUMNS: tuple[str, ...] = (
     *(f"{c}_{s}" for c in HARDWARE_COUNTERS for s in ("min", "avg", "max")),
     "load_avg_1m",
     "threads",
+    "alongside",
     "device_name",
     "device_memory_mb",
     "driver",
@@ -125,7 +126,7 @@ RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "schema_version",
 )
 
-INTEGER_COLUMNS = frozenset({"input_size", "batch_size", "samples", "concurrency", "threads", "schema_version",
+INTEGER_COLUMNS = frozenset({"input_size", "batch_size", "samples", "concurrency", "threads", "alongside", "schema_version",
                              "server_max_batch", "requests_failed"})
 TEXT_COLUMNS = frozenset(
     {
@@ -173,6 +174,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "concurrency": (1, 65_536),
     "samples": (1, 1e9),
     "threads": (1, 65_536),
+    "alongside": (1, 1024),  # workers running beside the measured one (0: alone)
     "schema_version": (1, 1e6),
     **dict.fromkeys(("latency_ms", "latency_p99_ms", "warmup_ms", "latency_p50_ms", "latency_p90_ms", "latency_mean_ms",
                      "latency_min_ms", "load_ms", "server_queue_ms", "server_compute_ms", "server_request_ms"), _MS),

@@ -86,7 +86,7 @@ COMMANDS = {
         "profile", ("profile", "--model", "tiny", "--out", "{out}.csv", "--batch-sizes", "1", "--input-sizes", "32"),
         flags={"--batch-sizes": "sizes", "--input-sizes": "sizes", "--threads": "whole", "--max-batch-size": "whole",
                "--max-call-ms": "positive", "--memory-limit-mb": "positive", "--max-time-per-point": "positive",
-               "--precision": "choice", "--warmup": "choice", "--backend": "choice"},
+               "--precision": "choice", "--warmup": "choice", "--backend": "choice", "--alongside": "workers"},
     ),
     "profile --rate": Command(
         "profile --rate", ("profile", "--backend", "triton", "--model", "tiny", "--out", "{out}.csv", "--batch-sizes",
@@ -99,7 +99,7 @@ COMMANDS = {
         file_options={"--profile": "profile", "--predictor": "predictor", "--arrivals": "arrivals"},
         flags={"--rate": "rate", "--slo": "deadline", "--percentile": "percentile", "--request-size": "whole",
                "--max-queue-delay": "delays", "--pool": "pool", "--price": "price", "--input-size": "size",
-               "--objective": "choice", "--triton-config": "outdir"},
+               "--objective": "choice", "--triton-config": "outdir", "--margin": "fraction"},
     ),
     "import": Command(
         "import", ("import", "table", "{table}", "--out", "{out}.csv", "--hardware", "t4", "--model", "resnet50",
@@ -128,6 +128,7 @@ BAD_VALUES = {
     "fraction": ["-5%", "100%", "1.5", "nan%", "1e309%", "5", "--5%", *_NUMBERS],
     "size": ["0", "-64", "65537", "1.5", *_NUMBERS],
     "whole": ["0", "-3", "1.5", *_NUMBERS],
+    "workers": ["-1", "1.5", "99999", *_NUMBERS],  # 0 is fine: alone
     "gap": ["-1", "1", "2", *_NUMBERS],
     "positive": ["0", "-1", "nan", "inf", "1e309", "abc", ""],
     "sizes": ["0", "-1", "1,,2", "a,b", "1.5", LONG, ""],

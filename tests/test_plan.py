@@ -339,3 +339,22 @@ def test_the_shipped_data_plans_on_published_gpus(capsys):
     assert all("github.com/NVIDIA/DeepLearningExamples/blob/" in s for s in sources)
     code, out, err = run_cli(capsys, "--images", "100", "--deadline", "60s", "--pool", "cpu=2", "--input-size", "64")
     assert code == 0 and "x cpu" in out and "measured numbers from profile" in err
+
+
+@pytest.mark.parametrize("alongside, warned", [(None, True), (0, True), (1, False), (3, False)])
+def test_a_plan_of_cpu_workers_says_when_they_were_measured_with_fewer_running(tmp_path, capsys, alongside, warned):
+    path = tmp_path / "p.csv"
+    rows = profile_rows() + profile_rows("x100", speed=4.0)
+    if alongside is not None:
+        rows = [{**r, "alongside": alongside if r["hardware"] == "cpu" else 0} for r in rows]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    d = make_plan(80_000, "60s", profiles=[str(path)], input_size=64, pool={"cpu": 2}).to_dict()
+    assert d["total_gpus"] == 2
+    expected = {"planned": 2, "measured_with": 1} if warned else None
+    assert d["data_by_type"]["cpu"].get("workers_when_measured") == expected
+    code, _, err = run_cli(capsys, "--images", "80000", "--deadline", "60s", "--profile", str(path), "--input-size", "64",
+                           "--pool", "cpu=2")
+    assert code == 0 and ("profile with --alongside 1" in err) == warned
+    # GPU workers each have a GPU of their own: never said of them, however many are planned.
+    d = make_plan(500_000, "60s", profiles=[str(path)], input_size=64, pool={"x100": 8}).to_dict()
+    assert d["total_gpus"] > 1 and "workers_when_measured" not in d["data_by_type"]["x100"]

@@ -110,6 +110,13 @@ def test_torch_profile_with_fresh_workers(tmp_path, sig):
     _assert_all_gone(children)
 
 
+def test_a_profile_with_a_worker_alongside_leaves_none_when_killed(tmp_path):
+    """Ended by SIGKILL while the measuring worker, its neighbour (--alongside 1) and a fresh worker run."""
+    proc = _profile(tmp_path, "--batch-sizes", "1,2,4,8,16,32", "--max-time-per-point", "1", "--alongside", "1")
+    children = _signal_when(proc, lambda: len(_workers(proc)) >= 3, signal.SIGKILL)
+    _assert_all_gone(children)
+
+
 def test_compile_workers_remove_their_cache_folders_when_the_profiler_is_killed(tmp_path):
     proc = _profile(tmp_path, "--batch-sizes", "1,2", "--compile")
     ready = lambda: len(_temp_folders("perfmodel-worker-", proc.pid)) >= 2  # noqa: E731 (measuring + fresh)

@@ -2,8 +2,8 @@
 
 For each model (ResNet-50 and EfficientNet-B0 at a small input size on a CPU; at 224 px on a GPU):
   1. profile it here with `perfmodel profile` (fresh-process warm-up, one torch thread on a CPU): once
-     alone ("solo"), and on a CPU once more with a second, identical profiler running beside it
-     ("pair": every core busy, as when two workers share the two cores);
+     alone ("solo"), and on a CPU once more with `--alongside 1` ("pair": every point timed while a
+     second worker runs the same batch, as when two workers share the two cores);
   2. for each deadline, find what one worker finishes by it (a relaxed plan with a pool of one) and make
      soft plans (`perfmodel plan --json`) for 90% of that with one worker and 180% with two, batch
      sizes the planner's choice: 1 worker on the solo profile; 2 workers on the solo profile; 2
@@ -102,22 +102,15 @@ def profile_args(model: str, size: int, device: str, out: Path) -> list:
 
 
 def profiles(model: str, size: int, device: str, work: Path) -> dict[str, Path]:
-    """solo: measured alone; pair (CPU): measured while an identical profiler runs beside it."""
+    """solo: measured alone; pair (CPU): measured --alongside 1, a second worker running the same batch."""
     solo = work / f"profile-{device}-{model}-{size}-solo.csv"
     log(f"profiling {model} at {size} px on {device}, alone")
     perfmodel(*profile_args(model, size, device, solo), capture=False)
     if device != "cpu":
         return {"solo": solo}
-    pair = work / f"profile-{device}-{model}-{size}-pair.csv"
-    companion = work / f"profile-{device}-{model}-{size}-pair-companion.csv"
-    log(f"profiling {model} at {size} px on {device}, two profilers at once")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    other = subprocess.Popen([sys.executable, "-m", "perfmodel", *map(str, profile_args(model, size, device, companion))],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    try:
-        perfmodel(*profile_args(model, size, device, pair))
-    finally:
-        other.wait()
+    pair = work / f"profile-{device}-{model}-{size}-alongside-1.csv"
+    log(f"profiling {model} at {size} px on {device}, with a worker alongside")
+    perfmodel(*profile_args(model, size, device, pair), "--alongside", "1", capture=False)
     return {"solo": solo, "pair": pair}
 
 

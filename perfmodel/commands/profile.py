@@ -17,6 +17,7 @@ PROFILE_EXAMPLES = """examples:
   perfmodel profile --model resnet50 --backend triton --protocol grpc --mode async --concurrency 1,4 \\
                     --batch-sizes 1,2 --input-sizes 64 --device cpu --out /tmp/t.csv
   perfmodel profile --model resnet50 --backend triton --url 10.0.0.2:8001 --protocol grpc --out /tmp/remote.csv
+  perfmodel profile --model resnet50 --batch-sizes 1,8,32 --input-sizes 64 --alongside 1 --out /tmp/two-workers.csv
   perfmodel profile --model resnet50 --device cuda --precision fp16 --batch-sizes auto --search-tolerance 10% \\
                     --fresh-warmup-at 1,16,256 --input-sizes 224,320,448 --out /tmp/h100-resnet50-fp16.csv --estimate
   perfmodel profile --model tiny --backend triton --rate 50,100,200/s --max-batch-size 16 \\
@@ -45,6 +46,12 @@ def _batch_list(text: str) -> tuple[int, ...]:
         return parse_positive_ints(text, "the list", "1,16,256")
     except InputError as exc:
         raise argparse.ArgumentTypeError(str(exc).rstrip(".")) from None
+
+
+def int_at_least_zero(text: str) -> int:
+    if not text.strip().isascii() or not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number of workers, 0 or more, not {text!r}")
+    return int(text)
 
 
 def add_parser(sub) -> None:
@@ -79,6 +86,9 @@ def add_parser(sub) -> None:
                         "points: steady state only, warmup_ms empty); the way to fit a GPU sweep into minutes")
     p.add_argument("--threads", type=positive("", whole=True), default=None, metavar="N",
                    help="torch threads (default: 1 on CPU, torch's default on CUDA)")
+    p.add_argument("--alongside", type=int_at_least_zero, default=0, metavar="N",
+                   help="CPU: time every point while N more workers run the same model and batch on this machine, as "
+                        "when a plan puts N + 1 workers on it (they share its cores and memory bandwidth) (default: 0)")
     p.add_argument("--hardware", default=None, metavar="KEY", help="pool key for this device (default: from its name: h100, a100, cpu ...)")
     p.add_argument("--max-batch-size", type=positive("", whole=True), default=None, metavar="N",
                    help="auto: largest batch to try (default: 1024 on CPU, 16384 on CUDA); with --rate: the "
@@ -154,6 +164,7 @@ def run(args) -> int:
         warmup=args.warmup,
         fresh_warmup_at=args.fresh_warmup_at,
         threads=args.threads,
+        alongside=args.alongside,
         hardware=args.hardware,
         rule=StabilityRule(max_time_s=args.max_time_per_point),
         max_batch_size=args.max_batch_size,
@@ -238,6 +249,9 @@ def _triton_options(args):
             raise InputError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for --backend triton; "
                              "add --backend triton, or leave them out.")
         return None
+    if args.alongside:
+        raise InputError("--alongside is for --backend torch (workers in processes of their own); leave it out with "
+                         "--backend triton.")
     from perfmodel.profile.affinity import parse_cpus
     from perfmodel.profile.backends.triton_backend import TritonOptions
     from perfmodel.profile.grid import parse_positive_ints

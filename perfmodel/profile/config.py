@@ -30,6 +30,7 @@ class ProfileConfig:
     warmup: str = "fresh-process"
     fresh_warmup_at: tuple[int, ...] | None = None  # fresh-process warm-up only at these batch sizes; None: every point
     threads: int | None = None  # None: 1 thread on CPU (quiet, repeatable timing), torch's default on CUDA
+    alongside: int = 0  # more workers running the same point meanwhile (CPU; neighbours.py)
     hardware: str | None = None  # the pool key; None derives it from the device name
     rule: StabilityRule = field(default_factory=StabilityRule)
     max_batch_size: int | None = None  # auto search cap; None: 1024 on CPU, 16384 on CUDA
@@ -59,6 +60,8 @@ class ProfileConfig:
             if value is not None and not (math.isfinite(value) and value > 0):
                 what = f"a positive number of {unit}" if unit else "a positive whole number"
                 raise InputError(f"{name} must be {what}, not {value}.")
+        if isinstance(self.alongside, bool) or not isinstance(self.alongside, int) or not 0 <= self.alongside <= 1024:
+            raise InputError(f"--alongside must be a whole number of workers from 0 to 1024, not {self.alongside!r}.")
         if not (math.isfinite(self.search_tolerance) and 0 <= self.search_tolerance < 1):
             raise InputError(f"--search-tolerance must be at least 0% and below 100%, not {self.search_tolerance}.")
 

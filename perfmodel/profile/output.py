@@ -15,7 +15,8 @@ from perfmodel.files import check_writable
 from perfmodel.schema import POINT_KEY, REQUIRED_COLUMNS, load_profile, validate_profile, write_profile
 
 # Settings that must match to resume: otherwise two kinds of measurement would share one curve.
-RESUME_MUST_MATCH = ("warmup_method", "threads", "device_name", "torch")
+RESUME_MUST_MATCH = ("warmup_method", "threads", "alongside", "device_name", "torch")
+ABSENT_MEANS = {"alongside": "0"}  # a file from before the column was measured alone
 
 
 class ProfileOutput:
@@ -64,9 +65,9 @@ class ProfileOutput:
         for column in ("hardware", "model", "backend", "precision"):
             same = same[same[column].astype(str) == str(identity[column])]
         for column in RESUME_MUST_MATCH:
-            if column in same.columns and column in settings and len(same):
-                theirs = {str(v) for v in same[column].dropna().unique()}
-                if theirs and theirs != {str(settings[column])}:
+            if column in settings and len(same) and (column in same.columns or column in ABSENT_MEANS):
+                theirs = {_normal(v) for v in same[column].dropna().unique()} if column in same.columns else {ABSENT_MEANS[column]}
+                if theirs and theirs != {_normal(settings[column])}:
                     raise InputError(
                         f"{self.path} was measured with {column}={', '.join(sorted(theirs))}, this run has "
                         f"{settings[column]}: resume with the same settings, or write to a new --out."

@@ -10,7 +10,9 @@ PERFMODEL_REPLY_FD (stdout and stderr stay free for whatever the model or torch 
 - `first_call`: time the first call at a batch size (a *fresh* worker: load, then this, then exit;
   that is the warm-up: cuDNN autotuning, lazy module loading, allocator growth, compilation);
 - `steady`: the steady-state distribution and memory of one point (the *measuring* worker, one
-  per sweep, answers one such request per point).
+  per sweep, answers one such request per point);
+- `busy`: run the model at a batch and input size back to back in a thread, until the next `busy`
+  or the end (a *neighbour*, `--alongside`: the load of the other workers of a plan on this machine).
 
 A call that does not return within the call timeout is reported by a watchdog thread, which then
 ends the process (a model stuck in C++ cannot be interrupted any other way). A failed call is
@@ -84,6 +86,8 @@ class Worker:
         self.runner = None
         self.request: dict = {}
         self.watchdog: _Watchdog | None = None
+        self._loop: tuple[threading.Thread, threading.Event] | None = None
+        self._loop_failure: Failure | None = None
 
     def handle(self, request: dict) -> dict:
         self.request = request
@@ -216,6 +220,51 @@ class Worker:
             call = None  # drop the inputs and any captured graph before freeing memory
             runner.release()
 
+    def _busy(self, request: dict) -> dict:
+        """Run this point's batch back to back in a thread until told otherwise. The first call runs
+        here, so that a batch that does not fit is this request's answer (as in `first_call`)."""
+        from perfmodel.profile import memory
+
+        self.stop_loop()
+        runner, b, s = self.runner, request["batch_size"], request["input_size"]
+        limit = request.get("memory_limit_mb")
+        extra = None if runner.is_cuda or limit is None else limit - runner.used_memory_mb()
+        with memory.data_limit(extra), runner.inference():
+            call = self.watchdog.guard(runner.bind(runner.inputs(b, s, count=1)))
+            call(0)
+        stop = threading.Event()
+
+        def loop() -> None:
+            try:
+                with runner.inference():
+                    while not stop.is_set():
+                        call(0)
+            except Exception as exc:  # said by the next `still_busy`
+                self._loop_failure = classify(exc)
+
+        thread = threading.Thread(target=loop, name="perfmodel-neighbour", daemon=True)
+        self._loop_failure = None
+        thread.start()
+        self._loop = (thread, stop)
+        return {"status": "ok"}
+
+    def _still_busy(self, request: dict) -> dict:
+        """Whether the `busy` loop has run without failing since it started."""
+        if self._loop_failure is not None:
+            return self._failed(self._loop_failure)
+        if self._loop is None or not self._loop[0].is_alive():
+            return {"status": "failed", "kind": "error", "error": "the neighbour's loop is not running"}
+        return {"status": "ok"}
+
+    def stop_loop(self) -> None:
+        """End a `busy` loop (after the call it is in) and free its batch."""
+        if self._loop is not None:
+            thread, stop = self._loop
+            stop.set()
+            thread.join()
+            self._loop = None
+            self.runner.release()
+
 
 def _compile_cache() -> str | None:
     """Where torch.compile keeps its caches in this process (the worker's own folder, see worker_process.py)."""
@@ -242,6 +291,7 @@ def main() -> None:
         for line in sys.stdin:
             request = json.loads(line) if line.strip() else None
             if request == EXIT_REQUEST:  # the profiler lets us go (and removes our folder itself)
+                worker.stop_loop()
                 return
             if request is not None:
                 reply(worker.handle(request))

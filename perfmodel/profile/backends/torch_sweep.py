@@ -22,6 +22,7 @@ from perfmodel.profile.backends.torch_backend import TorchOptions, check_device
 from perfmodel.profile.config import Estimate, ProfileConfig, ProgressCallback, SweepEvent
 from perfmodel.profile.models import resolve_model
 from perfmodel.profile.monitor import HardwareMonitor
+from perfmodel.profile.neighbours import Neighbours, check_alongside
 from perfmodel.profile.output import ProfileOutput
 from perfmodel.profile.provenance import hardware_key, now_utc
 from perfmodel.profile.search import search_batch_sizes, search_points_bound
@@ -70,11 +71,13 @@ class _TorchSweep:
         threads = config.threads if config.threads is not None else (None if self.is_cuda else 1)
         self.options = TorchOptions(self.device, config.precision, config.channels_last, config.compile,
                                     config.cuda_graphs, threads)
+        check_alongside(config.alongside, threads or 1, self.is_cuda)
         self.memory_limit = None if self.is_cuda else (
             config.memory_limit_mb or psutil.virtual_memory().available / 2**20 / 2)
         self.max_call_ms = config.max_call_ms if config.max_call_ms is not None else (None if self.is_cuda else 2000.0)
         self.plan = estimate(config)
         self.measuring: WorkerProcess | None = None
+        self.neighbours = Neighbours(config.alongside, self._load_request(), config.worker_timeout_s, config.call_timeout_s)
         self.largest_ok: dict[int, int] = {}  # input size -> largest batch that ran (for OOM in disguise)
         self.done = self.measured = 0
         self.measuring_s = 0.0  # time spent on newly measured points, for the ETA
@@ -92,7 +95,8 @@ class _TorchSweep:
             hardware = c.hardware or hardware_key(str(provenance["device_name"]), self.is_cuda)
             self.identity = {"hardware": hardware, "model": self.spec.name, "backend": self.options.backend_name,
                              "precision": self.options.precision, "architecture": "inprocess"}
-            self.fixed = {**self.identity, "warmup_method": c.warmup, "threads": self.loaded["threads"], **provenance}
+            self.fixed = {**self.identity, "warmup_method": c.warmup, "threads": self.loaded["threads"],
+                          "alongside": c.alongside, **provenance}
             self.output.check_resumable(self.identity, self.fixed)
             with HardwareMonitor(gpu_index=gpu_index) as monitor:
                 self.monitor = monitor
@@ -104,6 +108,7 @@ class _TorchSweep:
                 for size in c.input_sizes:
                     self._sweep_size(size)
         finally:
+            self.neighbours.stop()
             if self.measuring is not None:
                 self.measuring.stop()
 
@@ -166,6 +171,10 @@ class _TorchSweep:
         c = self.config
         row = {**self.fixed, "input_size": input_size, "batch_size": batch_size, "load_avg_1m": os.getloadavg()[0],
                "created_at": now_utc()}
+        if c.alongside:  # the others first, so that every part of the point is timed beside them
+            busy = self.neighbours.busy(batch_size, input_size, self.memory_limit)
+            if busy["status"] != "ok":
+                return self._failed(row, busy, batch_size, input_size)
         fresh = c.fresh_warmup(batch_size)
         if fresh:
             first = self._fresh_warmup(batch_size, input_size)
@@ -183,6 +192,10 @@ class _TorchSweep:
         row.update(self.monitor.summary(mark))
         if steady["status"] != "ok":
             return self._failed(row, steady, batch_size, input_size)
+        if c.alongside:
+            busy = self.neighbours.still_busy()
+            if busy["status"] != "ok":  # timed beside fewer workers than the row would say
+                return self._failed(row, busy, batch_size, input_size)
         if fresh and not self.is_cuda:
             steady.pop("memory_mb")
         row.update(steady)
