@@ -24,9 +24,10 @@ import numpy as np
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
 from perfmodel.files import read_csv_text
 from perfmodel.plan import _load_predictor, _pick_model, pool_counts
-from perfmodel.units import parse_duration, parse_percentile, parse_rate
+from perfmodel.units import parse_duration, parse_fraction, parse_percentile, parse_rate
 from solvers import InfeasibleProblem, ProblemError, SolverError
 from solvers.online import OnlineDiagnosis, OnlineGpuType, OnlinePlan, OnlineProblem, ServiceTimes, solve_online
+from solvers.online_plan import percent
 
 ARRIVAL_COLUMN = "arrival_s"
 PREDICTED_LARGEST = 4096  # a predictor's batch sizes are asked up to this many images (max_batch may say far more)
@@ -59,20 +60,25 @@ def make_online_plan(
     max_queue_delays: Iterable[float] | None = None,
     simulate: bool = True,
     seed: int = 0,
+    margin: float | str = 0.0,
 ) -> OnlinePlan:
     """How many GPUs of which type, with which max_batch and max_queue_delay, answer `rate` requests/s
     within `slo` for `percentile` percent of them.
 
     rate/slo/percentile accept numbers (requests/s, seconds, percent) or text ('400/s', '100ms', 'p99').
     `arrivals` is a CSV of arrival times (column arrival_s) or an array of them; with rate None its own
-    rate is used. With no profiles and no predictors, the files shipped in profiles/ are used. Raises
-    NoOnlinePlanError (exit code 3) when nothing meets the SLO, InputError for bad input.
+    rate is used. `margin` (a fraction, or text: '10%', '0.1'): the plan meets the SLO even with every
+    batch's server time that much longer than the profile's (the round trip outside the server is not
+    scaled); its predicted latencies stay those at the profile's speed. With no profiles and no
+    predictors, the files shipped in profiles/ are used. Raises NoOnlinePlanError (exit code 3) when
+    nothing meets the SLO, InputError for bad input.
     """
     from perfmodel.plan import DEFAULT_INPUT_SIZE, shipped_sources
 
     rate_s = None if rate is None else rate if isinstance(rate, (int, float)) else parse_rate(rate)
     slo_s = slo if isinstance(slo, (int, float)) else parse_duration(slo, "--slo")
     pct = percentile if isinstance(percentile, (int, float)) else parse_percentile(percentile)
+    share = margin if isinstance(margin, (int, float)) else parse_fraction(margin, "--margin")
     trace = read_arrivals(arrivals) if isinstance(arrivals, (str, os.PathLike)) else arrivals
     if rate_s is None and trace is None:
         raise InputError("give --rate (e.g. --rate 400/s) or --arrivals FILE: online plans need a request rate.")
@@ -84,7 +90,7 @@ def make_online_plan(
     try:
         problem = OnlineProblem(_gpu_types(options, pool, prices, objective), rate_s, slo_s, pct, request_size,
                                 objective, arrivals_s=trace, delays_s=None if max_queue_delays is None else list(max_queue_delays),
-                                simulate=simulate, seed=seed, input_size=size)
+                                simulate=simulate, seed=seed, input_size=size, margin=share)
         largest = max(o.largest for found in options.values() for o in found)
         if problem.request_size > largest:
             raise InputError(f"--request-size {problem.request_size} is above the largest batch timed ({largest} "
@@ -250,6 +256,8 @@ def explain_online(d: OnlineDiagnosis) -> str:
         from perfmodel.plan import format_seconds
 
         fixes.append(f"allow an SLO of at least {format_seconds(d.min_slo_s, up=True)}")
+    if d.margin:
+        fixes.append("plan with a smaller --margin")
     message = f"no plan meets the SLO: {d.reason}."
     if fixes:
         message += " To make it feasible: " + "; or ".join(fixes) + "."
@@ -257,12 +265,16 @@ def explain_online(d: OnlineDiagnosis) -> str:
 
 
 def online_summary(plan: OnlinePlan) -> str:
-    """'3 x cpu: 400 requests/s within 100 ms for 99% of them (up to 431/s), optimal, solved in 412 ms'."""
+    """'3 x cpu: 400 requests/s within 100 ms for 99% of them (up to 431/s), optimal, solved in 412 ms';
+    with a margin '... of them (up to 431/s; margin 10%: holds the SLO with every batch 10% slower), ...'."""
     from perfmodel.plan import format_seconds
 
     gpus = " + ".join(f"{n:,} x {name}" for name, n in plan.gpus_by_type.items())
+    margin = ""
+    if plan.margin:
+        margin = f"; margin {percent(plan.margin)}: holds the SLO with every batch {percent(plan.margin)} slower"
     line = (f"{gpus}: {plan.rate_per_s:,.4g} requests/s within {format_seconds(plan.slo_s)} for "
-            f"{plan.percentile:g}% of them (up to {plan.capacity_per_s:,.4g}/s)")
+            f"{plan.percentile:g}% of them (up to {plan.capacity_per_s:,.4g}/s{margin})")
     if plan.request_size > 1:
         line += f", {plan.request_size} images per request"
     if plan.arrivals == "trace":
@@ -296,8 +308,9 @@ def triton_settings(plan: OnlinePlan, cpu_types: Iterable[str] = ("cpu",)) -> di
 
 
 def triton_header(plan: OnlinePlan) -> str:
+    margin = f", margin {percent(plan.margin)}" if plan.margin else ""
     lines = [f"perfmodel plan --mode online: {plan.rate_per_s:,.6g} requests/s, p{plan.percentile:g} <= "
-             f"{plan.slo_s * 1000:g} ms, {plan.request_size} image(s) per request."]
+             f"{plan.slo_s * 1000:g} ms{margin}, {plan.request_size} image(s) per request."]
     for a in plan.assignments:
         lines.append(f"{a.hardware}: {a.count} device(s), each its own model instance behind a load balancer "
                      f"({a.rate_per_gpu_s:,.4g} requests/s each); predicted p50 {a.predicted_p50_s * 1000:.3g} ms, "

@@ -13,6 +13,11 @@ the percentile (batcher.py, the analytic model); the counts then cover the rate 
 planned rate and gives the predicted p50/p99; where it finds the SLO missed, that type's per-GPU rate
 is lowered (3% to 30%, by how far the percentile is over) and the counts are chosen again.
 
+With a margin (OnlineProblem.margin) the search and the check run on the service slowed by it (every
+batch's server time x (1 + margin), OnlineProblem.slowed): the counts and settings hold the SLO with
+every batch that much slower. The latencies reported are those at the profiled times (what one should
+measure); slowed_s is the one at the percentile with the margin.
+
 Plain numbers (seconds, requests/s); no torch, no perfmodel.
 """
 
@@ -29,7 +34,7 @@ from solvers.online_diagnose import diagnose
 from solvers.online_plan import OnlineAssignment, OnlineDiagnosis, OnlinePlan
 from solvers.online_problem import OBJECTIVES, OnlineGpuType, OnlineProblem, ServiceTimes
 from solvers.online_search import Setting, peak_rate, best_setting, fastest
-from solvers.simulate import poisson_arrivals, simulate_gpu, split_randomly
+from solvers.simulate import WARMUP_SHARE, poisson_arrivals, simulate_gpu, split_randomly
 
 __all__ = ["OBJECTIVES", "OnlineAssignment", "OnlineDiagnosis", "OnlineGpuType", "OnlinePlan", "OnlineProblem",
            "ServiceTimes", "Setting", "best_setting", "fastest", "solve_online"]
@@ -42,6 +47,7 @@ CHECK_FLOOR = 0.7  # ... and at most 30% (half the share by which the simulated 
 def solve_online(problem: OnlineProblem) -> OnlinePlan:
     """The fewest GPUs (or lowest cost) and their batching settings; InfeasibleProblem when none exist."""
     started = time.perf_counter()
+    nominal, problem = problem, problem.slowed()  # the search and the check hold the SLO with the margin
     types = problem.gpu_types
     avail = np.array([math.inf if t.count is None else t.count for t in types], dtype=float)
     settings: list[Setting | None] = [None] * len(types)
@@ -50,7 +56,7 @@ def solve_online(problem: OnlineProblem) -> OnlinePlan:
     counts, gap = _search_types(problem, settings, capacity, avail, searched, lazy=problem.objective == "gpus")
     if counts is None:
         _search_types(problem, settings, capacity, avail, searched, lazy=False)  # the diagnosis looks at every type
-        raise InfeasibleProblem(diagnose(problem, settings, capacity, avail))
+        raise InfeasibleProblem(diagnose(problem, settings, capacity, avail, nominal.margin))
     status = "optimal" if gap == 0 else "feasible"
     checked = None
     if problem.simulate:
@@ -66,10 +72,10 @@ def solve_online(problem: OnlineProblem) -> OnlinePlan:
                 capacity[k] = rates[k] * max(CHECK_FLOOR, min(CHECK_STEP, 1 - over / 2))
             counts, gap = _search_types(problem, settings, capacity, avail, searched, lazy=False)  # others may now do
             if counts is None:
-                raise InfeasibleProblem(diagnose(problem, settings, capacity, avail))
+                raise InfeasibleProblem(diagnose(problem, settings, capacity, avail, nominal.margin))
         else:
             checked = _check(problem, settings, counts, capacity)
-    return _plan(problem, settings, counts, capacity, checked, status, gap, started)
+    return _plan(nominal, problem, settings, counts, capacity, checked, status, gap, started)
 
 
 def _search_types(problem: OnlineProblem, settings: list, capacity: np.ndarray, avail: np.ndarray, searched: np.ndarray,
@@ -136,66 +142,68 @@ def _per_gpu_rates(problem: OnlineProblem, counts: np.ndarray, capacity: np.ndar
 
 def _check(problem: OnlineProblem, settings, counts, capacity) -> dict[int, tuple[float, float, float, float]]:
     """Simulate each type used at its planned rate: {type: (at the percentile, p50, p99, mean batch)}."""
-    rates = _per_gpu_rates(problem, counts, capacity)
     used = [k for k in range(len(counts)) if counts[k] > 0]
-    out = {}
-    if problem.trace is None:
+    if problem.trace is None:  # the GPUs of a type alike: one of them, Poisson at its share of the rate
+        rates = _per_gpu_rates(problem, counts, capacity)
         wanted = problem.simulated_requests or int(min(200_000, max(20_000, 200 / problem.target)))
-        for k in used:
-            s = settings[k]
-            option = problem.gpu_types[k].options[s.option]
-            median, sigma = option.per_request(problem.request_size, s.requests)
-            arrivals = poisson_arrivals(rates[k], wanted, seed=problem.seed + 1)
-            sim = simulate_gpu(arrivals, s.requests, s.delay_s, median, sigma, seed=problem.seed + 2)
-            o = option.overhead_s
-            out[k] = (sim.quantile(problem.percentile) + o, sim.quantile(50) + o, sim.quantile(99) + o,
-                      float(sim.batch_sizes.mean()))
-        return out
-    # A trace: every GPU of the pool gets its share of the very requests, at random.
-    gpu_type = np.repeat(used, counts[used])
-    parts = split_randomly(problem.trace, capacity[gpu_type], seed=problem.seed + 1)
-    latencies: dict[int, list] = {k: [] for k in used}
-    batches: dict[int, list] = {k: [] for k in used}
-    for g, (k, arrivals) in enumerate(zip(gpu_type, parts)):
+        runs = {k: [(poisson_arrivals(rates[k], wanted, seed=problem.seed + 1), problem.seed + 2, WARMUP_SHARE)]
+                for k in used}
+    else:  # a trace: every GPU of the pool gets its share of the very requests, at random
+        gpu_type = np.repeat(used, counts[used])
+        parts = split_randomly(problem.trace, capacity[gpu_type], seed=problem.seed + 1)
+        runs = {k: [] for k in used}
+        for g, (k, arrivals) in enumerate(zip(gpu_type, parts)):
+            runs[k].append((arrivals, problem.seed + 2 + g, 0.0))
+    out = {}
+    for k, gpus in runs.items():
         s = settings[k]
         option = problem.gpu_types[k].options[s.option]
         median, sigma = option.per_request(problem.request_size, s.requests)
-        sim = simulate_gpu(arrivals, s.requests, s.delay_s, median, sigma, seed=problem.seed + 2 + g, warmup_share=0.0)
-        latencies[k].append(sim.latency_s + option.overhead_s)
-        batches[k].append(sim.batch_sizes)
-    for k in used:
-        lat = np.concatenate(latencies[k]) if latencies[k] else np.zeros(0)
-        sizes = np.concatenate(batches[k]) if batches[k] else np.zeros(0)
-        if not len(lat):
+        sims = [simulate_gpu(arrivals, s.requests, s.delay_s, median, sigma, seed=seed, warmup_share=warmup)
+                for arrivals, seed, warmup in gpus]
+        latency = np.concatenate([sim.latency_s for sim in sims]) + option.overhead_s  # the round trip takes no server time
+        if not len(latency):
             out[k] = (0.0, math.nan, math.nan, math.nan)
             continue
-        q = np.percentile(lat, [problem.percentile, 50, 99])
-        out[k] = (float(q[0]), float(q[1]), float(q[2]), float(sizes.mean()))
+        q = np.percentile(latency, [problem.percentile, 50, 99])
+        out[k] = (float(q[0]), float(q[1]), float(q[2]), float(np.concatenate([sim.batch_sizes for sim in sims]).mean()))
     return out
 
 
-def _plan(problem: OnlineProblem, settings, counts, capacity, checked, status, gap, started) -> OnlinePlan:
+def _analytic(problem: OnlineProblem, setting: Setting, k: int, rate: float):
+    """One GPU of type k with its setting at `rate`, by the analytic model: its latency (seconds, the round
+    trip included) at a percentile, and its peak rate (requests/s with every batch full)."""
+    option = problem.gpu_types[k].options[setting.option]
+    model = Batcher(rate, setting.requests, setting.delay_s, *option.per_request(problem.request_size, setting.requests))
+    return (lambda percentile: model.quantile(percentile, 1e-3) + option.overhead_s), model.peak_rate
+
+
+def _plan(problem: OnlineProblem, slowed: OnlineProblem, settings, counts, capacity, checked, status, gap,
+          started) -> OnlinePlan:
+    """The plan: counts, settings and capacities found on the `slowed` problem (the problem itself without a
+    margin), latencies predicted at `problem`'s service times and, with a margin, at the slowed ones."""
     rates = _per_gpu_rates(problem, counts, capacity)
+    predicted = checked if checked is None or slowed is problem else _check(problem, settings, counts, capacity)
     assignments = []
     for k, gpu in enumerate(problem.gpu_types):
         if counts[k] <= 0:
             continue
         s = settings[k]
-        median, sigma = gpu.options[s.option].per_request(problem.request_size, s.requests)
-        model = Batcher(rates[k], s.requests, s.delay_s, median, sigma)
-        o = gpu.options[s.option].overhead_s
-        simulated = checked is not None and k in checked
-        analytic = model.quantile(problem.percentile, 1e-3) + o
+        latency, peak = _analytic(problem, s, k, rates[k])
+        analytic = latency(problem.percentile)
+        simulated = predicted is not None and k in predicted
         if simulated:
-            at, p50, p99, batch = checked[k]
+            at, p50, p99, batch = predicted[k]
+            held = checked[k][0]
         else:  # the analytic model alone (slower than the simulation for these two)
-            at, p50, p99, batch = analytic, model.quantile(50, 1e-3) + o, model.quantile(99, 1e-3) + o, math.nan
+            at, p50, p99, batch = analytic, latency(50), latency(99), math.nan
+            held = analytic if slowed is problem else _analytic(slowed, s, k, rates[k])[0](problem.percentile)
         assignments.append(OnlineAssignment(
             hardware=gpu.name, option=gpu.options[s.option].label, input_size=problem.input_size, count=int(counts[k]),
             max_batch=s.max_batch, max_queue_delay_s=s.delay_s, preferred_batch_sizes=(s.requests * problem.request_size,),
-            rate_per_gpu_s=float(rates[k]), capacity_per_gpu_s=float(capacity[k]), peak_per_gpu_s=s.peak_per_s,
-            utilization=float(rates[k] / s.peak_per_s), predicted_p50_s=p50, predicted_p99_s=p99, predicted_s=at,
-            analytic_s=analytic, simulated=simulated,
+            rate_per_gpu_s=float(rates[k]), capacity_per_gpu_s=float(capacity[k]), peak_per_gpu_s=float(peak),
+            utilization=float(rates[k] / peak), predicted_p50_s=p50, predicted_p99_s=p99, predicted_s=at,
+            analytic_s=analytic, slowed_s=held, simulated=simulated,
             mean_batch=batch,
         ))
     by_type = {a.hardware: a.count for a in assignments}
@@ -204,7 +212,7 @@ def _plan(problem: OnlineProblem, settings, counts, capacity, checked, status, g
     cost = sum(n * prices[name] for name, n in by_type.items()) if priced else None
     return OnlinePlan(
         status=status, objective=problem.objective, rate_per_s=problem.rate_per_s, slo_s=problem.slo_s,
-        percentile=problem.percentile, request_size=problem.request_size,
+        percentile=problem.percentile, margin=problem.margin, request_size=problem.request_size,
         arrivals="poisson" if problem.trace is None else "trace", assignments=tuple(assignments),
         gpus_by_type=by_type, cost=cost, capacity_per_s=float(np.sum(counts * capacity)), gap=gap,
         solve_time_s=time.perf_counter() - started,

@@ -6,12 +6,14 @@ import math
 
 import numpy as np
 
-from solvers.online_plan import OnlineDiagnosis
+from solvers.online_plan import OnlineDiagnosis, percent
 from solvers.online_problem import OnlineProblem
 from solvers.online_search import peak_rate, best_setting, fastest
 
 
-def diagnose(problem: OnlineProblem, settings, capacity: np.ndarray, avail: np.ndarray) -> OnlineDiagnosis:
+def diagnose(problem: OnlineProblem, settings, capacity: np.ndarray, avail: np.ndarray,
+             margin: float = 0.0) -> OnlineDiagnosis:
+    """`problem` is the one searched: with a margin, already slowed by it (OnlineProblem.slowed)."""
     types = problem.gpu_types
     fast = {t.name: min((fastest(o, problem) for o in t.options if o.largest >= problem.request_size), default=None)
             for t in types}
@@ -20,17 +22,19 @@ def diagnose(problem: OnlineProblem, settings, capacity: np.ndarray, avail: np.n
     finite = bool(np.all(np.isfinite(avail)))
     max_rate = float(np.sum(capacity * np.where(np.isfinite(avail), avail, 0.0))) if finite else None
     slo = _ms(problem.slo_s)
+    within = f"within {slo} at the {_pct(problem.percentile)} percentile"
+    if margin:
+        within += f" with the {percent(margin)} margin (every batch {percent(margin)} slower)"
     if not np.any(avail > 0):
         reason = "the pool has no GPUs"
     elif not np.any(capacity > 0):
         best = min((v for k, v in fast.items() if v is not None), default=None)
         too_big = best is None
         reason = (f"no GPU takes requests of {problem.request_size} images (above every batch size timed)" if too_big else
-                  f"no GPU answers within {slo} at the {_pct(problem.percentile)} percentile even with a request alone: "
+                  f"no GPU answers {within} even with a request alone: "
                   f"the fastest is {_ms(best)} ({min(fast, key=lambda k: fast[k] if fast[k] is not None else math.inf)})")
     else:
-        reason = (f"the pool holds at most {max_rate:,.4g} requests/s within {slo} at the {_pct(problem.percentile)} "
-                  f"percentile, below the {problem.rate_per_s:,.4g}/s asked")
+        reason = f"the pool holds at most {max_rate:,.4g} requests/s {within}, below the {problem.rate_per_s:,.4g}/s asked"
     extra: dict[str, int | None] = {}
     if max_rate is not None:
         for k, t in enumerate(types):
@@ -38,7 +42,7 @@ def diagnose(problem: OnlineProblem, settings, capacity: np.ndarray, avail: np.n
                 continue
             extra[t.name] = None if capacity[k] <= 0 else max(0, math.ceil((problem.rate_per_s - max_rate) / capacity[k] - 1e-12))
     return OnlineDiagnosis(
-        reason=reason, rate_per_s=problem.rate_per_s, slo_s=problem.slo_s, percentile=problem.percentile,
+        reason=reason, rate_per_s=problem.rate_per_s, slo_s=problem.slo_s, percentile=problem.percentile, margin=margin,
         unservable=unservable, fastest_s=fast, max_rate_per_s=max_rate, extra_gpus=extra,
         min_slo_s=_smallest_slo(problem, avail, fast),
     )

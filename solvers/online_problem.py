@@ -2,14 +2,15 @@
 
     ServiceTimes   how long one GPU type takes for a batch of b images (median and p99), one way of serving
     OnlineGpuType  a kind of GPU: how many, how it can serve, its price per hour
-    OnlineProblem  the GPU types, the request rate (or a trace), the SLO at a percentile, the objective
+    OnlineProblem  the GPU types, the request rate (or a trace), the SLO at a percentile, the objective,
+                   the safety margin
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from solvers.batcher import sigma_from
 from solvers.errors import ProblemError
 
 OBJECTIVES = ("gpus", "cost")
+MAX_MARGIN = 10.0  # a margin is below this: every batch up to 11 x slower
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,7 +100,9 @@ class OnlineProblem:
     met by `percentile` percent of requests. `arrivals_s` (sorted arrival times, seconds) replaces the
     Poisson process in the check: with rate_per_s None the rate is the trace's own, else the trace is
     stretched or squeezed in time to that mean rate. `delays_s`: the max_queue_delay candidates (None:
-    0 and 1/4, 1/2, 1 x one request's service time)."""
+    0 and 1/4, 1/2, 1 x one request's service time). `margin`: the plan must meet the SLO even with every
+    batch's server time (p50_s, p99_s) 1 + margin times what was given, the round trip (overhead_s) as
+    it is; the latencies it reports are those at the times given (see slowed())."""
 
     gpu_types: Sequence[OnlineGpuType]
     rate_per_s: float | None
@@ -112,6 +116,7 @@ class OnlineProblem:
     simulated_requests: int | None = None  # per check; None: enough for the percentile (20k to 200k)
     seed: int = 0
     input_size: int | None = None  # for the report
+    margin: float = 0.0
     trace: np.ndarray | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
@@ -152,6 +157,10 @@ class OnlineProblem:
             if not delays or not all(math.isfinite(d) and d >= 0 for d in delays):
                 raise ProblemError("max_queue_delay candidates must be finite numbers of seconds >= 0.")
             object.__setattr__(self, "delays_s", delays)
+        if not (_number(self.margin) and 0 <= self.margin < MAX_MARGIN):
+            raise ProblemError(f"the margin must be a fraction >= 0 and below {MAX_MARGIN:g} (e.g. 0.1: every batch "
+                               f"10% slower), not {self.margin!r}.")
+        object.__setattr__(self, "margin", float(self.margin))
         if self.objective == "cost":
             unpriced = [t.name for t in types if t.cost_per_hour is None and t.count != 0]
             if unpriced:
@@ -161,6 +170,18 @@ class OnlineProblem:
     def target(self) -> float:
         """The share of requests that may take longer than the SLO."""
         return 1.0 - self.percentile / 100.0
+
+    def slowed(self) -> OnlineProblem:
+        """The problem the plan must hold: every batch's server time x (1 + margin), the round trip as it
+        is, and no margin left to apply; the problem itself when the margin is 0."""
+        if not self.margin:
+            return self
+        f = 1.0 + self.margin
+        types = [replace(t, options=[replace(o, p50_s=o.p50_s * f, p99_s=o.p99_s * f) for o in t.options])
+                 for t in self.gpu_types]
+        slowed = replace(self, gpu_types=types, margin=0.0)
+        object.__setattr__(slowed, "trace", self.trace)  # the very arrivals, not rescaled again
+        return slowed
 
 
 def _number(value) -> bool:

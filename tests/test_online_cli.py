@@ -82,6 +82,31 @@ def test_infeasible_exits_3_with_what_would_do(profile, capsys):
     assert code == 3 and json.loads(out)["min_slo_ms"] > 1 and "allow an SLO of at least" in err
 
 
+def test_a_margin_plans_for_a_slower_service_and_says_so(profile, capsys):
+    base = ["--rate", "4k/s", "--slo", "30ms", "--profile", str(profile), "--json"]
+    code, out, _ = run(capsys, *base)
+    plain = json.loads(out)
+    code, out, _ = run(capsys, *base, "--margin", "10%")
+    plan = json.loads(out)
+    assert code == 0 and plain["margin"] == 0 and plan["margin"] == pytest.approx(0.1)
+    assert plan["capacity_per_s"] < plain["capacity_per_s"]
+    for a in plan["assignments"]:
+        assert a["predicted_ms_at_percentile"] < a["slowed_ms_at_percentile"] <= 30
+    for a in plain["assignments"]:
+        assert a["slowed_ms_at_percentile"] == a["predicted_ms_at_percentile"]
+    code, out, err = run(capsys, *base[:-1], "--margin", "0.1", "--no-simulation")
+    assert code == 0 and "margin 10%: holds the SLO with every batch 10% slower" in out
+    assert "with every batch 10% slower, p99: fast" in err
+
+
+def test_an_infeasible_plan_names_its_margin(profile, capsys):
+    code, out, err = run(capsys, "--rate", "100k/s", "--slo", "30ms", "--profile", str(profile), "--pool", "fast=1",
+                         "--margin", "10%", "--json")
+    d = json.loads(out)
+    assert code == 3 and d["margin"] == pytest.approx(0.1) and "with the 10% margin" in d["reason"]
+    assert "with the 10% margin" in err and "a smaller --margin" in err
+
+
 @NEEDS_TRITONCLIENT
 def test_triton_config_is_written_and_merged(profile, tmp_path, capsys):
     model_dir = tmp_path / "repo" / "resnet50"
@@ -142,6 +167,10 @@ def test_arrivals_from_a_trace(profile, tmp_path, capsys):
     (["--rate", "400/s", "--slo", "50ms", "--pool", "tpu=4"], "no profile or predictor for tpu"),
     (["--rate", "400/s", "--slo", "50ms", "--input-size", "512"], "at 512 px"),
     (["--rate", "400/s", "--slo", "50ms", "--request-size", "64"], "above the largest batch timed (32 images)"),
+    (["--rate", "400/s", "--slo", "50ms", "--margin", "-5%"], "--margin '-5%' is negative"),
+    (["--rate", "400/s", "--slo", "50ms", "--margin", "abc"], "--margin 'abc' is not a percentage"),
+    (["--rate", "400/s", "--slo", "50ms", "--margin", "150%"], "must be below 100%"),
+    (["--rate", "400/s", "--slo", "50ms", "--use", "p99"], "--use is not for --mode online"),
 ])
 def test_bad_input_is_one_sentence_and_exit_2(profile, capsys, args, says):
     code = main(["plan", "--mode", "online", "--profile", str(profile), *args])

@@ -242,3 +242,123 @@ def test_given_delays_are_the_only_ones_and_the_simulation_has_the_last_word():
     no_check = solve_online(OnlineProblem([gpu], 2000, 0.06, 99, delays_s=[0.03], simulate=False))
     assert plan.total_gpus >= no_check.total_gpus
     assert (plan.status == "optimal") == (plan.total_gpus == no_check.total_gpus)
+
+
+# ------------------------------------------------------------------------------------------------
+# The safety margin
+
+
+def slowed_by(service: ServiceTimes, margin: float) -> ServiceTimes:
+    """Every batch's server time x (1 + margin); the round trip as it is."""
+    return ServiceTimes(service.p50_s * (1 + margin), service.p99_s * (1 + margin), service.label,
+                        service.max_batches, service.overhead_s)
+
+
+def margin_pool(margin: float = 0.0) -> list[OnlineGpuType]:
+    fast, slow = curve(0.002, 0.0001, 32), curve(0.004, 0.0004, 32, spread=0.05)
+    fast = ServiceTimes(fast.p50_s, fast.p99_s, "test", overhead_s=0.002)  # a round trip, which the margin leaves alone
+    return [OnlineGpuType("fast", 2, [slowed_by(fast, margin)]), OnlineGpuType("slow", None, [slowed_by(slow, margin)])]
+
+
+@pytest.mark.parametrize("simulate", [False, True])
+def test_a_margin_plans_the_service_slowed_by_it(simulate):
+    """Counts, settings and capacities are those of every batch 1 + margin times slower (the round trip
+    not); the latencies reported are those at the profiled speed, the slowed one beside them."""
+    m = 0.2
+    kw = dict(rate_per_s=12_000, slo_s=0.03, percentile=99, simulate=simulate)
+    plan = solve_online(OnlineProblem(margin_pool(), **kw, margin=m))
+    slow = solve_online(OnlineProblem(margin_pool(m), **kw))
+    nominal = solve_online(OnlineProblem(margin_pool(), **kw))
+    assert plan.margin == m and plan.to_dict()["margin"] == m and slow.margin == 0
+    assert plan.gpus_by_type == slow.gpus_by_type and plan.total_gpus > nominal.total_gpus
+    assert plan.capacity_per_s == pytest.approx(slow.capacity_per_s, rel=1e-12) and plan.status == slow.status
+    for a, b in zip(plan.assignments, slow.assignments, strict=True):
+        assert (a.hardware, a.count, a.max_batch, a.max_queue_delay_s) == (b.hardware, b.count, b.max_batch, b.max_queue_delay_s)
+        assert a.capacity_per_gpu_s == pytest.approx(b.capacity_per_gpu_s, rel=1e-12)
+        assert a.rate_per_gpu_s == pytest.approx(b.rate_per_gpu_s, rel=1e-12)
+        assert a.slowed_s == pytest.approx(b.predicted_s, rel=1e-9)  # the slowed plan's own prediction
+        assert a.peak_per_gpu_s == pytest.approx(b.peak_per_gpu_s * (1 + m), rel=1e-9)  # the profiled speed
+        assert a.utilization == pytest.approx(b.utilization / (1 + m), rel=1e-9)
+        assert a.predicted_s < a.slowed_s <= 0.03 and a.predicted_p99_s < b.predicted_p99_s
+        assert a.predicted_p50_s < b.predicted_p50_s
+        assert a.to_dict()["slowed_ms_at_percentile"] == pytest.approx(a.slowed_s * 1000)
+
+
+def test_a_margins_predictions_are_the_profiled_services_at_those_settings():
+    m = 0.15
+    problem = OnlineProblem(margin_pool(), 12_000, 0.03, 99, simulate=False, margin=m)
+    plan = solve_online(problem)
+    for a in plan.assignments:
+        gpu = next(t for t in problem.gpu_types if t.name == a.hardware)
+        option = gpu.options[0]
+        requests = a.max_batch  # one image per request
+        model = Batcher(a.rate_per_gpu_s, requests, a.max_queue_delay_s, *option.per_request(1, requests))
+        assert a.predicted_s == pytest.approx(model.quantile(99, 1e-3) + option.overhead_s, rel=1e-9)
+        assert a.analytic_s == a.predicted_s and a.predicted_p50_s == pytest.approx(model.quantile(50, 1e-3) + option.overhead_s)
+        slowed = slowed_by(option, m)
+        model = Batcher(a.rate_per_gpu_s, requests, a.max_queue_delay_s, *slowed.per_request(1, requests))
+        assert a.slowed_s == pytest.approx(model.quantile(99, 1e-3) + option.overhead_s, rel=1e-9)
+        assert a.predicted_s < a.slowed_s <= 0.03
+
+
+def test_no_margin_changes_nothing():
+    problem = OnlineProblem(margin_pool(), 12_000, 0.03, 99)
+    assert problem.margin == 0 and problem.slowed() is problem
+    plan = solve_online(problem)
+    same = solve_online(OnlineProblem(margin_pool(), 12_000, 0.03, 99, margin=0.0))
+    assert plan.margin == 0 and plan.gpus_by_type == same.gpus_by_type
+    for a, b in zip(plan.assignments, same.assignments, strict=True):
+        assert a.slowed_s == a.predicted_s == b.predicted_s and a.capacity_per_gpu_s == b.capacity_per_gpu_s
+
+
+def test_a_margin_on_a_trace_replays_the_very_arrivals():
+    trace = np.cumsum(np.random.default_rng(0).exponential(1 / 2000, 20_000))
+    plan = solve_online(OnlineProblem(margin_pool(), None, 0.03, 99, arrivals_s=trace, margin=0.2))
+    slow = solve_online(OnlineProblem(margin_pool(0.2), None, 0.03, 99, arrivals_s=trace))
+    assert plan.arrivals == "trace" and plan.gpus_by_type == slow.gpus_by_type
+    for a, b in zip(plan.assignments, slow.assignments, strict=True):
+        assert a.slowed_s == pytest.approx(b.predicted_s, rel=1e-9) and a.predicted_s <= a.slowed_s
+
+
+@pytest.mark.parametrize("margin", [-0.1, 10, 12.5, math.nan, math.inf, True, "0.1", None])
+def test_a_bad_margin_is_refused(margin):
+    with pytest.raises(ProblemError, match="margin"):
+        OnlineProblem(margin_pool(), 100, 0.03, 99, margin=margin)
+
+
+def test_an_infeasible_plan_with_a_margin_says_so_and_its_figures_hold_with_it():
+    def diagnosis(margin):
+        with pytest.raises(InfeasibleProblem) as caught:
+            solve_online(OnlineProblem([OnlineGpuType("g", 2, [curve(0.005, 0.0002, 32, spread=0.05)])], 20_000, 0.03,
+                                       99, margin=margin))
+        return caught.value.diagnosis
+
+    plain, slowed = diagnosis(0.0), diagnosis(0.1)
+    assert "margin" not in plain.reason and "with the 10% margin" in slowed.reason
+    assert slowed.margin == 0.1 and slowed.to_dict()["margin"] == 0.1 and plain.margin == 0
+    assert slowed.max_rate_per_s < plain.max_rate_per_s and slowed.extra_gpus["g"] >= plain.extra_gpus["g"]
+    service = curve(0.010, 0.001, 8)
+    with pytest.raises(InfeasibleProblem) as caught:  # a request alone already misses the SLO with the margin
+        solve_online(OnlineProblem([OnlineGpuType("g", None, [service])], 100, 0.0111, 99, margin=0.1))
+    d = caught.value.diagnosis
+    assert "even with a request alone" in d.reason and "with the 10% margin" in d.reason
+    problem = OnlineProblem([OnlineGpuType("g", None, [slowed_by(service, 0.1)])], 100, 0.0111, 99)
+    assert d.min_slo_s == pytest.approx(fastest(slowed_by(service, 0.1), problem), rel=1e-3)
+
+
+@settings(max_examples=8, deadline=None)
+@given(margin=st.floats(0.0, 0.6), rate=st.floats(500, 30_000), slo=st.floats(0.012, 0.08))
+def test_any_margin_plans_as_the_slowed_service(margin, rate, slo):
+    kw = dict(rate_per_s=rate, slo_s=slo, percentile=99, simulate=False)
+    try:
+        slow = solve_online(OnlineProblem(margin_pool(margin), **kw))
+    except InfeasibleProblem as exc:
+        with pytest.raises(InfeasibleProblem) as caught:
+            solve_online(OnlineProblem(margin_pool(), **kw, margin=margin))
+        assert caught.value.diagnosis.max_rate_per_s == pytest.approx(exc.diagnosis.max_rate_per_s, rel=1e-9)
+        return
+    plan = solve_online(OnlineProblem(margin_pool(), **kw, margin=margin))
+    assert plan.gpus_by_type == slow.gpus_by_type
+    for a, b in zip(plan.assignments, slow.assignments, strict=True):
+        assert (a.max_batch, a.max_queue_delay_s) == (b.max_batch, b.max_queue_delay_s)
+        assert a.predicted_s <= a.slowed_s * (1 + 1e-9) and a.slowed_s == pytest.approx(b.predicted_s, rel=1e-9)

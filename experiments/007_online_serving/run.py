@@ -14,7 +14,9 @@ Parts (each writes its files into results/ and its table into results/summary.md
   --pool cpu=1 --triton-config ...` plans max_batch and delay and writes config.pbtxt; `perfmodel
   profile --backend triton --rate R --triton-config ...` deploys it and drives it open-loop for
   --duration; predicted and measured p50/p99 side by side. Then --over x the capacity, with the plan
-  for the highest load: the prediction and the measurement there. -> validation.csv.
+  for the highest load: the prediction and the measurement there. -> validation.csv. --margin 10% is
+  passed to every plan (the capacity's too): the plans then hold the SLO with every batch 10% slower,
+  and the loads are shares of that capacity.
 - accuracy: the analytic model against the simulation over a grid of loads, batch limits, delays
   and service curves (100k requests per run, 300k at load 0.9, 500k at 0.95; 3 seeds). -> accuracy.csv.
 - curve: GPUs needed against the rate for a synthetic GPU-like ResNet-50 curve: perfmodel's plans,
@@ -189,9 +191,9 @@ def server_request_ms(before, after) -> float:
 # validate
 
 
-def plan(rate: float, slo: str, directory: Path | None, profile: str = "service-profile.csv") -> dict:
+def plan(rate: float, slo: str, directory: Path | None, profile: str = "service-profile.csv", margin: str = "0") -> dict:
     args = ["plan", "--mode", "online", "--rate", f"{rate:.6g}/s", "--slo", slo, "--percentile", "99",
-            "--profile", str(RESULTS / profile), "--input-size", str(SIZE), "--pool", "cpu=1", "--json"]
+            "--profile", str(RESULTS / profile), "--input-size", str(SIZE), "--pool", "cpu=1", "--margin", margin, "--json"]
     if directory is not None:
         args += ["--triton-config", str(directory)]
     done = perfmodel(*args, check=False)
@@ -222,18 +224,19 @@ def predict(service: ServiceTimes, rate: float, max_batch: int, delay_s: float, 
     return sim.quantile(50), sim.quantile(99)
 
 
-def validate(slo: str, loads: list[float], over: float, duration: float) -> pd.DataFrame:
+def validate(slo: str, loads: list[float], over: float, duration: float, margin: str = "0") -> pd.DataFrame:
     profile = load_profile(RESULTS / "service-profile.csv")
-    probe = plan(1.0, slo, None)
+    probe = plan(1.0, slo, None, margin=margin)
     if probe["status"] == "infeasible":
         raise SystemExit(f"no plan at 1/s: {probe['reason']}")
-    capacity = probe["capacity_per_s"]
-    print(f"one server holds {capacity:.1f} requests/s within {slo} at p99", flush=True)
+    capacity, share_slower = probe["capacity_per_s"], probe["margin"]
+    print(f"one server holds {capacity:.1f} requests/s within {slo} at p99 (margin {share_slower * 100:g}%)", flush=True)
     capacities = {"service-profile.csv": capacity}
     if (RESULTS / "ordinary-profile.csv").exists():  # what a plan from the ordinary profile would promise
-        ordinary = plan(1.0, slo, None, "ordinary-profile.csv")
+        ordinary = plan(1.0, slo, None, "ordinary-profile.csv", margin=margin)
         capacities["ordinary-profile.csv"] = ordinary.get("capacity_per_s")
-    (RESULTS / "capacity.json").write_text(json.dumps({"slo": slo, "capacity_per_s": capacities}, indent=2) + "\n")
+    (RESULTS / "capacity.json").write_text(json.dumps({"slo": slo, "margin": share_slower, "capacity_per_s": capacities},
+                                                      indent=2) + "\n")
     measured = RESULTS / "measured.csv"
     rows = []
     last = None
@@ -243,12 +246,12 @@ def validate(slo: str, loads: list[float], over: float, duration: float) -> pd.D
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir(parents=True)
         before = load()
-        answer = plan(rate, slo, directory)
+        answer = plan(rate, slo, directory, margin=margin)
         (directory.parent / "plan.json").write_text(json.dumps(answer, indent=2) + "\n")
         a = answer["assignments"][0]
         m = measure(rate, directory, duration, measured)
         rows.append(_compare("planned", share, rate, a["max_batch"], a["max_queue_delay_ms"], a["predicted_p50_ms"],
-                             a["predicted_p99_ms"], m, slo, before))
+                             a["predicted_p99_ms"], m, slo, before, share_slower, a["slowed_ms_at_percentile"]))
         last = (directory, a)
     directory, a = last
     rate = round(capacity * over, 1)
@@ -257,7 +260,7 @@ def validate(slo: str, loads: list[float], over: float, duration: float) -> pd.D
     p50, p99 = predict(service, rate, a["max_batch"], a["max_queue_delay_ms"] / 1000)
     m = measure(rate, directory, duration, measured)
     rows.append(_compare("above capacity", over, rate, a["max_batch"], a["max_queue_delay_ms"], p50 * 1000, p99 * 1000,
-                         m, slo, before))
+                         m, slo, before, share_slower))
     table = pd.DataFrame(rows)
     table.to_csv(RESULTS / "validation.csv", index=False, float_format="%.4g")
     return table
@@ -269,13 +272,15 @@ def _service(profile: pd.DataFrame) -> ServiceTimes:
     return service_options([RESULTS / "service-profile.csv"], [], MODEL, SIZE)["cpu"][0]
 
 
-def _compare(case, share, rate, max_batch, delay_ms, p50, p99, m: dict, slo: str, before: float) -> dict:
+def _compare(case, share, rate, max_batch, delay_ms, p50, p99, m: dict, slo: str, before: float, margin: float = 0.0,
+             slowed_p99: float = math.nan) -> dict:
     from perfmodel.units import parse_duration
 
     slo_ms = parse_duration(slo) * 1000
     return {
-        "case": case, "load_share": share, "rate_per_s": rate, "max_batch": max_batch, "max_queue_delay_ms": delay_ms,
-        "predicted_p50_ms": p50, "measured_p50_ms": m["latency_ms"], "predicted_p99_ms": p99,
+        "case": case, "load_share": share, "rate_per_s": rate, "margin": margin, "max_batch": max_batch,
+        "max_queue_delay_ms": delay_ms, "predicted_p50_ms": p50, "measured_p50_ms": m["latency_ms"], "predicted_p99_ms": p99,
+        "slowed_p99_ms": slowed_p99,
         "measured_p99_ms": m["latency_p99_ms"], "p99_error": m["latency_p99_ms"] / p99 - 1 if math.isfinite(p99) else math.nan,
         "predicted_meets_slo": bool(p99 <= slo_ms), "measured_meets_slo": bool(m["latency_p99_ms"] <= slo_ms),
         "achieved_rate_per_s": m["achieved_rate_per_s"], "kept_up": m["kept_up"], "server_batch_mean": m["server_batch_mean"],
@@ -487,7 +492,11 @@ def summary(machine: dict) -> str:
     path = RESULTS / "validation.csv"
     if path.exists():
         v = pd.read_csv(path)
-        lines += ["## Predicted against measured (one server, the plan's config.pbtxt, open-loop Poisson load)", "",
+        margin = float(v["margin"].iloc[0]) if "margin" in v else 0.0
+        pct = f"{margin * 100:g}%"
+        held = (f"; planned with --margin {pct}: the SLO holds with every batch {pct} slower, loads are shares of "
+                "that capacity" if margin else "")
+        lines += [f"## Predicted against measured (one server, the plan's config.pbtxt, open-loop Poisson load{held})", "",
                   "| case | load | rate/s | max batch | delay ms | p50 pred | p50 meas | p99 pred | p99 meas | p99 meas/pred - 1 | "
                   "SLO met pred/meas | answered/s | server batch | load avg |", "|" + "---|" * 14]
         for r in v.itertuples():
@@ -497,6 +506,10 @@ def summary(machine: dict) -> str:
                          f"{_yes(r.measured_meets_slo)} | {r.achieved_rate_per_s:.4g} | {r.server_batch_mean:.3g} | "
                          f"{r.load_avg_before:g}-{r.load_avg_after:g} |")
         lines.append("")
+        if margin:
+            planned = v[v["case"] == "planned"]
+            lines += [f"p99 predicted with every batch {pct} slower (what the plan holds within the SLO): "
+                      + ", ".join(f"{r.slowed_p99_ms:.3g} ms at {r.load_share:g}" for r in planned.itertuples()) + ".", ""]
         if "server_busy_share" in v:
             lines += ["The server during each run: its busy time per execution (Triton's compute input + infer + output) "
                       "against the calibration's at the same mean batch, and the share of the run it was busy.", "",
@@ -510,7 +523,7 @@ def summary(machine: dict) -> str:
     path = RESULTS / "capacity.json"
     if path.exists():
         c = json.loads(path.read_text())
-        lines += [f"One server's capacity within {c['slo']} at p99, as planned from each profile: "
+        lines += [f"One server's capacity within {c['slo']} at p99 (margin {c.get('margin', 0) * 100:g}%), as planned from each profile: "
                   + "; ".join(f"{name}: {value:,.0f} requests/s" for name, value in c["capacity_per_s"].items()
                               if value is not None) + ".", ""]
     path, ordinary = RESULTS / "service-profile.csv", RESULTS / "ordinary-profile.csv"
@@ -587,6 +600,7 @@ def main() -> None:
     p.add_argument("--slo", default="100ms", help="the p99 objective of the validation (default: 100ms)")
     p.add_argument("--loads", default="0.3,0.55,0.8", help="planned rates, as shares of one server's capacity")
     p.add_argument("--over", type=float, default=1.2, help="the rate above capacity, as a share of it (default: 1.2)")
+    p.add_argument("--margin", default="0", help="validate: perfmodel plan --margin for every plan, e.g. 10%% (default: 0)")
     p.add_argument("--duration", type=float, default=60.0, help="seconds counted per measured rate (default: 60)")
     p.add_argument("--max-batch", type=int, default=32, help="largest dynamic batch calibrated (default: 32)")
     p.add_argument("--calibration-seconds", type=float, default=10.0, help="per calibration rate (default: 10)")
@@ -620,7 +634,8 @@ def main() -> None:
         if part == "calibrate":
             calibrate(args.max_batch, args.calibration_seconds)
         elif part == "validate":
-            print(validate(args.slo, [float(x) for x in args.loads.split(",")], args.over, args.duration).to_string(index=False))
+            loads = [float(x) for x in args.loads.split(",")]
+            print(validate(args.slo, loads, args.over, args.duration, args.margin).to_string(index=False))
         elif part == "accuracy":
             accuracy(args.accuracy_requests)
         elif part == "curve":

@@ -61,7 +61,8 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", help="only this backend (default: every backend measured; the solver picks)")
     p.add_argument("--precision", help="only this precision (default: every precision measured)")
     p.add_argument("--use", default="p50", choices=["p50", "p99"], help="plan on the median or the 99th-percentile latency (default: p50)")
-    p.add_argument("--margin", default="0", metavar="PCT", help="safety margin: finish by deadline x (1 - margin), e.g. 5%% (default: 0)")
+    p.add_argument("--margin", default="0", metavar="PCT", help="safety margin, e.g. 5%% (default: 0); batch modes: finish "
+                   "by deadline x (1 - margin); online: the SLO holds with every batch's server time that much longer")
     p.add_argument("--load-time", metavar="T", help="model load time per GPU (default: the profile's or predictor's load_ms, else 0)")
     p.add_argument("--extrapolate", action="store_true", help="let predictors go past 2x the largest batch measured "
                    "(up to their max_batch), where their error was never measured")

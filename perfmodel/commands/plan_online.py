@@ -12,15 +12,18 @@ ONLINE_EXAMPLES = """online serving (--mode online):
                  --price h100=4.5,a100=2.2 --json
   perfmodel plan --mode online --rate 400/s --slo 100ms --triton-config model_repository/resnet50/
   perfmodel plan --mode online --arrivals trace.csv --slo 50ms --request-size 4
+  perfmodel plan --mode online --rate 400/s --slo 100ms --margin 10% --profile p.csv
 
 rates 400/s, 20k/s, 1.5k/s, 24000/min; --arrivals: a CSV with a column arrival_s (seconds). Requests
 arrive as a Poisson process (or as in the trace), a load balancer spreads them over the GPUs, and each
 GPU runs Triton's dynamic batcher; latency = queueing + batching delay + batch service time.
+--margin 10%: the plan holds the SLO even with every batch's server time 10% longer than profiled
+(a machine whose speed drifts); the p50/p99 it predicts are those at the profiled speed.
 """
 
 # Flags of the batch modes, with the value they have when not given.
-BATCH_ONLY = {"images": None, "mix": None, "deadline": None, "margin": "0", "use": "p50", "load_time": None,
-              "max_batches": None, "gap": None, "time_limit": "10s"}
+BATCH_ONLY = {"images": None, "mix": None, "deadline": None, "use": "p50", "load_time": None,
+              "max_batches": None, "gap": None, "time_limit": "10s"}  # --margin serves both
 ONLINE_ONLY = {"rate": None, "slo": None, "percentile": None, "request_size": None, "arrivals": None,
                "triton_config": None, "max_queue_delay": None, "no_simulation": False}
 
@@ -86,6 +89,7 @@ def run_online(args) -> int:
             arrivals=args.arrivals,
             max_queue_delays=delays,
             simulate=not args.no_simulation,
+            margin=args.margin,
         )
     except NoOnlinePlanError as exc:
         if args.json:
@@ -105,6 +109,12 @@ def run_online(args) -> int:
     how = "the simulation" if any(a.simulated for a in plan.assignments) else "the analytic model"
     console.note(f"p50 and p99 from {how} at each GPU's share of the rate; utilization = that share / the rate "
                  "at which full batches keep the GPU busy.")
+    if plan.margin:
+        from solvers.online_plan import percent
+
+        slowed = ", ".join(f"{a.hardware} {a.slowed_s * 1000:.3g} ms" for a in plan.assignments)
+        console.note(f"those are at the profile's speed; with every batch {percent(plan.margin)} slower, "
+                     f"p{plan.percentile:g}: {slowed} (the SLO {plan.slo_s * 1000:g} ms).")
     for path in written:
         console.note(f"wrote {path}")
     if len(written) > 1:
