@@ -71,6 +71,7 @@ def test_a_synthetic_run_does_exactly_the_plan(plan, cluster, capsys):
     assert data["measured_makespan_s"] == max(w["finish_s"]["measured"] for w in data["workers"])
     for w in data["workers"]:
         assert (w["batches_done"], w["images_done"]) == (w["batches"], w["images"])
+        assert w["niceness"] == 0  # as the profiler measured, not Ray's default 15
         for quantity in ("load_s", "warmup_s", "batch_s", "finish_s"):
             assert w[quantity]["predicted"] > 0 and w[quantity]["measured"] > 0
         starts = [s for s, _ in w["timeline"]["batches"]]

@@ -302,12 +302,13 @@ def main() -> int:
     parser.add_argument("--decode-threads", type=int, help="image-decoding threads per worker (default: 1 on a "
                         "CPU, where each worker has one core; the spare cores on a GPU machine)")
     parser.add_argument("--work", default=str(HERE / "work"), help="generated images and profiles (reused)")
+    parser.add_argument("--results", help="where the plans, runs and tables go (default: results/<device>/ here)")
     parser.add_argument("--tables-only", action="store_true",
                         help="only rebuild summary.csv, workers.csv and results.md from the plans and runs written")
     args = parser.parse_args()
     if args.decode_threads is None:
         args.decode_threads = 1 if args.device == "cpu" else max(1, (os.cpu_count() or 2) - 2)
-    work, out = Path(args.work), HERE / "results" / args.device
+    work, out = Path(args.work), Path(args.results) if args.results else HERE / "results" / args.device
     work.mkdir(parents=True, exist_ok=True)
     started, load_start, t0 = time.strftime("%Y-%m-%d %H:%M"), os.getloadavg()[0], time.time()
     if args.tables_only:

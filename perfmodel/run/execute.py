@@ -231,6 +231,7 @@ class _Execution:
             for w, info in zip(runs, _get_all([a.ready.remote() for a in actors], READY_TIMEOUT_S,
                                               "starting the workers")):
                 w.host, w.pid, w.threads, w.device = info["host"], info["pid"], info["threads"], info["device"]
+                w.niceness = info["niceness"]
             queue = self._queue() if self.options.steal else None
             self.on_event(RunEvent("phase", "loading the model on every worker"))
             self.t0 = time.time()

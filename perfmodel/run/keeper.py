@@ -38,13 +38,16 @@ OWNER_FILE = "owner.pid"  # the PID of the keeper, so that a later run can remov
 
 def ray_settings(token: str) -> dict[str, str]:
     """The environment of a local Ray and its driver: every server bound to 127.0.0.1, no usage report
-    over the network, and token authentication with a token of this run only (never written to disk,
-    unlike Ray's default ~/.ray/auth_token)."""
+    over the network, token authentication with a token of this run only (never written to disk,
+    unlike Ray's default ~/.ray/auth_token), and workers at the priority the profiler measured at."""
     return {
         "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # on Linux this makes the node address the loopback one
         "RAY_USAGE_STATS_ENABLED": "0",
         "RAY_AUTH_MODE": "token",
         "RAY_AUTH_TOKEN": token,
+        # Ray starts workers at nice 15, below its own processes and the driver: on a machine whose cores
+        # the plan gives to the workers, every other process would then go first (seen in experiment 006).
+        "RAY_worker_niceness": "0",
     }
 
 

@@ -27,6 +27,7 @@ class WorkerRun:
     host: str = ""
     pid: int | None = None
     threads: int | None = None  # torch's intra-op threads in the worker
+    niceness: int | None = None  # its scheduling priority (Ray's default for workers is 15)
     device: str = ""
     load: tuple[float, float] | None = None  # start, end
     batches: list[dict] = field(default_factory=list)  # the worker's records, times from the clock's start
@@ -76,7 +77,7 @@ class WorkerRun:
             "worker": p.name, "hardware": p.hardware, "input_size": p.input_size, "batch_size": p.batch_size,
             "batches": p.batches, "images": p.images, "backend": p.backend, "precision": p.precision,
             "host": self.host, "pid": self.pid, "device": self.device, "threads": self.threads,
-            "status": self.status, "error": self.error or None,
+            "niceness": self.niceness, "status": self.status, "error": self.error or None,
             "batches_given": len(self.given), "images_given": self.images_given,
             "batches_done": len(self.batches), "images_done": self.images_done,
             "load_s": _pair(p.load_s, load),

@@ -84,7 +84,7 @@ class RunWorker:
     def ready(self) -> dict:
         """Who and where this worker is (called before the clock starts)."""
         return {"pid": os.getpid(), "host": platform.node(), "threads": self.torch.get_num_threads(),
-                "device": str(self.runner.device)}
+                "niceness": os.getpriority(os.PRIO_PROCESS, 0), "device": str(self.runner.device)}
 
     def load(self, input_size: int, batches=None, queue=None, worker: int = 0, synthetic_batch: int | None = None) -> dict:
         """Build the model (and its weights) on the device, then start decoding the first batches.
