@@ -90,7 +90,7 @@ def parse_fraction(text: str, what: str = "margin") -> float:
     if not percent and value > 1:
         raise InputError(f"{what} {shown(text)} is ambiguous: write {raw}% for a percentage, or a fraction below 1.")
     if not value < 1:
-        raise InputError(f"{what} {shown(text)} must be below 100%: a margin of all the time leaves none to work in.")
+        raise InputError(f"{what} {shown(text)} must be below 100%, e.g. 5%.")
     return value
 
 
