@@ -1,8 +1,9 @@
 """`--alongside N`: N more workers run the model while a point is measured, as a plan's workers do.
 
 A plan that puts several CPU workers on one machine runs them all at once: they share its cores'
-caches, its memory bandwidth and its clock budget, and each runs slower than it would alone
-(experiment 006: two workers on two cores took 10-27% longer than a profile measured alone). A
+caches and its memory bandwidth, and each runs slower than it would alone (experiment 006, two
+workers on two cores: a batch took 1.03-1.07x its time alone for ResNet-50, 1.25-1.49x for
+EfficientNet-B0, whose depthwise convolutions wait on memory). A
 profile measured `--alongside 1` times every point (its load, warm-up and steady state) while another
 worker process runs the same model at the same batch and input size back to back, and keeps running it
 between points, so that the measured worker is never alone.
