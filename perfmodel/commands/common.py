@@ -19,9 +19,12 @@ def formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
 
 
-def positive(unit: str, whole: bool = False):
-    """An argparse type: a finite number above zero (a whole one if `whole`), else one clear sentence."""
+def positive(unit: str, whole: bool = False, allow_zero: bool = False):
+    """An argparse type: a finite number above zero (or 0 too, `allow_zero`; a whole one if `whole`), else one
+    clear sentence."""
     what = "a positive whole number" if whole else f"a positive number of {unit}"
+    if allow_zero:
+        what = "a whole number, 0 or more" if whole else f"a number of {unit}, 0 or more"
 
     def parse(text: str):
         try:
@@ -30,7 +33,7 @@ def positive(unit: str, whole: bool = False):
             value = int(text) if whole else float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}") from None
-        if not (math.isfinite(value) and value > 0):
+        if not (math.isfinite(value) and (value >= 0 if allow_zero else value > 0)):
             raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}")
         return value
 

@@ -48,12 +48,6 @@ def _batch_list(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(exc).rstrip(".")) from None
 
 
-def int_at_least_zero(text: str) -> int:
-    if not text.strip().isascii() or not text.strip().isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number of workers, 0 or more, not {text!r}")
-    return int(text)
-
-
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "profile",
@@ -86,7 +80,7 @@ def add_parser(sub) -> None:
                         "points: steady state only, warmup_ms empty); the way to fit a GPU sweep into minutes")
     p.add_argument("--threads", type=positive("", whole=True), default=None, metavar="N",
                    help="torch threads (default: 1 on CPU, torch's default on CUDA)")
-    p.add_argument("--alongside", type=int_at_least_zero, default=0, metavar="N",
+    p.add_argument("--alongside", type=positive("", whole=True, allow_zero=True), default=0, metavar="N",
                    help="CPU: time every point while N more workers run the same model and batch on this machine, as "
                         "when a plan puts N + 1 workers on it (they share its cores and memory bandwidth) (default: 0)")
     p.add_argument("--hardware", default=None, metavar="KEY", help="pool key for this device (default: from its name: h100, a100, cpu ...)")
