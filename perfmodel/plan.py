@@ -207,10 +207,9 @@ def _gather(profiles, predictors, model, sizes, use, backend, precision, basis) 
             if size in measured:
                 what = " ".join(x for x in (backend, precision) if x)
                 raise InputError(f"no point of {model}{' ' + what if what else ''} at {size} px has status ok.")
-            raise InputError(
-                f"nothing measured at input size {size} for {model}; sizes measured: "
-                f"{', '.join(map(str, measured)) or 'none'} (or give a predictor, which can extrapolate)."
-            )
+            hint = f"plan at one of them with --input-size {measured[0]}, or give" if measured else "give"
+            raise InputError(f"nothing measured at input size {size} for {model}; sizes measured: "
+                             f"{', '.join(map(str, measured)) or 'none'}: {hint} a predictor, which can extrapolate.")
     return options, model
 
 

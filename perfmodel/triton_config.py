@@ -66,9 +66,11 @@ def check_target(directory: str | os.PathLike, protected=()) -> Path:
     path = check_path(directory, "--triton-config")
     if path.exists() and not path.is_dir():
         raise InputError(f"--triton-config {path} is a file: give the model's directory in the model repository.")
-    parent = path if path.exists() else path.parent
+    parent = path
+    while not parent.exists() and parent != parent.parent:  # folders still missing are made when writing
+        parent = parent.parent
     if not parent.is_dir():
-        raise InputError(f"--triton-config {path}: the directory {parent} does not exist.")
+        raise InputError(f"--triton-config {path}: {parent} is a file, not a folder.")
     if not os.access(parent, os.W_OK):
         raise InputError(f"--triton-config {path}: cannot write in {parent}.")
     for config in (path / CONFIG, *(path / "configs").glob("*.pbtxt")):
@@ -85,7 +87,7 @@ def write_batching(directory: str | os.PathLike, settings: dict[str, BatchingSet
     for name, path in targets(directory, list(settings)).items():  # parse everything before writing anything
         source = path if path.exists() else base if base.exists() else None
         plans[path] = _merged(source, settings[name], header) if source is not None else _comment(header) + settings[name].as_text()
-    directory.mkdir(exist_ok=True)
+    directory.mkdir(parents=True, exist_ok=True)
     written = []
     for path, text in plans.items():
         path.parent.mkdir(exist_ok=True)

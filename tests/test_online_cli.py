@@ -250,3 +250,19 @@ def test_a_triton_profile_splits_the_server_time_from_the_round_trip(tmp_path):
     assert option.p50_s[0] == pytest.approx(0.0035 - 0.002) and option.p99_s[7] == pytest.approx(0.008 - 0.002)
     pd.DataFrame(rows).drop(columns="server_compute_ms").to_csv(path, index=False)
     assert service_options([path], [], "resnet50", 224)["h100"][0].overhead_s == 0.0
+
+
+def test_triton_config_makes_missing_folders(profile, tmp_path, capsys):
+    target = tmp_path / "model_repository" / "tiny"
+    code = main(["plan", "--mode", "online", "--rate", "100/s", "--slo", "50ms", "--profile", str(profile),
+                 "--triton-config", str(target)])
+    assert code == 0, capsys.readouterr().err
+    assert "dynamic_batching" in (target / "config.pbtxt").read_text()
+
+
+def test_triton_config_under_a_file_is_refused(profile, tmp_path, capsys):
+    (tmp_path / "repo").write_text("x")
+    code = main(["plan", "--mode", "online", "--rate", "100/s", "--slo", "50ms", "--profile", str(profile),
+                 "--triton-config", str(tmp_path / "repo" / "tiny")])
+    err = capsys.readouterr().err
+    assert code == 2 and "is a file, not a folder" in err and len(err.strip().splitlines()) == 1
