@@ -244,13 +244,18 @@ def _source_name(source) -> str:
 
 def _record_profile_basis(basis, hardware, group) -> None:
     """Where each option's profile rows come from: their `source` (published or imported), else their file;
-    for a CPU type, how many workers ran while they were measured (--alongside)."""
+    how well each point's median is known; for a CPU type, how many workers ran while they were measured
+    (--alongside)."""
     import pandas as pd
 
     labels = []
     for row in group.itertuples(index=False):
         label = _label(row)
         labels.append(label)
+        ci = getattr(row, "latency_ci_rel", None)
+        if ci is not None and np.isfinite(ci):  # published and imported rows have no spread to report
+            known, key = basis.of(hardware).median_ci, (label, int(row.input_size), int(row.batch_size))
+            known[key] = max(float(ci), known.get(key, 0.0))
         cited = str(getattr(row, "source", "") or "").strip()
         if cited and cited != "nan":
             basis.cite(hardware, label, cited, "published")

@@ -5,9 +5,11 @@ gathers candidates; the plan carries `Basis.to_dict(plan)` in its JSON and `note
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 EXTRAPOLATION_FACTOR = 2.0  # a predictor's batch sizes go up to this x the largest measured, unless --extrapolate
+SPREAD_NOTED = 0.05  # a planned batch whose profiled median is known less well than this (and than the margin) is noted
 
 
 @dataclass
@@ -21,6 +23,7 @@ class TypeBasis:
     measured: dict[tuple[str, int], float] = field(default_factory=dict)  # (option, size) -> largest batch measured
     margins: list[dict] = field(default_factory=list)  # --confidence: one entry per (option, region)
     measured_workers: dict[str, int] = field(default_factory=dict)  # CPU option -> workers running when measured
+    median_ci: dict[tuple[str, int, int], float] = field(default_factory=dict)  # (option, size, batch) -> ci_rel
 
 
 @dataclass
@@ -57,7 +60,7 @@ class Basis:
         return out
 
     def _type_dict(self, name: str, t: TypeBasis, plan) -> dict:
-        beyond, options = [], []
+        beyond, loose, options = [], [], []
         for a in plan.assignments:
             if a.hardware != name:
                 continue
@@ -66,11 +69,15 @@ class Basis:
             if largest is not None and a.batch_size > largest:
                 beyond.append({"option": a.label, "input_size": a.input_size, "batch_size": a.batch_size,
                                "largest_measured": largest})
+            ci = t.median_ci.get((a.label, a.input_size, a.batch_size))
+            if ci is not None and ci > max(SPREAD_NOTED, plan.margin):
+                loose.append({"option": a.label, "input_size": a.input_size, "batch_size": a.batch_size,
+                              "median_ci_rel": ci, "margin": plan.margin})
         options = list(dict.fromkeys(options))
         out = {"numbers_from": {o: list(t.sources.get(o, {})) for o in options},
                "kinds": {o: t.kinds.get(o) for o in options}, "warmup_measured": t.warmup_measured,
                "transferred": {o: t.transferred[o] for o in options if o in t.transferred},
-               "beyond_measured": beyond}
+               "beyond_measured": beyond, "loosely_measured": loose}
         measured_with = min((t.measured_workers[o] for o in options if o in t.measured_workers), default=None)
         if measured_with is not None and plan.gpus_by_type[name] > measured_with:
             out["workers_when_measured"] = {"planned": plan.gpus_by_type[name], "measured_with": measured_with}
@@ -92,6 +99,11 @@ def notes(basis_dict: dict) -> list[str]:
             lines.append(f"{name}: {w['planned']} workers planned from times measured with {w['measured_with']} running; "
                          f"workers on one machine slow each other: profile with --alongside {w['planned'] - 1} to "
                          "time them as they will run.")
+        for b in t.get("loosely_measured", []):
+            lines.append(f"{name} {b['option']} at {b['input_size']} px: the profile knows batch {b['batch_size']}'s median "
+                         f"time within +-{b['median_ci_rel']:.0%} only (95% interval), wider than the {b['margin']:.0%} "
+                         f"margin: profile it again with a longer --max-time-per-point, or plan with --margin "
+                         f"{math.ceil(b['median_ci_rel'] * 100)}%.")
         for b in t["beyond_measured"]:
             lines.append(f"{name} {b['option']} at {b['input_size']} px: batch {b['batch_size']} lies beyond the largest "
                          f"measured ({b['largest_measured']:g}); its time is extrapolated.")

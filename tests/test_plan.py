@@ -358,3 +358,21 @@ def test_a_plan_of_cpu_workers_says_when_they_were_measured_with_fewer_running(t
     # GPU workers each have a GPU of their own: never said of them, however many are planned.
     d = make_plan(500_000, "60s", profiles=[str(path)], input_size=64, pool={"x100": 8}).to_dict()
     assert d["total_gpus"] > 1 and "workers_when_measured" not in d["data_by_type"]["x100"]
+
+
+@pytest.mark.parametrize("ci, margin, noted", [(None, "0%", False), (0.04, "0%", False), (0.20, "0%", True),
+                                               (0.20, "25%", False), (float("nan"), "0%", False)])
+def test_a_plan_says_when_a_planned_batch_time_was_measured_loosely(tmp_path, capsys, ci, margin, noted):
+    path = tmp_path / "p.csv"
+    rows = profile_rows(sizes=(64,))
+    if ci is not None:
+        rows = [{**r, "latency_ci_rel": ci} for r in rows]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    d = make_plan(2_000, "60s", profiles=[str(path)], input_size=64, margin=margin).to_dict()
+    loose = d["data_by_type"]["cpu"]["loosely_measured"]
+    a = d["assignments"][0]
+    assert loose == ([{"option": a["option"], "input_size": 64, "batch_size": a["batch_size"], "median_ci_rel": ci,
+                       "margin": pytest.approx(float(margin[:-1]) / 100)}] if noted else [])
+    code, _, err = run_cli(capsys, "--images", "2000", "--deadline", "60s", "--profile", str(path), "--input-size", "64",
+                           "--margin", margin)
+    assert code == 0 and ("or plan with --margin 20%" in err) == noted

@@ -34,9 +34,9 @@ def _profile(tmp_path: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), cwd=tmp_path)
 
 
-def _descendants(proc: subprocess.Popen) -> list[psutil.Process]:
+def _descendants(proc: subprocess.Popen | int) -> list[psutil.Process]:
     try:
-        return psutil.Process(proc.pid).children(recursive=True)
+        return psutil.Process(proc if isinstance(proc, int) else proc.pid).children(recursive=True)
     except psutil.Error:
         return []
 
@@ -50,7 +50,8 @@ def _wait_until(proc: subprocess.Popen, predicate, timeout_s: float = 240) -> No
         time.sleep(0.1)
 
 
-def _workers(proc: subprocess.Popen) -> list[psutil.Process]:
+def profile_workers(proc: subprocess.Popen | int) -> list[psutil.Process]:
+    """The profiler's worker processes below `proc` (a Popen or a pid), told apart by their command line."""
     found = []
     for child in _descendants(proc):
         try:
@@ -105,7 +106,7 @@ def _signal_when(proc: subprocess.Popen, ready, sig: int) -> list[psutil.Process
 def test_torch_profile_with_fresh_workers(tmp_path, sig):
     """Ended while a fresh warm-up worker runs beside the measuring worker (and the monitor)."""
     proc = _profile(tmp_path, "--batch-sizes", "1,2,4,8,16,32", "--max-time-per-point", "1")
-    children = _signal_when(proc, lambda: len(_workers(proc)) >= 2, sig)  # the measuring worker and a fresh one
+    children = _signal_when(proc, lambda: len(profile_workers(proc)) >= 2, sig)  # the measuring worker and a fresh one
     assert proc.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 143)
     _assert_all_gone(children)
 
@@ -113,7 +114,7 @@ def test_torch_profile_with_fresh_workers(tmp_path, sig):
 def test_a_profile_with_a_worker_alongside_leaves_none_when_killed(tmp_path):
     """Ended by SIGKILL while the measuring worker, its neighbour (--alongside 1) and a fresh worker run."""
     proc = _profile(tmp_path, "--batch-sizes", "1,2,4,8,16,32", "--max-time-per-point", "1", "--alongside", "1")
-    children = _signal_when(proc, lambda: len(_workers(proc)) >= 3, signal.SIGKILL)
+    children = _signal_when(proc, lambda: len(profile_workers(proc)) >= 3, signal.SIGKILL)
     _assert_all_gone(children)
 
 

@@ -12,17 +12,7 @@ from perfmodel.errors import InputError
 from perfmodel.profile import ProfileConfig, run_profile
 from perfmodel.profile.neighbours import Neighbours, check_alongside
 from perfmodel.schema import load_profile, write_profile
-
-
-def _workers() -> list[psutil.Process]:
-    found = []
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if "perfmodel.profile.worker" in " ".join(child.cmdline()):
-                found.append(child)
-        except psutil.Error:
-            pass
-    return found
+from tests.test_process_hygiene import profile_workers
 
 
 def _load_request() -> dict:
@@ -36,13 +26,13 @@ def test_rows_say_alongside_and_no_neighbour_outlives_the_sweep(tmp_path, tiny_c
 
     def during(event):
         if event.kind == "point":
-            seen.append(len(_workers()))
+            seen.append(len(profile_workers(os.getpid())))
 
     df = run_profile(tiny_config(batch_sizes=(1, 4), alongside=1), tmp_path / "p.csv", on_progress=during)
     assert (df["status"] == "ok").all()
     assert (load_profile(tmp_path / "p.csv")["alongside"] == 1).all()
     assert seen and min(seen) >= 2  # the measuring worker and its neighbour, at every point
-    assert not _workers()
+    assert not profile_workers(os.getpid())
 
 
 def test_a_profile_measured_alone_says_zero(tmp_path, tiny_config):
@@ -75,7 +65,7 @@ def test_a_neighbour_runs_until_told_otherwise_and_reports_a_batch_that_does_not
         assert failed["status"] == "failed" and failed["kind"] in ("oom", "limit")
         assert "alongside" in failed["error"]
         assert neighbours.busy(1, 32, memory_limit_mb=None)["status"] == "ok"  # a new neighbour takes over
-    assert not _workers()
+    assert not profile_workers(os.getpid())
 
 
 @pytest.mark.parametrize("value", [-1, True, 1.5, 2000])

@@ -34,6 +34,9 @@ from perfmodel.schema import HARDWARE_COUNTERS
 GPU_COUNTERS = ("gpu_util", "gpu_mem_used_mb", "power_w", "temp_c", "sm_clock_mhz")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _START_TIMEOUT_S = 60.0
+# Without a GPU the monitor shares the very cores being timed: at 20 Hz it took 10% of one of a 2-core
+# VM's cores (psutil walks /proc for the process tree every reading), at 4 Hz about a fifth of that.
+CPU_INTERVAL_S = 0.25
 
 
 @dataclass(frozen=True)

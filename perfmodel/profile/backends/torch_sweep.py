@@ -21,7 +21,7 @@ from perfmodel.errors import BackendError, InputError
 from perfmodel.profile.backends.torch_backend import TorchOptions, check_device
 from perfmodel.profile.config import Estimate, ProfileConfig, ProgressCallback, SweepEvent
 from perfmodel.profile.models import resolve_model
-from perfmodel.profile.monitor import HardwareMonitor
+from perfmodel.profile.monitor import CPU_INTERVAL_S, HardwareMonitor
 from perfmodel.profile.neighbours import Neighbours, check_alongside
 from perfmodel.profile.output import ProfileOutput
 from perfmodel.profile.provenance import hardware_key, now_utc
@@ -98,7 +98,7 @@ class _TorchSweep:
             self.fixed = {**self.identity, "warmup_method": c.warmup, "threads": self.loaded["threads"],
                           "alongside": c.alongside, **provenance}
             self.output.check_resumable(self.identity, self.fixed)
-            with HardwareMonitor(gpu_index=gpu_index) as monitor:
+            with HardwareMonitor(gpu_index=gpu_index, interval_s=0.05 if self.is_cuda else CPU_INTERVAL_S) as monitor:
                 self.monitor = monitor
                 if monitor.has_gpu_counters:
                     self.fixed["driver"] = monitor.gpu_info().driver
