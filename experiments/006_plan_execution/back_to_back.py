@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import time
 from pathlib import Path
@@ -66,12 +67,16 @@ def one_round(model: str, size: int, batch: int, device: str, deadline: float, w
     return row
 
 
+def _ci(value: float) -> str:
+    return "too few calls to bound" if math.isnan(value) else f"+-{value:.0%}"
+
+
 def table(rows: pd.DataFrame) -> str:
     lines = ["| round | model | profile at (UTC) | profile ms (ci) | run batch ms | profile after ms | after / before "
              "| run / before | makespan error | load avg |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows.itertuples():
         lines.append(f"| {r.round} | {r.model} {r.input_size} px b{r.batch_size} | {r.profile_at[11:19]} | "
-                     f"{r.before_ms:.0f} (+-{r.before_ci_rel:.0%}) | {r.run_batch_ms:.0f} | {r.after_ms:.0f} | "
+                     f"{r.before_ms:.0f} ({_ci(r.before_ci_rel)}) | {r.run_batch_ms:.0f} | {r.after_ms:.0f} | "
                      f"{r.after_before:.2f} | {r.run_before:.2f} | {r.error_rel:+.1%} | {r.load_avg_1m:.2f} |")
     lines += ["", "| model | rounds | after / before: range | run / before: range | makespan error: median abs, range |",
               "|---|---|---|---|---|"]
