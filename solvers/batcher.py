@@ -222,11 +222,19 @@ class Batcher:
         service = med[m][:, None] * np.exp(sig[m][:, None] * self._x)  # [r, q]
         rest = service[..., None] * (1 - _U)  # [r, q, u]: what is left of the current service
         before = lam * service[..., None] * _U  # [r, q, u]: mean arrivals before the request
-        # P(J >= j), J the full batches between the current one and the request's own: [r, q, u, j]
-        ahead = poisson_tail(j * bm - left[:, None, None, None], before[..., None])
+        # J, the full batches between the current one and the request's own, is at least left // bm,
+        # and at most that plus what arrives during a service can fill (P(more) < 1e-12): count it from
+        # there, row by row, rather than from 0 to an SLO of many batch times (near saturation that
+        # was hundreds of rows x dozens of j). Past len(j) - 1 batches the request is late anyway.
+        most = lam * float(service.max())
+        count = min(len(j), int(math.ceil((most + 12 * math.sqrt(most) + 12) / bm)) + 3)
+        jj = (left // bm)[:, None] + np.arange(count)  # [r, k]
+        # P(J >= jj): [r, q, u, k]
+        ahead = poisson_tail(jj[:, None, None, :] * bm - left[:, None, None, None], before[..., None])
         exactly = ahead[..., :-1] - ahead[..., 1:]
         # J >= 1: that many full batches (their mean time each), then a full own batch.
-        later = service_tail(med[bm], sig[bm], t - rest[..., None] - j[1:-1] * self.mean[bm])
+        jk = jj[:, None, None, :-1]
+        later = service_tail(med[bm], sig[bm], t - rest[..., None] - jk * self.mean[bm])
         # J = 0: the own batch is everyone waiting when the current service ends: left + 1 + k,
         # k ~ Poisson(rate x service) more (its correlation with J = 0 is ignored).
         k, weights = _poisson_points(lam * service, bm)  # [r, q, K]
@@ -237,7 +245,7 @@ class Batcher:
         some = ~full
         o = own[some][:, :, None, :]  # [r', q, 1, K]
         first[some] = np.sum(weights[some][:, :, None, :] * service_tail(med[o], sig[o], t - rest[some][..., None]), -1)
-        late = exactly[..., 0] * first + np.sum(exactly[..., 1:] * later, -1) + ahead[..., -1]  # [r, q, u]
+        late = np.sum(exactly * np.where(jk == 0, first[..., None], later), -1) + ahead[..., -1]  # [r, q, u]
         weight = self._w * service  # time-weighted: a request lands in a long service more often
         return np.sum(weight * late.mean(-1), -1), np.sum(weight, -1)
 
