@@ -190,17 +190,16 @@ class Batcher:
         leftover = pi[bm:].copy()
         leftover[0] += partial[bm]
         partial[bm] = 0.0
-        j = np.arange(jmax + 2)
         late = time = 0.0
         width = -(-bm // _ROWS)  # large batches: neighbouring states in groups, each at its mean
         m, mass = _grouped(_kept(partial), partial, width)
         if len(m):
-            e, w = self._in_service(t, m, np.zeros(len(m), dtype=np.int64), j)
+            e, w = self._in_service(t, m, np.zeros(len(m), dtype=np.int64), jmax)
             late += np.sum(mass * e)
             time += np.sum(mass * w)
         x, mass = _grouped(_kept(leftover), leftover, width)
         if len(x):
-            e, w = self._in_service(t, np.full(len(x), bm), x, j)
+            e, w = self._in_service(t, np.full(len(x), bm), x, jmax)
             late += np.sum(mass * e)
             time += np.sum(mass * w)
         late += beyond * full_mean  # so many requests ahead that every arrival is late
@@ -215,7 +214,7 @@ class Batcher:
         time += idle + window
         return float(min(1.0, max(0.0, late / time)))
 
-    def _in_service(self, t: float, m: np.ndarray, left: np.ndarray, j: np.ndarray):
+    def _in_service(self, t: float, m: np.ndarray, left: np.ndarray, jmax: int):
         """Arrivals during services of m[r] requests with left[r] requests left behind (one row r each).
         Returns per row the time-weighted share of late arrivals and the mean service time (the weights' total)."""
         lam, bm, med, sig = self.rate, self.max_batch, self.median, self.sigma
@@ -225,9 +224,9 @@ class Batcher:
         # J, the full batches between the current one and the request's own, is at least left // bm,
         # and at most that plus what arrives during a service can fill (P(more) < 1e-12): count it from
         # there, row by row, rather than from 0 to an SLO of many batch times (near saturation that
-        # was hundreds of rows x dozens of j). Past len(j) - 1 batches the request is late anyway.
+        # was hundreds of rows x dozens of j). Past jmax full batches the request is late anyway.
         most = lam * float(service.max())
-        count = min(len(j), int(math.ceil((most + 12 * math.sqrt(most) + 12) / bm)) + 3)
+        count = min(jmax + 2, int(math.ceil((most + 12 * math.sqrt(most) + 12) / bm)) + 3)
         jj = (left // bm)[:, None] + np.arange(count)  # [r, k]
         # P(J >= jj): [r, q, u, k]
         ahead = poisson_tail(jj[:, None, None, :] * bm - left[:, None, None, None], before[..., None])
