@@ -262,7 +262,7 @@ def _record_profile_basis(basis, hardware, group) -> None:
         else:
             basis.cite(hardware, label, f"profile {row.profile_file}", "measured")
     if hardware.startswith("cpu"):  # CPU workers share a machine's cores; GPU workers each have their own GPU
-        alongside = group["alongside"].fillna(0) if "alongside" in group.columns else pd.Series(0, index=group.index)
+        alongside = group.get("alongside", pd.Series(0, index=group.index)).fillna(0)  # older files: measured alone
         t = basis.of(hardware)
         for label, n in (alongside.astype(int) + 1).groupby(labels).min().items():
             t.measured_workers[label] = min(int(n), t.measured_workers.get(label, int(n)))

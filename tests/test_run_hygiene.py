@@ -78,3 +78,17 @@ def test_a_sigkill_leaves_no_process_and_no_folder(long_plan, tmp_path):
     process.wait(30)
     assert wait_gone(started) == []
     assert stray_folders(keepers) == []
+
+
+def test_a_process_can_run_plans_on_a_local_ray_twice(tmp_path):
+    """A scheduler that imports perfmodel runs one plan after another in one process: each run starts its
+    own local Ray, and the second must connect as the first did (Ray reads its auth token only once)."""
+    plan = write_plan(tmp_path, 40, 0.2)
+    code = ("import sys; from perfmodel.run import RunOptions, read_run_plan, run_plan\n"
+            "for _ in range(2):\n"
+            "    result = run_plan(read_run_plan(sys.argv[1]), RunOptions(synthetic=True))\n"
+            "    print(result.status, result.to_dict()['images_done'])\n")
+    done = subprocess.run([sys.executable, "-c", code, str(plan)], capture_output=True, text=True, timeout=300,
+                          env=env_with_repo())
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:2] == ["complete 40", "complete 40"]

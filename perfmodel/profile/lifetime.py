@@ -100,6 +100,27 @@ def end_child(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
         raise
 
 
+class OwnedChild:
+    """A child program this object starts and always stops (`with X() as child:`). Subclasses set
+    self._proc in start() and clear it in stop()."""
+
+    _proc: subprocess.Popen | None = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def is_alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+
 def child_environment(extra_path: str) -> dict[str, str]:
     """The environment for a child program of perfmodel: this perfmodel first on its path, and our PID."""
     env = dict(os.environ)

@@ -19,14 +19,14 @@ import time
 from pathlib import Path
 
 from perfmodel.profile.failures import log_cause
-from perfmodel.profile.lifetime import child_environment, end_child, owned_tempdir
+from perfmodel.profile.lifetime import OwnedChild, child_environment, end_child, owned_tempdir
 from perfmodel.profile.worker import EXIT_REQUEST, REPLY_FD_ENV, SCRATCH_ENV
 
 SCRATCH_PREFIX = "perfmodel-worker-"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # so that the worker imports this same perfmodel
 
 
-class WorkerProcess:
+class WorkerProcess(OwnedChild):
     """One worker program. `request()` never raises for the worker's sake: a worker that dies or
     hangs is an answer too ({"status": "failed", "kind": "died" or "timeout", "error": ...})."""
 
@@ -38,20 +38,6 @@ class WorkerProcess:
         self._log = None
         self._replies: int | None = None
         self._buffer = b""
-
-    def __enter__(self) -> WorkerProcess:
-        self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc else None
-
-    def is_alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> None:
         env = child_environment(_PACKAGE_ROOT)

@@ -23,6 +23,9 @@ from perfmodel.run.keeper import ray_settings, remove_stale_folders
 TEMP_PREFIX = "perfmodel-ray-"
 CONNECT_TIMEOUT_S = 5.0
 DEFAULT_RAY_ADDRESS_FILE = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+# One token for every local Ray of this process: Ray reads RAY_AUTH_TOKEN once, when its driver first
+# connects, so a second run in the same process (a scheduler calling run_plan again) must use the same one.
+_TOKEN = secrets.token_hex(32)
 
 
 class ClusterError(PerfmodelError):
@@ -75,7 +78,7 @@ class LocalRay:
         self.process: subprocess.Popen | None = None
         self.temp_dir: Path | None = None
         self.address: str | None = None
-        self.settings = ray_settings(secrets.token_hex(32))
+        self.settings = ray_settings(_TOKEN)
 
     def start(self) -> str:
         base = Path(tempfile.gettempdir())

@@ -38,7 +38,7 @@ OWNER_FILE = "owner.pid"  # the PID of the keeper, so that a later run can remov
 
 def ray_settings(token: str) -> dict[str, str]:
     """The environment of a local Ray and its driver: every server bound to 127.0.0.1, no usage report
-    over the network, token authentication with a token of this run only (never written to disk,
+    over the network, token authentication with a token of this process only (never written to disk,
     unlike Ray's default ~/.ray/auth_token), and workers at the priority the profiler measured at."""
     return {
         "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # on Linux this makes the node address the loopback one

@@ -26,7 +26,7 @@ import psutil
 from perfmodel.errors import BackendError, DeviceError
 from perfmodel.profile.backends.triton_server import TOKEN_ENV
 from perfmodel.profile.failures import log_cause
-from perfmodel.profile.lifetime import child_environment, owned_tempdir, remove_stale
+from perfmodel.profile.lifetime import OwnedChild, child_environment, owned_tempdir, remove_stale
 
 WORKSPACE_PREFIX = "perfmodel-triton-"
 
@@ -87,7 +87,7 @@ class ServerInfo:
         return f"{self.host}:{self.http_port if protocol == 'http' else self.grpc_port}"
 
 
-class LocalTritonServer:
+class LocalTritonServer(OwnedChild):
     """`with LocalTritonServer(settings) as server:` starts a server on this machine and always stops it.
 
     It binds 127.0.0.1 unless told another address of this machine (an experiment's veth link).
@@ -105,20 +105,6 @@ class LocalTritonServer:
         self._log = None
         self._leftovers: set[Path] = set()
         self._started: list[psutil.Process] = []  # the tree when ready: its members may outlive a killed parent
-
-    def __enter__(self) -> LocalTritonServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc else None
-
-    def is_alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> ServerInfo:
         if importlib.util.find_spec("pytriton") is None:
