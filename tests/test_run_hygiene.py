@@ -92,3 +92,19 @@ def test_a_process_can_run_plans_on_a_local_ray_twice(tmp_path):
                           env=env_with_repo())
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[:2] == ["complete 40", "complete 40"]
+
+
+def test_a_process_that_ran_its_own_ray_first_can_run_a_plan(tmp_path):
+    """A scheduler that already used Ray (its own ray.init, which read ~/.ray/auth_token and looks for a
+    cluster at the machine's network address) then runs a plan: it connects to the local Ray perfmodel
+    starts, instead of retrying it for minutes."""
+    plan = write_plan(tmp_path, 40, 0.2)
+    code = ("import sys, ray; from perfmodel.run import RunOptions, read_run_plan, run_plan\n"
+            "ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False); ray.shutdown()\n"
+            "result = run_plan(read_run_plan(sys.argv[1]), RunOptions(synthetic=True))\n"
+            "print(result.status, result.to_dict()['images_done'])\n")
+    env = {**env_with_repo(), "HOME": str(tmp_path)}  # Ray writes its own token file there, not in ~
+    done = subprocess.run([sys.executable, "-c", code, str(plan)], capture_output=True, text=True, timeout=240,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[0] == "complete 40"

@@ -4,6 +4,7 @@ existing cluster given by --address. Also: what each worker reserves, and refusi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -130,10 +131,36 @@ def connect(address: str, settings: dict[str, str] | None = None) -> None:
     import ray
 
     try:
-        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+        with _as_first_import(settings):
+            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ClusterError(f"could not connect to Ray at {address}: {first_line(exc)}.") from None
     _quiet_error_listener()
+
+
+@contextlib.contextmanager
+def _as_first_import(settings: dict[str, str] | None):
+    """Connect to a local Ray as if Ray had been imported after `settings` were set. A process that
+    imported Ray before (or ran its own ray.init) has read two of them already, and then retried our GCS
+    for minutes: it would look for it at the machine's network address rather than 127.0.0.1, with
+    the auth token of ~/.ray/auth_token rather than ours."""
+    if not settings:
+        yield
+        return
+    from ray._private import ray_constants
+
+    try:
+        from ray._raylet import AuthenticationTokenLoader
+
+        AuthenticationTokenLoader.instance().reset_cache()  # reads RAY_AUTH_TOKEN again
+    except (ImportError, AttributeError):  # another Ray version: one token per process still serves
+        pass
+    cluster = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False  # as RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 makes it at import
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = cluster  # a later ray.init of the caller's own is as before
 
 
 def _quiet_error_listener() -> None:
