@@ -172,3 +172,17 @@ def _has_parquet() -> bool:
 
 def _read(path):
     return pd.read_parquet(path) if str(path).endswith(".parquet") else pd.read_csv(path)
+
+
+def test_a_pool_larger_than_this_machine_is_refused_before_a_local_ray_starts(tmp_path, monkeypatch, capsys):
+    import perfmodel.run.cluster
+
+    def no_start(self):
+        raise AssertionError("a local Ray was started for a plan this machine cannot run")
+
+    monkeypatch.setattr(perfmodel.run.cluster.LocalRay, "start", no_start)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    too_many = write_plan(tmp_path, 1000, 0.2, pool={"cpu": 3}, mode="relaxed", name="three.json")
+    assert main(["run", str(too_many), "--synthetic"]) == 2
+    err = capsys.readouterr().err
+    assert "the plan needs 3 CPU(s), one per worker, but the Ray cluster has 2" in err and err.count("\n") == 1

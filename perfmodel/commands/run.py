@@ -29,7 +29,8 @@ runs exactly its share of the plan, its first batch being its warm-up.
 RUN_EXIT_CODES = EXIT_CODES.replace("  3    no feasible plan (perfmodel plan)\n", "").replace(
     "1    a failure while measuring (a worker or server died)",
     "1    a worker died: the finished results are kept (--resume completes the rest)",
-).replace("130  interrupted (Ctrl-C); finished work is kept", "130  interrupted (Ctrl-C), 143 terminated (SIGTERM); finished results are kept")
+).replace("130  interrupted (Ctrl-C); finished work is kept", "130  interrupted (Ctrl-C); finished results are kept").replace(
+    "143  terminated (SIGTERM, perfmodel profile); finished work is kept", "143  terminated (SIGTERM); finished results are kept")
 
 BEHIND_HELP = "the plan's margin, at least 5%"
 

@@ -12,7 +12,7 @@ from perfmodel.report.content import Figure, Table
 from perfmodel.report.plan_figures import BATCHES, LOAD, WARMUP, _number
 
 MAX_WORKERS = 40
-WAIT = "#d9d9d9"
+WAIT = "#f0dc82"  # not a grey: the plan's pale load bar would look like it
 DEADLINE = "#d62728"
 
 

@@ -81,6 +81,10 @@ class LocalRay:
         self.address: str | None = None
         self.settings = ray_settings(_TOKEN)
 
+    def nodes(self) -> list[dict]:
+        """The one node it will have, as ray.nodes() describes it: checked against before it starts."""
+        return [{"Alive": True, "Resources": {"CPU": self.num_cpus, "GPU": sum(self.gpus.values()), **self.gpus}}]
+
     def start(self) -> str:
         base = Path(tempfile.gettempdir())
         remove_stale_folders(base, TEMP_PREFIX)

@@ -151,6 +151,8 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
             raise InputError("this plan runs on GPUs (--device cuda), but this machine has none that NVML sees: "
                              "run it where the GPUs are, or give --address of a cluster that has them.")
     local = None if options.address is not None else clusters.LocalRay(options.num_cpus, gpus)
+    if local is not None:  # a pool this machine lacks costs no cluster start
+        clusters.reservations(plan.hardware_types, _device_choice(device_of), local.nodes())
     writer = None
     if options.out is not None:
         writer = LabelWriter(options.out, inputs.earlier)
