@@ -8,7 +8,7 @@ server ran at, while the p50 was within 15%. The prediction assumes (1) Poisson 
 batch's service time lognormal around the calibrated median, independent from batch to batch, and
 (3) a constant round trip outside the server. This replays the validation's load against a server
 deployed as planned (no delay, max_batch --max-batch, server on --server-cpus, the load generator on the
-other cores) with run_open_loop, keeping every request's send and answer times, and asks which
+other cores) with the profiler's open-loop sender, keeping every request's send and answer times, and asks which
 assumption fails:
 
 - the simulation again, on the **actual send times** (the sender runs late at times, and then sends
@@ -60,44 +60,34 @@ def measure(rate: float, max_batch: int, seconds: float, cpus: tuple[int, ...]) 
 
     settings = ServerSettings(MODEL, max_batch_size=max_batch, dynamic_batching=True, max_queue_delay_us=0,
                               preferred_batch_sizes=(max_batch,), threads=1, cpus=cpus)
-    kept = {}
-    summarize = triton_rate._summarize
-
-    def keep(schedule, sent, answered, failed, lag, *rest):  # the per-request arrays run_open_loop summarises
-        kept.update(schedule=schedule, sent=sent, answered=answered, failed=failed)
-        return summarize(schedule, sent, answered, failed, lag, *rest)
-
     stats = {}
-    triton_rate._summarize = keep
-    try:
-        with pinned_apart_from(cpus), LocalTritonServer(settings) as server:
-            info = server.info
-            url = info.url("grpc")
+    with pinned_apart_from(cpus), LocalTritonServer(settings) as server:
+        info = server.info
+        url = info.url("grpc")
+        with ServerConnection("grpc", url, info.access_token) as conn:
+            model_input = conn.check_model(info.model_name)
+        work = Workload("grpc", url, info.model_name, model_input.name, model_input.datatype, "async", 1,
+                        random_batches(1, SIZE, np.float32), 60.0)
+
+        def snapshot(when: str) -> None:
             with ServerConnection("grpc", url, info.access_token) as conn:
-                model_input = conn.check_model(info.model_name)
-            work = Workload("grpc", url, info.model_name, model_input.name, model_input.datatype, "async", 1,
-                            random_batches(1, SIZE, np.float32), 60.0)
+                stats[when] = conn.model_statistics(info.model_name)
 
-            def snapshot(when: str) -> None:
-                with ServerConnection("grpc", url, info.access_token) as conn:
-                    stats[when] = conn.model_statistics(info.model_name)
+        def every_second(stop: threading.Event) -> None:  # the server's speed second by second
+            with ServerConnection("grpc", url, info.access_token) as conn:
+                while not stop.wait(1.0 - (time.perf_counter() - started) % 1.0):
+                    seconds_stats.append((time.perf_counter() - started, conn.model_statistics(info.model_name)))
 
-            def every_second(stop: threading.Event) -> None:  # the server's speed second by second
-                with ServerConnection("grpc", url, info.access_token) as conn:
-                    while not stop.wait(1.0 - (time.perf_counter() - started) % 1.0):
-                        seconds_stats.append((time.perf_counter() - started, conn.model_statistics(info.model_name)))
-
-            seconds_stats, stop, started = [], threading.Event(), time.perf_counter()
-            watcher = threading.Thread(target=every_second, args=(stop,), daemon=True)
-            watcher.start()
-            try:
-                result = triton_rate.run_open_loop(work, rate, WARMUP_S, seconds, seed=int(rate), on_window=snapshot)
-            finally:
-                stop.set()
-                watcher.join()
-    finally:
-        triton_rate._summarize = summarize
-    return {"result": result, "stats": stats, "per_second": seconds_stats, **kept}
+        seconds_stats, stop, started = [], threading.Event(), time.perf_counter()
+        watcher = threading.Thread(target=every_second, args=(stop,), daemon=True)
+        watcher.start()
+        try:
+            requests = triton_rate.send_open_loop(work, rate, WARMUP_S, seconds, seed=int(rate), on_window=snapshot)
+        finally:
+            stop.set()
+            watcher.join()
+    return {"stats": stats, "per_second": seconds_stats, "schedule": requests.schedule, "sent": requests.sent,
+            "answered": requests.answered, "failed": requests.failed}
 
 
 def server_means(before: dict, after: dict) -> dict:

@@ -91,6 +91,18 @@ def send_times(rate_per_s: float, span_s: float, seed: int) -> np.ndarray:
     return times[times < span_s]
 
 
+@dataclass(frozen=True)
+class Requests:
+    """Every request of an open-loop run: seconds from its start (NaN: never answered)."""
+
+    schedule: np.ndarray  # when each was due
+    sent: np.ndarray  # when it went out (the sender may run late)
+    answered: np.ndarray
+    failed: np.ndarray  # bool
+    stopped_early: bool
+    first_error: str | None
+
+
 def run_open_loop(workload: Workload, rate_per_s: float, warmup_s: float, duration_s: float, seed: int = 0,
                   on_window: Callable[[str], None] | None = None, abort: Callable[[], str | None] | None = None) -> RateResult:
     """Send `workload`'s requests at `rate_per_s` for warmup_s + duration_s; measure the last duration_s.
@@ -98,6 +110,14 @@ def run_open_loop(workload: Workload, rate_per_s: float, warmup_s: float, durati
     `on_window('start' | 'end')` is called (from a timer thread) when the counted window opens and closes,
     e.g. to read the server's statistics. `abort` is asked now and then; a reason ends the load.
     """
+    return summarize(send_open_loop(workload, rate_per_s, warmup_s, duration_s, seed, on_window, abort),
+                     warmup_s, duration_s)
+
+
+def send_open_loop(workload: Workload, rate_per_s: float, warmup_s: float, duration_s: float, seed: int = 0,
+                   on_window: Callable[[str], None] | None = None,
+                   abort: Callable[[], str | None] | None = None) -> Requests:
+    """run_open_loop's load, every request kept (for an experiment that looks at each)."""
     schedule = send_times(rate_per_s, warmup_s + duration_s, seed)
     n = len(schedule)
     answered_at = np.full(n, np.nan)
@@ -130,8 +150,8 @@ def run_open_loop(workload: Workload, rate_per_s: float, warmup_s: float, durati
     finally:
         for timer in timers:
             timer.join(ADMIN_TIMEOUT_S * 2)
-    return _summarize(schedule[:sent], schedule[:sent] + lag[:sent], answered_at[:sent] - start, failed[:sent],
-                      lag[:sent], warmup_s, duration_s, stopped, errors[0] if errors else None)
+    return Requests(schedule[:sent], schedule[:sent] + lag[:sent], answered_at[:sent] - start, failed[:sent], stopped,
+                    errors[0] if errors else None)
 
 
 def _pace(target: float) -> None:
@@ -222,7 +242,10 @@ def _check(abort) -> None:
         raise BackendError(reason)
 
 
-def _summarize(schedule, sent, answered, failed, lag, warmup_s, duration_s, stopped, first_error) -> RateResult:
+def summarize(requests: Requests, warmup_s: float, duration_s: float) -> RateResult:
+    """The counted window (after warmup_s, for duration_s) of an open-loop run."""
+    schedule, sent, answered, failed = requests.schedule, requests.sent, requests.answered, requests.failed
+    lag = sent - schedule
     end = warmup_s + duration_s
     window = (schedule >= warmup_s) & (schedule < end)
     ok = window & ~failed & np.isfinite(answered)
@@ -242,8 +265,8 @@ def _summarize(schedule, sent, answered, failed, lag, warmup_s, duration_s, stop
         failed=int((window & (failed | ~np.isfinite(answered))).sum()),
         lag_p99_ms=float(np.percentile(lag[window], 99) * 1000) if window.any() else math.nan,
         growth=growth if math.isfinite(growth) else math.inf,
-        stopped_early=stopped,
-        first_error=first_error,
+        stopped_early=requests.stopped_early,
+        first_error=requests.first_error,
     )
 
 
