@@ -31,6 +31,7 @@ The load average (1 minute) is recorded before and after every part: this machin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -81,6 +82,32 @@ def perfmodel(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 CALIBRATION_RATES = (30, 100, 250, 500, 800, 1200)  # requests/s: from single requests to full batches
 
 
+@contextlib.contextmanager
+def batching_server(max_batch: int, cpus: tuple[int, ...]):
+    """A local Triton server of the tiny model with the dynamic batcher (max_batch, no delay) on `cpus`, this
+    process on the other cores; yields the open-loop workload of one-image requests and a function that
+    reads the server's statistics."""
+    from perfmodel.profile.affinity import pinned_apart_from
+    from perfmodel.profile.backends.triton_client import ServerConnection, Workload, random_batches
+    from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings
+
+    settings = ServerSettings(MODEL, max_batch_size=max_batch, dynamic_batching=True, max_queue_delay_us=0,
+                              preferred_batch_sizes=(max_batch,), threads=1, cpus=cpus)
+    with pinned_apart_from(cpus), LocalTritonServer(settings) as server:
+        info = server.info
+        url = info.url("grpc")
+        with ServerConnection("grpc", url, info.access_token) as conn:
+            model_input = conn.check_model(info.model_name)
+        work = Workload("grpc", url, info.model_name, model_input.name, model_input.datatype, "async", 1,
+                        random_batches(1, SIZE, np.float32), 60.0)
+
+        def statistics() -> dict | None:
+            with ServerConnection("grpc", url, info.access_token) as conn:
+                return conn.model_statistics(info.model_name)
+
+        yield work, statistics
+
+
 def calibrate(max_batch: int, seconds: float) -> Path:
     """The service time of a dynamic batch of m one-image requests, as the server deploys it: a server with
     max_batch_size --max-batch and no delay driven open-loop at rates from light to beyond its peak, so it
@@ -90,27 +117,14 @@ def calibrate(max_batch: int, seconds: float) -> Path:
     latency less the server's request time at that rate) is added to every size, so the service times
     are what a client sees of a batch. -> service-profile.csv, and the ordinary profile (one request of m
     images) beside it."""
-    from perfmodel.profile.backends.triton_client import ServerConnection, Workload, random_batches
-    from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings
     from perfmodel.profile.backends.triton_rate import run_open_loop
 
-    from perfmodel.profile.affinity import pinned_apart_from
-
-    settings = ServerSettings(MODEL, max_batch_size=max_batch, dynamic_batching=True, max_queue_delay_us=0,
-                              preferred_batch_sizes=(max_batch,), threads=1, cpus=SERVER_CPUS)
     stats, light = {}, None
     before = load()
-    with pinned_apart_from(SERVER_CPUS), LocalTritonServer(settings) as server:
-        info = server.info
-        url = info.url("grpc")
-        with ServerConnection("grpc", url, info.access_token) as conn:
-            model_input = conn.check_model(info.model_name)
-        work = Workload("grpc", url, info.model_name, model_input.name, model_input.datatype, "async", 1,
-                        random_batches(1, SIZE, np.float32), 60.0)
+    with batching_server(max_batch, SERVER_CPUS) as (work, statistics):
 
         def snapshot(when: str) -> None:
-            with ServerConnection("grpc", url, info.access_token) as conn:
-                stats[(rate, when)] = conn.model_statistics(info.model_name)
+            stats[(rate, when)] = statistics()
 
         for rate in CALIBRATION_RATES:
             result = run_open_loop(work, rate, 2.0, seconds, seed=rate, on_window=snapshot)

@@ -53,36 +53,23 @@ def service(results: Path):
 
 def measure(rate: float, max_batch: int, seconds: float, cpus: tuple[int, ...]) -> dict:
     """One open-loop run: every request's actual send time and latency (s), and Triton's statistics."""
-    from perfmodel.profile.affinity import pinned_apart_from
-    from perfmodel.profile.backends import triton_rate
-    from perfmodel.profile.backends.triton_client import ServerConnection, Workload, random_batches
-    from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings
+    from perfmodel.profile.backends.triton_rate import send_open_loop
 
-    settings = ServerSettings(MODEL, max_batch_size=max_batch, dynamic_batching=True, max_queue_delay_us=0,
-                              preferred_batch_sizes=(max_batch,), threads=1, cpus=cpus)
-    stats = {}
-    with pinned_apart_from(cpus), LocalTritonServer(settings) as server:
-        info = server.info
-        url = info.url("grpc")
-        with ServerConnection("grpc", url, info.access_token) as conn:
-            model_input = conn.check_model(info.model_name)
-        work = Workload("grpc", url, info.model_name, model_input.name, model_input.datatype, "async", 1,
-                        random_batches(1, SIZE, np.float32), 60.0)
+    from run import batching_server
 
-        def snapshot(when: str) -> None:
-            with ServerConnection("grpc", url, info.access_token) as conn:
-                stats[when] = conn.model_statistics(info.model_name)
+    stats, seconds_stats = {}, []
+    with batching_server(max_batch, cpus) as (work, statistics):
 
         def every_second(stop: threading.Event) -> None:  # the server's speed second by second
-            with ServerConnection("grpc", url, info.access_token) as conn:
-                while not stop.wait(1.0 - (time.perf_counter() - started) % 1.0):
-                    seconds_stats.append((time.perf_counter() - started, conn.model_statistics(info.model_name)))
+            while not stop.wait(1.0 - (time.perf_counter() - started) % 1.0):
+                seconds_stats.append((time.perf_counter() - started, statistics()))
 
-        seconds_stats, stop, started = [], threading.Event(), time.perf_counter()
+        stop, started = threading.Event(), time.perf_counter()
         watcher = threading.Thread(target=every_second, args=(stop,), daemon=True)
         watcher.start()
         try:
-            requests = triton_rate.send_open_loop(work, rate, WARMUP_S, seconds, seed=int(rate), on_window=snapshot)
+            requests = send_open_loop(work, rate, WARMUP_S, seconds, seed=int(rate),
+                                      on_window=lambda when: stats.__setitem__(when, statistics()))
         finally:
             stop.set()
             watcher.join()
