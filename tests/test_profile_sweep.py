@@ -270,3 +270,27 @@ def test_each_compile_worker_has_its_own_cache_folder_removed_after():
             assert str(worker.scratch) in reply["compile_cache"]
         assert not folders[-1].exists()
     assert caches[0] != caches[1]
+
+
+def test_a_worker_whose_call_timed_out_is_not_asked_again(tiny_config, tmp_path):
+    """The worker answers a timed-out call and then ends itself: the sweep must not send the next point to
+    it while it is still exiting (that point then failed as 'exited with code 3', half the time)."""
+    from perfmodel.profile.backends.torch_sweep import _TorchSweep
+    from perfmodel.profile.output import ProfileOutput
+
+    class Exiting:  # answered "timeout" and has not exited yet
+        stopped = False
+
+        def request(self, message, timeout_s, flag):
+            return {"status": "failed", "kind": "timeout", "error": "a model call at batch 2 did not return"}
+
+        def is_alive(self):
+            return not self.stopped
+
+        def stop(self):
+            self.stopped = True
+
+    sweep = _TorchSweep(tiny_config(), ProfileOutput(tmp_path / "p.csv", resume=False), lambda event: None)
+    sweep.measuring = worker = Exiting()
+    assert sweep._steady(2, 32, False, None)["kind"] == "timeout"
+    assert worker.stopped

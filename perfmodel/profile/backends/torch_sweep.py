@@ -243,7 +243,8 @@ class _TorchSweep:
         # A backstop only: the worker's own watchdog reports a stuck call after --call-timeout.
         backstop = rule.max_time_s + (rule.warmup_calls + 3) * self.config.call_timeout_s + 60
         reply = self.measuring.request(request, backstop, "--call-timeout")
-        if reply["status"] != "ok" and not self.measuring.is_alive():
+        # A worker whose call timed out ends itself right after its answer: it may not have exited yet.
+        if reply["status"] != "ok" and (reply.get("kind") == "timeout" or not self.measuring.is_alive()):
             self.measuring.stop()  # a new one takes over at the next point
         return reply
 
