@@ -40,6 +40,7 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
+from run import _batch_stats, batching_server, server_request_ms  # noqa: E402
 from solvers.simulate import poisson_arrivals, simulate_gpu  # noqa: E402
 
 MODEL, SIZE, WARMUP_S = "tiny", 64, 3.0
@@ -54,8 +55,6 @@ def service(results: Path):
 def measure(rate: float, max_batch: int, seconds: float, cpus: tuple[int, ...]) -> dict:
     """One open-loop run: every request's actual send time and latency (s), and Triton's statistics."""
     from perfmodel.profile.backends.triton_rate import send_open_loop
-
-    from run import batching_server
 
     stats, seconds_stats = {}, []
     with batching_server(max_batch, cpus) as (work, statistics):
@@ -78,19 +77,16 @@ def measure(rate: float, max_batch: int, seconds: float, cpus: tuple[int, ...]) 
 
 
 def server_means(before: dict, after: dict) -> dict:
-    """Per request, over the window: mean ms in the queue, mean ms in the server (queue + compute), from
-    Triton's cumulative statistics; and per execution: images and busy ms."""
-    def totals(stats):
-        s = stats["model_stats"][0]["inference_stats"]
-        b = stats["model_stats"][0]
-        return {k: (int(s[k].get("count", 0)), int(s[k].get("ns", 0))) for k in
-                ("success", "queue", "compute_input", "compute_infer", "compute_output")}, int(b.get("execution_count", 0))
+    """Per request, over the window: mean ms in the server (queue + compute) and in its queue, from Triton's
+    cumulative statistics; and the model's executions."""
+    def queue(stats: dict) -> tuple[int, int]:
+        q = stats["model_stats"][0]["inference_stats"].get("queue", {})
+        return int(q.get("count", 0)), int(q.get("ns", 0))
 
-    (t0, e0), (t1, e1) = totals(before), totals(after)
-    d = {k: (t1[k][0] - t0[k][0], t1[k][1] - t0[k][1]) for k in t1}
-    n = max(1, d["success"][0])
-    return {"server_request_ms": d["success"][1] / n / 1e6, "server_queue_ms": d["queue"][1] / n / 1e6,
-            "executions": e1 - e0}
+    (c0, n0), (c1, n1) = queue(before), queue(after)
+    return {"server_request_ms": server_request_ms(before, after),
+            "server_queue_ms": (n1 - n0) / max(1, c1 - c0) / 1e6,
+            "executions": _busy(after)[0] - _busy(before)[0]}
 
 
 def per_second(m: dict, calibration: pd.DataFrame) -> pd.DataFrame:
@@ -119,14 +115,9 @@ def per_second(m: dict, calibration: pd.DataFrame) -> pd.DataFrame:
 def _busy(stats: dict) -> tuple[int, int, int]:
     """Executions, images and busy ns (compute input + infer + output) so far, from Triton's statistics per
     batch size (each execution once; the per-request statistics count a batch's time once per request)."""
-    executions = images = busy = 0
-    for entry in stats["model_stats"][0].get("batch_stats", []):
-        parts = [entry.get(k, {}) for k in ("compute_input", "compute_infer", "compute_output")]
-        count = int(parts[1].get("count", 0))
-        executions += count
-        images += count * int(entry["batch_size"])
-        busy += sum(int(part.get("ns", 0)) for part in parts)
-    return executions, images, busy
+    sizes = _batch_stats(stats)
+    return (sum(count for count, _ in sizes.values()), sum(size * count for size, (count, _) in sizes.items()),
+            sum(ns for _, ns in sizes.values()))
 
 
 def main() -> None:
