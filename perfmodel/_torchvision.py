@@ -42,8 +42,10 @@ def import_torchvision():
     import torch
 
     if importlib.util.find_spec("torchvision") is None:
-        raise InputError("the resnet50 and efficientnet_b0 models need torchvision: install the torchvision "
-                         "that matches your torch (pip install torchvision), or profile a TorchScript file.")
+        raise InputError(
+            "the resnet50 and efficientnet_b0 models need torchvision: install the torchvision "
+            "that matches your torch (pip install torchvision), or profile a TorchScript file."
+        )
     path = _extension_path()
     if path is not None:
         try:

@@ -123,8 +123,13 @@ def progress(description: str) -> Iterator[callable]:
     """A progress bar on a terminal, one line per step otherwise; yields update(done, total, text)."""
     if err.is_terminal:
         bar = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=err, transient=False,
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=False,
         )
         with bar:
             task = bar.add_task(description, total=None)

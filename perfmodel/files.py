@@ -52,8 +52,12 @@ def check_writable(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] 
     return path
 
 
-def check_not_input(path: str | os.PathLike, inputs: Iterable[str | os.PathLike], what: str = "--out",
-                    fix: str = "choose another output file") -> None:
+def check_not_input(
+    path: str | os.PathLike,
+    inputs: Iterable[str | os.PathLike],
+    what: str = "--out",
+    fix: str = "choose another output file",
+) -> None:
     """Refuse to write `path` when it is one of `inputs`: the same file (device and inode), whatever the
     spelling (./x.csv, a symbolic link, a hard link)."""
     target = _identity(path)
@@ -62,8 +66,10 @@ def check_not_input(path: str | os.PathLike, inputs: Iterable[str | os.PathLike]
     for source in inputs:
         if _identity(source) == target:
             same = "" if os.fspath(source) == os.fspath(path) else f" (the same file as {os.fspath(source)})"
-            raise InputError(f"{what} {os.fspath(path)} is one of this command's inputs{same}: writing it would "
-                             f"destroy the input; {fix}.")
+            raise InputError(
+                f"{what} {os.fspath(path)} is one of this command's inputs{same}: writing it would "
+                f"destroy the input; {fix}."
+            )
 
 
 def _identity(path) -> tuple[int, int] | None:
@@ -131,7 +137,9 @@ class _Refused(ValueError):
 
 def _integer(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INTEGER_DIGITS:
-        raise _Refused(f"it holds a whole number of {len(text.lstrip('-')):,} digits, too large to be a count or a size")
+        raise _Refused(
+            f"it holds a whole number of {len(text.lstrip('-')):,} digits, too large to be a count or a size"
+        )
     return int(text)
 
 
@@ -183,7 +191,9 @@ def read_json(path: str | os.PathLike, error: type[PerfmodelError], what: str, h
     if not text.strip():
         raise error(f"{source} is empty, not {what}: {hint}.")
     try:
-        value = json.loads(text, parse_int=_integer, parse_float=_float, parse_constant=_constant, object_pairs_hook=_object)
+        value = json.loads(
+            text, parse_int=_integer, parse_float=_float, parse_constant=_constant, object_pairs_hook=_object
+        )
     except _Refused as exc:
         raise error(f"{source} is not {what}: {exc}; {hint}.") from None
     except RecursionError:
@@ -216,8 +226,10 @@ def read_csv_text(path: str | os.PathLike, error: type[PerfmodelError], what: st
         raise error(f"{source} is empty: {what} needs a header row and at least one data row.")
     if b"\0" in data:
         line = data[: data.index(b"\0")].count(b"\n") + 1
-        raise error(f"{source} is not a readable CSV file: line {line} holds a NUL byte, which no CSV text "
-                    f"has (the file is damaged, or not {what}).")
+        raise error(
+            f"{source} is not a readable CSV file: line {line} holds a NUL byte, which no CSV text "
+            f"has (the file is damaged, or not {what})."
+        )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -229,8 +241,10 @@ def read_csv_text(path: str | os.PathLike, error: type[PerfmodelError], what: st
     names = [h.strip() for h in header]
     twice = sorted({c for c in names if c and names.count(c) > 1})
     if twice:
-        raise error(f"{source} names the column{'s' if len(twice) > 1 else ''} {', '.join(map(repr, twice))} "
-                    "twice in its header; keep one of each.")
+        raise error(
+            f"{source} names the column{'s' if len(twice) > 1 else ''} {', '.join(map(repr, twice))} "
+            "twice in its header; keep one of each."
+        )
     try:
         return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True)
     except pd.errors.EmptyDataError:

@@ -126,8 +126,19 @@ RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "schema_version",
 )
 
-INTEGER_COLUMNS = frozenset({"input_size", "batch_size", "samples", "concurrency", "threads", "alongside", "schema_version",
-                             "server_max_batch", "requests_failed"})
+INTEGER_COLUMNS = frozenset(
+    {
+        "input_size",
+        "batch_size",
+        "samples",
+        "concurrency",
+        "threads",
+        "alongside",
+        "schema_version",
+        "server_max_batch",
+        "requests_failed",
+    }
+)
 TEXT_COLUMNS = frozenset(
     {
         "hardware",
@@ -176,16 +187,40 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "threads": (1, 65_536),
     "alongside": (1, 1024),  # workers running beside the measured one (0: alone)
     "schema_version": (1, 1e6),
-    **dict.fromkeys(("latency_ms", "latency_p99_ms", "warmup_ms", "latency_p50_ms", "latency_p90_ms", "latency_mean_ms",
-                     "latency_min_ms", "load_ms", "server_queue_ms", "server_compute_ms", "server_request_ms"), _MS),
+    **dict.fromkeys(
+        (
+            "latency_ms",
+            "latency_p99_ms",
+            "warmup_ms",
+            "latency_p50_ms",
+            "latency_p90_ms",
+            "latency_mean_ms",
+            "latency_min_ms",
+            "load_ms",
+            "server_queue_ms",
+            "server_compute_ms",
+            "server_request_ms",
+        ),
+        _MS,
+    ),
     "latency_std_ms": (0.0, 1e9),
     "latency_ci_rel": (0.0, 1e6),
     "throughput_spread_rel": (0.0, 1e6),
     "throughput_ips": (0.0, 1e12),
     **dict.fromkeys(("memory_mb", "client_rss_mb_max", "server_rss_mb_max", "device_memory_mb"), _MIB),
-    **{f"{c}_{s}": r for c, r in (("gpu_util", (0.0, 100.0)), ("gpu_mem_used_mb", _MIB), ("power_w", (0.0, 1e5)),
-                                  ("temp_c", (0.0, 200.0)), ("sm_clock_mhz", (0.0, 1e5)), ("cpu_util", _CORES),
-                                  ("host_rss_mb", _MIB)) for s in ("min", "avg", "max")},
+    **{
+        f"{c}_{s}": r
+        for c, r in (
+            ("gpu_util", (0.0, 100.0)),
+            ("gpu_mem_used_mb", _MIB),
+            ("power_w", (0.0, 1e5)),
+            ("temp_c", (0.0, 200.0)),
+            ("sm_clock_mhz", (0.0, 1e5)),
+            ("cpu_util", _CORES),
+            ("host_rss_mb", _MIB),
+        )
+        for s in ("min", "avg", "max")
+    },
     **dict.fromkeys(("client_cpu_avg", "client_cpu_max", "server_cpu_avg", "server_cpu_max"), _CORES),
     "load_avg_1m": (0.0, 1e6),
     "server_busy_share": (0.0, 100.0),  # a share, over 1 only with several model instances
@@ -205,13 +240,17 @@ def _check_names(df: pd.DataFrame, source: str) -> None:
     bad = ~df["hardware"].map(lambda v: bool(GPU_TYPE_NAME.fullmatch(v)))
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise ProfileFormatError(f"{_where(source, i, 'hardware')}: {_shown(df['hardware'].iloc[i])} is not a GPU type name "
-                                 "(letters, digits, '_', '-', '.'), which --pool and --price could name.")
+        raise ProfileFormatError(
+            f"{_where(source, i, 'hardware')}: {_shown(df['hardware'].iloc[i])} is not a GPU type name "
+            "(letters, digits, '_', '-', '.'), which --pool and --price could name."
+        )
     for column in ("model", "backend"):
         bad = ~df[column].map(str.isprintable)
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise ProfileFormatError(f"{_where(source, i, column)}: {_shown(df[column].iloc[i])} holds a control character.")
+            raise ProfileFormatError(
+                f"{_where(source, i, column)}: {_shown(df[column].iloc[i])} holds a control character."
+            )
 
 
 def _convert_numbers(df: pd.DataFrame, source: str) -> pd.DataFrame:
@@ -245,7 +284,9 @@ def validate_profile(df: pd.DataFrame, source: str = "profile") -> pd.DataFrame:
     Raises ProfileFormatError with one sentence naming the first problem found.
     """
     if len(df.columns) == 0 or len(df) == 0:
-        raise ProfileFormatError(f"{source} has no measured points: a profile needs a header row and at least one data row.")
+        raise ProfileFormatError(
+            f"{source} has no measured points: a profile needs a header row and at least one data row."
+        )
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         names = ", ".join(f"'{c}'" for c in missing)
@@ -275,14 +316,19 @@ def validate_profile(df: pd.DataFrame, source: str = "profile") -> pd.DataFrame:
         present = ~np.isnan(values)
         if column in ("input_size", "batch_size") and not present.all():
             i = int(np.flatnonzero(~present)[0])
-            raise ProfileFormatError(f"{_where(source, i, column)} is empty; every row needs a positive whole number here.")
-        bad = present & ((values != np.round(values)) | (values < (1 if column in ("input_size", "batch_size", "concurrency") else 0)))
+            raise ProfileFormatError(
+                f"{_where(source, i, column)} is empty; every row needs a positive whole number here."
+            )
+        bad = present & (
+            (values != np.round(values))
+            | (values < (1 if column in ("input_size", "batch_size", "concurrency") else 0))
+        )
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ProfileFormatError(
-                f"{_where(source, i, column)}: {_fmt(values[i])} is not a positive whole number."
-            )
-        df[column] = pd.array(np.where(present, values, np.nan), dtype="Int64") if not present.all() else values.astype(np.int64)
+            raise ProfileFormatError(f"{_where(source, i, column)}: {_fmt(values[i])} is not a positive whole number.")
+        df[column] = (
+            pd.array(np.where(present, values, np.nan), dtype="Int64") if not present.all() else values.astype(np.int64)
+        )
 
     for column in sorted(NUMERIC_COLUMNS & set(df.columns)):
         values = df[column].to_numpy(dtype=float)
@@ -300,7 +346,8 @@ def validate_profile(df: pd.DataFrame, source: str = "profile") -> pd.DataFrame:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ProfileFormatError(
-                f"{_where(source, i, column)}: a row with status 'ok' needs a time in milliseconds > 0, not {_fmt(values[i])}."
+                f"{_where(source, i, column)}: a row with status 'ok' needs a time in milliseconds > 0, not "
+                f"{_fmt(values[i])}."
             )
     median, p99 = df["latency_ms"].to_numpy(dtype=float), df["latency_p99_ms"].to_numpy(dtype=float)
     bad = ok & ~np.isnan(p99) & ~(p99 > 0)

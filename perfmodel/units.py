@@ -52,7 +52,9 @@ def parse_duration(text: str, what: str = "duration", allow_zero: bool = False, 
     if match.group(1) == "-" and seconds != 0:
         raise InputError(f"{what} {shown(text)} is negative: give a time {least}, e.g. 60s.")
     if not seconds <= maximum:  # also inf: 1e309 does not fit in a float
-        raise InputError(f"{what} {shown(text)} is too long: at most {maximum:,.0f} s ({maximum / 31_557_600:g} years).")
+        raise InputError(
+            f"{what} {shown(text)} is too long: at most {maximum:,.0f} s ({maximum / 31_557_600:g} years)."
+        )
     if seconds == 0 and not allow_zero:
         raise InputError(f"{what} {shown(text)} must be longer than zero.")
     return seconds
@@ -94,8 +96,18 @@ def parse_fraction(text: str, what: str = "margin") -> float:
     return value
 
 
-_PER = {None: 1.0, "s": 1.0, "sec": 1.0, "second": 1.0, "m": 60.0, "min": 60.0, "minute": 60.0,
-        "h": 3600.0, "hr": 3600.0, "hour": 3600.0}
+_PER = {
+    None: 1.0,
+    "s": 1.0,
+    "sec": 1.0,
+    "second": 1.0,
+    "m": 60.0,
+    "min": 60.0,
+    "minute": 60.0,
+    "h": 3600.0,
+    "hr": 3600.0,
+    "hour": 3600.0,
+}
 
 
 def parse_rate(text: str, what: str = "--rate") -> float:
@@ -160,8 +172,10 @@ def _name(key: str, what: str) -> str:
 
 def parse_pool(text: str, maximum: int | None = None) -> dict[str, int]:
     """'h100=8,a100=4' -> {'h100': 8, 'a100': 4}; a count may be 0 (and at most `maximum`)."""
-    return {_name(k, "--pool"): parse_count(v, f"--pool count for {k}", "GPUs", maximum)
-            for k, v in _pairs(text, "--pool", "h100=8,a100=4")}
+    return {
+        _name(k, "--pool"): parse_count(v, f"--pool count for {k}", "GPUs", maximum)
+        for k, v in _pairs(text, "--pool", "h100=8,a100=4")
+    }
 
 
 def parse_prices(text: str) -> dict[str, float]:
@@ -171,7 +185,9 @@ def parse_prices(text: str) -> dict[str, float]:
         name = _name(k, "--price")
         price = float(v) if re.fullmatch(rf"[-+]?{_NUMBER}", v) else math.nan
         if not (0 <= price <= MAX_PRICE):
-            raise InputError(f"--price for {name}: {shown(v)} is not a price per GPU-hour (a number from 0 to {MAX_PRICE:,.0f}).")
+            raise InputError(
+                f"--price for {name}: {shown(v)} is not a price per GPU-hour (a number from 0 to {MAX_PRICE:,.0f})."
+            )
         prices[name] = price
     return prices
 
@@ -179,8 +195,10 @@ def parse_prices(text: str) -> dict[str, float]:
 def parse_input_size(text, what: str = "input size") -> int:
     raw = str(text).strip()
     if not re.fullmatch(r"[0-9]{1,9}", raw) or not 1 <= int(raw) <= MAX_INPUT_SIZE:
-        raise InputError(f"{what} {shown(text)} is not an image side in pixels (a whole number from 1 to "
-                         f"{MAX_INPUT_SIZE:,}, e.g. 224).")
+        raise InputError(
+            f"{what} {shown(text)} is not an image side in pixels (a whole number from 1 to "
+            f"{MAX_INPUT_SIZE:,}, e.g. 224)."
+        )
     return int(raw)
 
 

@@ -5,15 +5,15 @@
                          images={224: 100_000}, deadline_s=60))
 
 Online serving (a request rate and a latency SLO in; GPUs, max batch and queue delay out) is
-solve_online(OnlineProblem(...)) in solvers/online.py.
+solve_online(OnlineProblem(...)) in solvers/online_solve.py.
 
 No torch, no profiling, no perfmodel: a scheduler can import this package alone.
 """
 
 from solvers.errors import InfeasibleProblem, ProblemError, SolverError, SolverFailure
-from solvers.online import OnlineDiagnosis, OnlineGpuType, OnlinePlan, OnlineProblem, ServiceTimes, solve_online
-from solvers.plan import Assignment, Diagnosis, Plan
+from solvers.online_solve import OnlineDiagnosis, OnlineGpuType, OnlinePlan, OnlineProblem, ServiceTimes, solve_online
 from solvers.problem import Candidates, GpuType, Problem
+from solvers.solution import Assignment, Diagnosis, Plan
 from solvers.solve import solve
 
 __all__ = [

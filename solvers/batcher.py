@@ -137,7 +137,9 @@ class Batcher:
         n = bm + 16  # states solved exactly; a geometric tail beyond (2 * bm + 16 gives the same to 0.2%)
         m = np.arange(1, bm + 1)
         services = self.median[m][:, None] * np.exp(self.sigma[m][:, None] * self._x)
-        arrivals = np.einsum("mqk,q->mk", poisson_pmf(lam * services, n), self._w)  # [m - 1, k]: k arrive during m's service
+        arrivals = np.einsum(
+            "mqk,q->mk", poisson_pmf(lam * services, n), self._w
+        )  # [m - 1, k]: k arrive during m's service
         # After an idle spell the first request opens a window of `delay` (cut short at a full batch).
         self.window = min(self.delay, (bm - 1) / lam) if self.delay > 0 else 0.0
         opened = poisson_pmf(lam * self.window, bm)
@@ -210,7 +212,9 @@ class Batcher:
         late += idle * np.sum(self.opened * service_tail(med[sizes], sig[sizes], t - self.window))
         if self.window > 0:
             rest = t - self.window * (1 - _U)
-            late += window * np.mean(self.opened[:, None] * service_tail(med[sizes][:, None], sig[sizes][:, None], rest))
+            late += window * np.mean(
+                self.opened[:, None] * service_tail(med[sizes][:, None], sig[sizes][:, None], rest)
+            )
         time += idle + window
         return float(min(1.0, max(0.0, late / time)))
 
@@ -331,7 +335,9 @@ def _tail_ratio(rate: float, max_batch: int, median: float, sigma: float) -> flo
     def f_and_slope(z: float) -> tuple[float, float]:
         e = [w * math.exp(min(a * (z - 1), 700.0)) for w, a in terms]
         total = sum(e)
-        return max_batch * math.log(z) - math.log(total), max_batch / z - sum(a * x for (_, a), x in zip(terms, e)) / total
+        return max_batch * math.log(z) - math.log(total), max_batch / z - sum(
+            a * x for (_, a), x in zip(terms, e)
+        ) / total
 
     z = 2.0
     while f_and_slope(z)[0] > 0:

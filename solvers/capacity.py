@@ -42,8 +42,15 @@ class Columns:
                 c = gpu.for_size(size)
                 if c is not None and len(c):
                     n = len(c)
-                    parts.append((c.batch_size, c.latency_s, c.warmup_s, np.full(n, load),
-                                  np.full(n, math.inf if limit is None else float(limit))))
+                    parts.append(
+                        (
+                            c.batch_size,
+                            c.latency_s,
+                            c.warmup_s,
+                            np.full(n, load),
+                            np.full(n, math.inf if limit is None else float(limit)),
+                        )
+                    )
                     self.labels.extend(c.labels)
                     position += n
                 self.stop[pair] = position

@@ -9,8 +9,8 @@ import numpy as np
 
 from solvers import milp
 from solvers.capacity import TOLERANCE, Columns, availability, clip, fits, needs
-from solvers.plan import Diagnosis
 from solvers.problem import Problem
+from solvers.solution import Diagnosis
 
 _BISECTION_STEPS = 60
 _DOUBLINGS = 200
@@ -74,8 +74,9 @@ def diagnose(problem: Problem, columns: Columns) -> Diagnosis:
     )
 
 
-def shortest_limit(columns: Columns, need: np.ndarray, avail: np.ndarray, start: float,
-                   each: float = 10.0, until: float = math.inf) -> tuple[float | None, bool]:
+def shortest_limit(
+    columns: Columns, need: np.ndarray, avail: np.ndarray, start: float, each: float = 10.0, until: float = math.inf
+) -> tuple[float | None, bool]:
     """The shortest time limit by which the pool finishes every class's images (None if no limit
     does), and whether that is proven the shortest.
 
@@ -155,7 +156,8 @@ def _reason(problem: Problem, unservable, fastest, most: milp.MilpResult, total:
         within += f" (the {seconds(problem.deadline_s)} deadline less the {problem.margin:.0%} margin)"
     if unservable:
         parts = [
-            f"{size} px (the fastest takes {seconds(fastest[size])}: model load + warm-up)" if fastest[size] is not None
+            f"{size} px (the fastest takes {seconds(fastest[size])}: model load + warm-up)"
+            if fastest[size] is not None
             else f"{size} px (no GPU type has a batch size for it)"
             for size in unservable
         ]

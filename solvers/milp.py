@@ -50,8 +50,9 @@ def greedy_lower_bound(cap: np.ndarray, avail: np.ndarray, need: int) -> int:
     return count
 
 
-def min_gpus(cap, need, avail, weight, *, rel_gap: float = 0.0, time_limit: float = 10.0,
-             strengthen: bool = True) -> MilpResult | None:
+def min_gpus(
+    cap, need, avail, weight, *, rel_gap: float = 0.0, time_limit: float = 10.0, strengthen: bool = True
+) -> MilpResult | None:
     """Fewest (weighted) GPUs that cover every class's need; None when no choice of GPUs does.
 
     strengthen=False leaves out the valid count cuts (greedy_lower_bound), only to measure what they bring.
@@ -122,8 +123,9 @@ def max_images(cap, need, avail, *, rel_gap: float = 0.0, time_limit: float = 10
     return _result(_read_counts(m, pairs, *np.shape(cap)), cap, need, None, results, build_s, call_s, minimize=False)
 
 
-def fewest_for_images(cap, need, avail, weight, total: int, incumbent: MilpResult, *, rel_gap: float = 0.0,
-                      time_limit: float = 10.0) -> MilpResult:
+def fewest_for_images(
+    cap, need, avail, weight, total: int, incumbent: MilpResult, *, rel_gap: float = 0.0, time_limit: float = 10.0
+) -> MilpResult:
     """Fewest (weighted) GPUs that finish `total` images in all, no class beyond its need.
 
     Relaxed mode's second step, given max_images's answer (`incumbent`, which does `total`). Which
@@ -146,8 +148,9 @@ def fewest_for_images(cap, need, avail, weight, total: int, incumbent: MilpResul
     results, call_s = _run(m, rel_gap, time_limit)
     if results is None:
         return incumbent
-    found = _result(_read_counts(m, pairs, *np.shape(cap)), cap, need, weight, results, build_s, call_s + lp_s,
-                    minimize=True)
+    found = _result(
+        _read_counts(m, pairs, *np.shape(cap)), cap, need, weight, results, build_s, call_s + lp_s, minimize=True
+    )
     # Counted exactly, HiGHS's answer may do an image or two less than `total` (its tolerance, as in _covering).
     return found if found.objective <= have and found.images.sum() >= total else incumbent
 
@@ -167,7 +170,9 @@ def _cover_model(cap, need, avail, weight, strengthen: bool):
     t0 = time.perf_counter()
     m = pyo.ConcreteModel()
     m.x = pyo.Var(pairs, domain=pyo.NonNegativeIntegers, bounds=lambda m, k, s: (0, upper[k, s]))
-    m.cover = pyo.Constraint(active, rule=lambda m, s: sum(int(cap[k, s]) * m.x[k, s] for k in _types_of(pairs, s)) >= int(need[s]))
+    m.cover = pyo.Constraint(
+        active, rule=lambda m, s: sum(int(cap[k, s]) * m.x[k, s] for k in _types_of(pairs, s)) >= int(need[s])
+    )
     if strengthen:
         bounds = {s: greedy_lower_bound(cap[:, s], avail, int(need[s])) for s in active}
         m.fewest = pyo.Constraint(active, rule=lambda m, s: sum(m.x[k, s] for k in _types_of(pairs, s)) >= bounds[s])
@@ -190,8 +195,12 @@ def _images_model(cap, need, avail, weight, total):
     t0 = time.perf_counter()
     m = pyo.ConcreteModel()
     m.x = pyo.Var(pairs, domain=pyo.NonNegativeIntegers, bounds=lambda m, k, s: (0, upper[k, s]))
-    m.y = pyo.Var(served, domain=pyo.NonNegativeReals, bounds=lambda m, s: (0, None if math.isinf(need[s]) else int(need[s])))
-    m.done = pyo.Constraint(served, rule=lambda m, s: m.y[s] <= sum(int(cap[k, s]) * m.x[k, s] for k in _types_of(pairs, s)))
+    m.y = pyo.Var(
+        served, domain=pyo.NonNegativeReals, bounds=lambda m, s: (0, None if math.isinf(need[s]) else int(need[s]))
+    )
+    m.done = pyo.Constraint(
+        served, rule=lambda m, s: m.y[s] <= sum(int(cap[k, s]) * m.x[k, s] for k in _types_of(pairs, s))
+    )
     _add_availability(pyo, m, pairs, avail)
     if weight is None:
         m.objective = pyo.Objective(expr=sum(m.y[s] for s in served), sense=pyo.maximize)
@@ -260,8 +269,12 @@ def _run(m, rel_gap: float, time_limit: float, relaxation: bool = False):
 
     t0 = time.perf_counter()
     results = Highs().solve(
-        m, load_solutions=False, raise_exception_on_nonoptimal_result=False,
-        rel_gap=rel_gap, time_limit=time_limit, solver_options={"solve_relaxation": relaxation},
+        m,
+        load_solutions=False,
+        raise_exception_on_nonoptimal_result=False,
+        rel_gap=rel_gap,
+        time_limit=time_limit,
+        solver_options={"solve_relaxation": relaxation},
     )
     call_s = time.perf_counter() - t0
     condition = results.termination_condition
@@ -300,5 +313,6 @@ def _gap(objective: float, bound, *, minimize: bool, integral: bool) -> float:
 
 def _empty(n_types: int, n_sizes: int) -> MilpResult:
     """Nothing to do (no images, or no GPU can do any): zero GPUs, trivially optimal."""
-    return MilpResult(np.zeros((n_types, n_sizes), dtype=np.int64), np.zeros(n_sizes, dtype=np.int64), 0.0, 0.0,
-                      0.0, 0.0, 0.0)
+    return MilpResult(
+        np.zeros((n_types, n_sizes), dtype=np.int64), np.zeros(n_sizes, dtype=np.int64), 0.0, 0.0, 0.0, 0.0, 0.0
+    )

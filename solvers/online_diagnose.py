@@ -6,19 +6,25 @@ import math
 
 import numpy as np
 
-from solvers.online_plan import OnlineDiagnosis, percent
 from solvers.online_problem import OnlineProblem
-from solvers.online_search import peak_rate, best_setting, fastest
+from solvers.online_search import best_setting, fastest, peak_rate
+from solvers.online_solution import OnlineDiagnosis, percent
 
 
-def diagnose(problem: OnlineProblem, settings, capacity: np.ndarray, avail: np.ndarray,
-             margin: float = 0.0) -> OnlineDiagnosis:
+def diagnose(
+    problem: OnlineProblem, settings, capacity: np.ndarray, avail: np.ndarray, margin: float = 0.0
+) -> OnlineDiagnosis:
     """`problem` is the one searched: with a margin, already slowed by it (OnlineProblem.slowed)."""
     types = problem.gpu_types
-    fast = {t.name: min((fastest(o, problem) for o in t.options if o.largest >= problem.request_size), default=None)
-            for t in types}
-    unservable = tuple(t.name for t, s in zip(types, settings) if s is None and t.count != 0
-                       and (fast[t.name] is None or fast[t.name] >= problem.slo_s))
+    fast = {
+        t.name: min((fastest(o, problem) for o in t.options if o.largest >= problem.request_size), default=None)
+        for t in types
+    }
+    unservable = tuple(
+        t.name
+        for t, s in zip(types, settings)
+        if s is None and t.count != 0 and (fast[t.name] is None or fast[t.name] >= problem.slo_s)
+    )
     finite = bool(np.all(np.isfinite(avail)))
     max_rate = float(np.sum(capacity * np.where(np.isfinite(avail), avail, 0.0))) if finite else None
     slo = _ms(problem.slo_s)
@@ -30,20 +36,34 @@ def diagnose(problem: OnlineProblem, settings, capacity: np.ndarray, avail: np.n
     elif not np.any(capacity > 0):
         best = min((v for k, v in fast.items() if v is not None), default=None)
         too_big = best is None
-        reason = (f"no GPU takes requests of {problem.request_size} images (above every batch size timed)" if too_big else
-                  f"no GPU answers {within} even with a request alone: "
-                  f"the fastest is {_ms(best)} ({min(fast, key=lambda k: fast[k] if fast[k] is not None else math.inf)})")
+        reason = (
+            f"no GPU takes requests of {problem.request_size} images (above every batch size timed)"
+            if too_big
+            else f"no GPU answers {within} even with a request alone: "
+            f"the fastest is {_ms(best)} ({min(fast, key=lambda k: fast[k] if fast[k] is not None else math.inf)})"
+        )
     else:
-        reason = f"the pool holds at most {max_rate:,.4g} requests/s {within}, below the {problem.rate_per_s:,.4g}/s asked"
+        reason = (
+            f"the pool holds at most {max_rate:,.4g} requests/s {within}, below the {problem.rate_per_s:,.4g}/s asked"
+        )
     extra: dict[str, int | None] = {}
     if max_rate is not None:
         for k, t in enumerate(types):
             if t.count is None:
                 continue
-            extra[t.name] = None if capacity[k] <= 0 else max(0, math.ceil((problem.rate_per_s - max_rate) / capacity[k] - 1e-12))
+            extra[t.name] = (
+                None if capacity[k] <= 0 else max(0, math.ceil((problem.rate_per_s - max_rate) / capacity[k] - 1e-12))
+            )
     return OnlineDiagnosis(
-        reason=reason, rate_per_s=problem.rate_per_s, slo_s=problem.slo_s, percentile=problem.percentile, margin=margin,
-        unservable=unservable, fastest_s=fast, max_rate_per_s=max_rate, extra_gpus=extra,
+        reason=reason,
+        rate_per_s=problem.rate_per_s,
+        slo_s=problem.slo_s,
+        percentile=problem.percentile,
+        margin=margin,
+        unservable=unservable,
+        fastest_s=fast,
+        max_rate_per_s=max_rate,
+        extra_gpus=extra,
         min_slo_s=_smallest_slo(problem, avail, fast),
     )
 
@@ -57,8 +77,12 @@ def _smallest_slo(problem: OnlineProblem, avail: np.ndarray, fast: dict[str, flo
         return floor * (1 + 1e-6)  # with enough GPUs each gets almost nothing: a request alone
 
     def holds(slo: float) -> bool:
-        capacity = np.array([0.0 if a <= 0 or (s := best_setting(t, problem, slo)) is None else s.capacity_per_s
-                             for t, a in zip(problem.gpu_types, avail)])
+        capacity = np.array(
+            [
+                0.0 if a <= 0 or (s := best_setting(t, problem, slo)) is None else s.capacity_per_s
+                for t, a in zip(problem.gpu_types, avail)
+            ]
+        )
         return float(np.sum(capacity * avail)) >= problem.rate_per_s
 
     peak = sum(a * max(peak_rate(o, problem.request_size) for o in t.options) for t, a in zip(problem.gpu_types, avail))
@@ -82,6 +106,12 @@ def _ms(seconds: float) -> str:
 
 def _pct(p: float) -> str:
     text = f"{p:g}"
-    return text + ("st" if text.endswith("1") and not text.endswith("11") else
-                   "nd" if text.endswith("2") and not text.endswith("12") else
-                   "rd" if text.endswith("3") and not text.endswith("13") else "th")
+    return text + (
+        "st"
+        if text.endswith("1") and not text.endswith("11")
+        else "nd"
+        if text.endswith("2") and not text.endswith("12")
+        else "rd"
+        if text.endswith("3") and not text.endswith("13")
+        else "th"
+    )

@@ -1,9 +1,9 @@
 """The online planning problem as plain numbers (seconds, requests/s), validated when built.
 
-    ServiceTimes   how long one GPU type takes for a batch of b images (median and p99), one way of serving
-    OnlineGpuType  a kind of GPU: how many, how it can serve, its price per hour
-    OnlineProblem  the GPU types, the request rate (or a trace), the SLO at a percentile, the objective,
-                   the safety margin
+ServiceTimes   how long one GPU type takes for a batch of b images (median and p99), one way of serving
+OnlineGpuType  a kind of GPU: how many, how it can serve, its price per hour
+OnlineProblem  the GPU types, the request rate (or a trace), the SLO at a percentile, the objective,
+               the safety margin
 """
 
 from __future__ import annotations
@@ -158,8 +158,10 @@ class OnlineProblem:
                 raise ProblemError("max_queue_delay candidates must be finite numbers of seconds >= 0.")
             object.__setattr__(self, "delays_s", delays)
         if not (_number(self.margin) and 0 <= self.margin < MAX_MARGIN):
-            raise ProblemError(f"the margin must be a fraction >= 0 and below {MAX_MARGIN:g} (e.g. 0.1: every batch "
-                               f"10% slower), not {self.margin!r}.")
+            raise ProblemError(
+                f"the margin must be a fraction >= 0 and below {MAX_MARGIN:g} (e.g. 0.1: every batch "
+                f"10% slower), not {self.margin!r}."
+            )
         object.__setattr__(self, "margin", float(self.margin))
         if self.objective == "cost":
             unpriced = [t.name for t in types if t.cost_per_hour is None and t.count != 0]
@@ -177,12 +179,18 @@ class OnlineProblem:
         if not self.margin:
             return self
         f = 1.0 + self.margin
-        types = [replace(t, options=[replace(o, p50_s=o.p50_s * f, p99_s=o.p99_s * f) for o in t.options])
-                 for t in self.gpu_types]
+        types = [
+            replace(t, options=[replace(o, p50_s=o.p50_s * f, p99_s=o.p99_s * f) for o in t.options])
+            for t in self.gpu_types
+        ]
         slowed = replace(self, gpu_types=types, margin=0.0)
         object.__setattr__(slowed, "trace", self.trace)  # the very arrivals, not rescaled again
         return slowed
 
 
 def _number(value) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value)
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float, np.integer, np.floating))
+        and math.isfinite(value)
+    )

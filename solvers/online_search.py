@@ -71,7 +71,9 @@ def _best_for_option(option: ServiceTimes, index: int, problem: OnlineProblem, s
     return found
 
 
-def _capacity(m: int, delay: float, median, sigma, slo: float, target: float, floor: float, peak: float) -> float | None:
+def _capacity(
+    m: int, delay: float, median, sigma, slo: float, target: float, floor: float, peak: float
+) -> float | None:
     """The highest rate in (floor, peak) at which P(latency > slo) <= target; None if not above floor.
 
     The log of the tail share against the rate is smooth and rising: regula falsi (bracket_root) finds

@@ -4,7 +4,8 @@
     Candidates     the batch sizes one GPU type can run for one input size, with latency and warm-up
     Problem        the GPU types, the images per input-size class, the deadline, the mode and objective
 
-Times follow [serving-models] (docs/design.md): a GPU's first batch takes `warmup_s` (it replaces that batch's latency), each
+Times follow [serving-models] (docs/design.md): a GPU's first batch takes `warmup_s` (it replaces that batch's
+latency), each
 further batch `latency_s`, and the model is loaded once before the first batch (`load_s`).
 """
 

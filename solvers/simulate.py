@@ -31,8 +31,9 @@ class Simulated:
         return float(np.percentile(self.latency_s, percentile)) if len(self.latency_s) else math.nan
 
 
-def simulate_gpu(arrivals_s, max_batch: int, delay_s: float, median, sigma, seed: int = 0,
-                 warmup_share: float = WARMUP_SHARE) -> Simulated:
+def simulate_gpu(
+    arrivals_s, max_batch: int, delay_s: float, median, sigma, seed: int = 0, warmup_share: float = WARMUP_SHARE
+) -> Simulated:
     """Serve sorted arrival times (seconds) on one GPU. median[m], sigma[m]: service of m requests."""
     t = np.asarray(arrivals_s, dtype=float)
     n = len(t)

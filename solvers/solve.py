@@ -11,8 +11,8 @@ from solvers import milp
 from solvers.capacity import Columns, availability, clip, fits, needs
 from solvers.diagnose import diagnose
 from solvers.errors import InfeasibleProblem, SolverFailure
-from solvers.plan import Assignment, Plan
 from solvers.problem import MAX_COUNT, Problem
+from solvers.solution import Assignment, Plan
 
 _BISECTION_STEPS = 60
 
@@ -31,23 +31,37 @@ def solve(problem: Problem) -> Plan:
     cap = columns.capacity(limit)
     need = np.minimum(needs(problem), MAX_COUNT)  # 'as many as possible' is at most MAX_COUNT images per size
     avail = availability(problem)
-    weight = np.array([t.cost_per_hour or 0.0 for t in problem.gpu_types]) if problem.objective == "cost" \
+    weight = (
+        np.array([t.cost_per_hour or 0.0 for t in problem.gpu_types])
+        if problem.objective == "cost"
         else np.ones(len(problem.gpu_types))
+    )
 
     runs = []
     if problem.mode == "relaxed":
         most = milp.max_images(clip(cap, need), need, avail, rel_gap=problem.rel_gap, time_limit=problem.time_limit_s)
         if most.objective == 0 and need.sum() > 0:
             raise InfeasibleProblem(diagnose(problem, columns))
-        fewest = milp.fewest_for_images(clip(cap, need), need, avail, weight, int(most.objective), most,
-                                        rel_gap=problem.rel_gap, time_limit=problem.time_limit_s)
+        fewest = milp.fewest_for_images(
+            clip(cap, need),
+            need,
+            avail,
+            weight,
+            int(most.objective),
+            most,
+            rel_gap=problem.rel_gap,
+            time_limit=problem.time_limit_s,
+        )
         if fewest.images.sum() < most.objective:
-            raise SolverFailure(f"the GPUs found do fewer than the {most.objective:.0f} images the max-images model reached.")
+            raise SolverFailure(
+                f"the GPUs found do fewer than the {most.objective:.0f} images the max-images model reached."
+            )
         runs += [most, fewest]
         targets = fewest.images
     else:
-        fewest = milp.min_gpus(clip(cap, need), need, avail, weight, rel_gap=problem.rel_gap,
-                               time_limit=problem.time_limit_s)
+        fewest = milp.min_gpus(
+            clip(cap, need), need, avail, weight, rel_gap=problem.rel_gap, time_limit=problem.time_limit_s
+        )
         if fewest is None:
             raise InfeasibleProblem(diagnose(problem, columns))
         runs.append(fewest)
@@ -81,7 +95,9 @@ def assign(problem: Problem, columns: Columns, x: np.ndarray, targets: np.ndarra
                 if gpus and images:
                     column = columns.best_column(k, s, images, tau)
                     if column is None:
-                        raise SolverFailure(f"no candidate finishes {images} images by {tau} s, though capacity says so.")
+                        raise SolverFailure(
+                            f"no candidate finishes {images} images by {tau} s, though capacity says so."
+                        )
                     groups[(k, s, column, images)] += gpus
     return [_assignment(problem, columns, key, count) for key, count in sorted(groups.items())]
 
@@ -115,10 +131,17 @@ def _assignment(problem: Problem, columns: Columns, key, count: int) -> Assignme
     b = int(columns.batch[column])
     batches = -(-images // b)
     return Assignment(
-        hardware=problem.gpu_types[k].name, input_size=problem.sizes[s], batch_size=b, count=count,
-        batches=batches, images=images, last_batch=images - (batches - 1) * b,
-        load_s=float(columns.load[column]), warmup_s=float(columns.warmup[column]),
-        latency_s=float(columns.latency[column]), finish_s=float(columns.finish_at(column, batches)),
+        hardware=problem.gpu_types[k].name,
+        input_size=problem.sizes[s],
+        batch_size=b,
+        count=count,
+        batches=batches,
+        images=images,
+        last_batch=images - (batches - 1) * b,
+        load_s=float(columns.load[column]),
+        warmup_s=float(columns.warmup[column]),
+        latency_s=float(columns.latency[column]),
+        finish_s=float(columns.finish_at(column, batches)),
         label=columns.labels[column],
     )
 
@@ -139,12 +162,22 @@ def _plan(problem: Problem, assignments: list[Assignment], runs, started: float)
         value = cost if problem.objective == "cost" else float(total)
     gap = max(r.gap for r in runs)
     return Plan(
-        mode=problem.mode, objective=problem.objective, status="optimal" if gap == 0 else "feasible", gap=gap,
-        deadline_s=problem.deadline_s, margin=problem.margin, usable_s=problem.usable_s,
-        images_requested=dict(problem.images), images_planned=planned, assignments=tuple(assignments),
+        mode=problem.mode,
+        objective=problem.objective,
+        status="optimal" if gap == 0 else "feasible",
+        gap=gap,
+        deadline_s=problem.deadline_s,
+        margin=problem.margin,
+        usable_s=problem.usable_s,
+        images_requested=dict(problem.images),
+        images_planned=planned,
+        assignments=tuple(assignments),
         gpus_by_type={t.name: gpus_by_type[t.name] for t in problem.gpu_types if gpus_by_type[t.name]},
-        makespan_s=max((a.finish_s for a in assignments), default=0.0), objective_value=value, cost=cost,
-        build_time_s=sum(r.build_s for r in runs), solver_time_s=sum(r.solve_s for r in runs),
+        makespan_s=max((a.finish_s for a in assignments), default=0.0),
+        objective_value=value,
+        cost=cost,
+        build_time_s=sum(r.build_s for r in runs),
+        solver_time_s=sum(r.solve_s for r in runs),
         solve_time_s=time.perf_counter() - started,
     )
 
@@ -164,9 +197,15 @@ def check(plan: Plan, problem: Problem) -> None:
         limit_batches = problem.max_batches_of(gpu)
         problems = [
             (not ok.any(), "is not one of the candidates"),
-            (not (a.batches - 1) * a.batch_size < a.images <= a.batches * a.batch_size, "has an empty or overfull batch"),
+            (
+                not (a.batches - 1) * a.batch_size < a.images <= a.batches * a.batch_size,
+                "has an empty or overfull batch",
+            ),
             (limit_batches is not None and a.batches > limit_batches, f"runs more than {limit_batches} batches"),
-            (not fits(problem.load_of(gpu) + a.warmup_s + (a.batches - 1) * a.latency_s, limit), f"ends after {limit} s"),
+            (
+                not fits(problem.load_of(gpu) + a.warmup_s + (a.batches - 1) * a.latency_s, limit),
+                f"ends after {limit} s",
+            ),
         ]
         for bad, what in problems:
             if bad:

@@ -14,10 +14,14 @@ import torch
 OOM = "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB"
 CUDNN_INTERNAL = "cuDNN error: CUDNN_STATUS_INTERNAL_ERROR"
 NO_ENGINE = "FIND was unable to find an engine to execute this computation"
-INDEX_32BIT = ("Expected canUse32BitIndexMath(input) && canUse32BitIndexMath(output) to be true, but got false.  "
-               "(Could this error message be improved?  If so, please report an enhancement request to PyTorch.)")
-ILLEGAL_ACCESS = ("CUDA error: an illegal memory access was encountered\nCUDA kernel errors might be asynchronously "
-                  "reported at some other API call, so the stacktrace below might be incorrect.")
+INDEX_32BIT = (
+    "Expected canUse32BitIndexMath(input) && canUse32BitIndexMath(output) to be true, but got false.  "
+    "(Could this error message be improved?  If so, please report an enhancement request to PyTorch.)"
+)
+ILLEGAL_ACCESS = (
+    "CUDA error: an illegal memory access was encountered\nCUDA kernel errors might be asynchronously "
+    "reported at some other API call, so the stacktrace below might be incorrect."
+)
 
 
 class FailsAbove(torch.nn.Module):

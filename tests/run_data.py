@@ -9,22 +9,44 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perfmodel.plan import make_plan
+from perfmodel.planning.batch import make_plan
 
 BATCHES = (1, 2, 4, 8)
 
 
 def tiny_profile(path: Path, size: int = 32, hardware: str = "cpu", load_ms: float = 100.0) -> Path:
     """A made-up profile of the tiny CNN: 4 ms + 2 ms per image a batch, warm-up 5 ms more, load load_ms."""
-    rows = [dict(hardware=hardware, model="tiny", backend="torch", precision="fp32", input_size=size, batch_size=b,
-                 latency_ms=4.0 + 2.0 * b, latency_p99_ms=6.0 + 3.0 * b, warmup_ms=9.0 + 2.0 * b,
-                 memory_mb=10.0, status="ok", load_ms=load_ms) for b in BATCHES]
+    rows = [
+        dict(
+            hardware=hardware,
+            model="tiny",
+            backend="torch",
+            precision="fp32",
+            input_size=size,
+            batch_size=b,
+            latency_ms=4.0 + 2.0 * b,
+            latency_p99_ms=6.0 + 3.0 * b,
+            warmup_ms=9.0 + 2.0 * b,
+            memory_mb=10.0,
+            status="ok",
+            load_ms=load_ms,
+        )
+        for b in BATCHES
+    ]
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
 
 
-def write_plan(folder: Path, images: int, deadline_s: float, *, size: int = 32, hardware: str = "cpu",
-               name: str = "plan.json", **kw) -> Path:
+def write_plan(
+    folder: Path,
+    images: int,
+    deadline_s: float,
+    *,
+    size: int = 32,
+    hardware: str = "cpu",
+    name: str = "plan.json",
+    **kw,
+) -> Path:
     """A real plan of `perfmodel plan` for the tiny CNN, as JSON."""
     profile = tiny_profile(folder / f"profile-{hardware}-{size}.csv", size=size, hardware=hardware)
     job = make_plan(images, deadline_s, profiles=[profile], input_size=size, **kw)

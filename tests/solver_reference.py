@@ -51,15 +51,33 @@ class Instance:
     def problem(self, **changes) -> Problem:
         types = [
             GpuType(
-                k.name, k.count,
-                [Candidates(size, [c.batch for c in cols], [c.latency_ms / 1000 for c in cols],
-                            [c.warmup_ms / 1000 for c in cols]) for size, cols in k.columns.items()],
-                cost_per_hour=k.price, load_s=k.load_ms / 1000, max_batches=k.max_batches,
+                k.name,
+                k.count,
+                [
+                    Candidates(
+                        size,
+                        [c.batch for c in cols],
+                        [c.latency_ms / 1000 for c in cols],
+                        [c.warmup_ms / 1000 for c in cols],
+                    )
+                    for size, cols in k.columns.items()
+                ],
+                cost_per_hour=k.price,
+                load_s=k.load_ms / 1000,
+                max_batches=k.max_batches,
             )
             for k in self.kinds
         ]
-        args = dict(gpu_types=types, images=dict(self.images), deadline_s=self.deadline_ms / 1000, mode=self.mode,
-                    objective=self.objective, margin=self.margin_pct / 100, mip_rel_gap=0.0, **self.extra)
+        args = dict(
+            gpu_types=types,
+            images=dict(self.images),
+            deadline_s=self.deadline_ms / 1000,
+            mode=self.mode,
+            objective=self.objective,
+            margin=self.margin_pct / 100,
+            mip_rel_gap=0.0,
+            **self.extra,
+        )
         args.update(changes)
         return Problem(**args)
 
@@ -112,8 +130,12 @@ def _most(inst, size, usable, counts) -> int:
     """A cap for 'as many as possible': all GPUs on this size, each doing its most."""
     total = 0
     for kind in inst.kinds:
-        per = [c.batch * b for c in kind.columns.get(size, ()) for b in range(1, 10_000)
-               if finish(kind, c, b) <= usable and (kind.max_batches is None or b <= kind.max_batches)]
+        per = [
+            c.batch * b
+            for c in kind.columns.get(size, ())
+            for b in range(1, 10_000)
+            if finish(kind, c, b) <= usable and (kind.max_batches is None or b <= kind.max_batches)
+        ]
         total += (counts or {}).get(kind.name, kind.count) * max(per, default=0)
     return total
 
@@ -154,8 +176,11 @@ def evaluate(plan, inst: Instance) -> None:
         kind = kinds[a.hardware]
         assert a.count >= 1
         used[a.hardware] = used.get(a.hardware, 0) + a.count
-        matches = [c for c in kind.columns[a.input_size]
-                   if c.batch == a.batch_size and c.latency_ms / 1000 == a.latency_s and c.warmup_ms / 1000 == a.warmup_s]
+        matches = [
+            c
+            for c in kind.columns[a.input_size]
+            if c.batch == a.batch_size and c.latency_ms / 1000 == a.latency_s and c.warmup_ms / 1000 == a.warmup_s
+        ]
         assert matches, f"{a} is not a candidate of {kind.name}"
         column = matches[0]
         assert 1 <= a.batches and (kind.max_batches is None or a.batches <= kind.max_batches), a

@@ -26,11 +26,18 @@ def test_parse_cpus_reads_numbers_and_ranges():
         assert parse_cpus(f"{first}-{first + 1}") == (first, first + 1)
 
 
-@pytest.mark.parametrize("text, says", [
-    ("", "core numbers or ranges"), ("1,,2", "core numbers or ranges"), ("3-1", "core numbers or ranges"),
-    ("١", "core numbers or ranges"), ("1.5", "core numbers or ranges"), ("99999", "not one this process may use"),
-    (f"{USABLE[0]}-{USABLE[-1]}", "leave at least one"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("", "core numbers or ranges"),
+        ("1,,2", "core numbers or ranges"),
+        ("3-1", "core numbers or ranges"),
+        ("١", "core numbers or ranges"),
+        ("1.5", "core numbers or ranges"),
+        ("99999", "not one this process may use"),
+        (f"{USABLE[0]}-{USABLE[-1]}", "leave at least one"),
+    ],
+)
 def test_parse_cpus_refuses_in_one_sentence(text, says):
     with pytest.raises(InputError, match=says) as err:
         parse_cpus(text)

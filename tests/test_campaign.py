@@ -18,15 +18,17 @@ HERE = ROOT / "experiments" / "008_gpu_campaign"
 SCRIPT = HERE / "campaign.sh"
 
 
-def campaign(*args: str, budget_s: int | None = None, seed: Path | None = None,
-             timeout: float = 900) -> subprocess.CompletedProcess:
+def campaign(
+    *args: str, budget_s: int | None = None, seed: Path | None = None, timeout: float = 900
+) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHON=sys.executable, PYTHONUNBUFFERED="1")
     if budget_s is not None:
         env["CAMPAIGN_BUDGET_S"] = str(budget_s)
     if seed is not None:
         env["CAMPAIGN_SEED"] = str(seed)
-    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=timeout)
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout
+    )
 
 
 @pytest.mark.slow
@@ -81,10 +83,21 @@ def test_usage_is_shown_for_a_wrong_step():
 
 def test_validate_summary_table(tmp_path):
     results = tmp_path / "h100-validate.jsonl"
-    line = {"name": "resnet50-224-60000-20s", "images": 60000, "batch_size": [512], "predicted_makespan_s": 18.5,
-            "measured_makespan_s": 19.0, "error_rel": 0.027, "met_deadline": True}
+    line = {
+        "name": "resnet50-224-60000-20s",
+        "images": 60000,
+        "batch_size": [512],
+        "predicted_makespan_s": 18.5,
+        "measured_makespan_s": 19.0,
+        "error_rel": 0.027,
+        "met_deadline": True,
+    }
     results.write_text(json.dumps(line) + "\n")
-    done = subprocess.run([sys.executable, str(HERE / "validate.py"), "--summary", str(results)], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(HERE / "validate.py"), "--summary", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0
     assert "resnet50-224-60000-20s" in done.stdout and "+2.7%" in done.stdout and "met" in done.stdout

@@ -35,5 +35,14 @@ def test_readme_examples_write_outside_the_repository():
 
 def test_the_source_papers_are_cited_with_authors():
     readme = (REPO / "README.md").read_text()
-    for words in ("Tulchinsky", "Lavreniuk", "Khalimendik", "González Vidal", "Isenko", "Jayaram", "Lattuada", "Ardagna"):
+    for words in (
+        "Tulchinsky",
+        "Lavreniuk",
+        "Khalimendik",
+        "González Vidal",
+        "Isenko",
+        "Jayaram",
+        "Lattuada",
+        "Ardagna",
+    ):
         assert words in readme

@@ -14,7 +14,9 @@ from perfmodel.schema import write_profile
 def profile_csv(tmp_path_factory):
     path = tmp_path_factory.mktemp("profiles") / "synthetic.csv"
     curve = GpuLikeCurve(capacity_mb=4000.0)
-    write_profile(gpu_like_profile(curve, batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), input_sizes=(160, 224)), path)
+    write_profile(
+        gpu_like_profile(curve, batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), input_sizes=(160, 224)), path
+    )
     return path
 
 
@@ -50,7 +52,7 @@ BAD_PROFILES = {
     "empty": lambda lines: [],
     "header only": lambda lines: lines[:1],
     "single point": lambda lines: lines[:2],
-    "only oom": lambda lines: [lines[0]] + [l.replace(",ok,", ",oom,") for l in lines[1:]],
+    "only oom": lambda lines: [lines[0]] + [line.replace(",ok,", ",oom,") for line in lines[1:]],
     "nan": lambda lines: lines[:1] + [lines[1].replace(lines[1].split(",")[6], "NaN", 1)] + lines[2:],
     "negative": lambda lines: lines[:1] + [lines[1].replace(lines[1].split(",")[9], "-5", 1)] + lines[2:],
 }

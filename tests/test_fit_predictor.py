@@ -39,7 +39,9 @@ def saved(predictor, tmp_path_factory):
 
 
 def test_public_api_exports_fit_and_the_predictor():
-    from perfmodel import GroupPredictor as exported_group, Predictor as exported, fit
+    from perfmodel import GroupPredictor as exported_group
+    from perfmodel import Predictor as exported
+    from perfmodel import fit
 
     assert callable(fit) and exported is Predictor and exported_group is GroupPredictor
     assert {"fit", "Predictor", "GroupPredictor", "load_profile"} <= set(perfmodel.__all__)
@@ -74,17 +76,25 @@ def test_loading_and_querying_imports_neither_torch_nor_scikit_learn(saved):
         "p.latency_ms(np.arange(1, 9), 224); p.max_batch(224); p.max_batch(224, memory_budget_mb=1000)\n"
         "print(sorted(m for m in ('torch', 'sklearn', 'scipy') if m in sys.modules))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                            cwd=Path(perfmodel.__file__).parent.parent)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(perfmodel.__file__).parent.parent,
+    )
     assert result.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("content, message", [
-    ("not json at all", "not JSON"),
-    ("[1, 2]", "not a perfmodel predictor"),
-    ('{"format": "perfmodel-predictor", "schema_version": 99, "groups": []}', "schema version 99"),
-    ('{"format": "perfmodel-predictor", "schema_version": 1}', "missing field 'groups'"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("not json at all", "not JSON"),
+        ("[1, 2]", "not a perfmodel predictor"),
+        ('{"format": "perfmodel-predictor", "schema_version": 99, "groups": []}', "schema version 99"),
+        ('{"format": "perfmodel-predictor", "schema_version": 1}', "missing field 'groups'"),
+    ],
+)
 def test_bad_predictor_files_raise_one_clear_error(tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_text(content)
@@ -194,7 +204,9 @@ def test_open_loop_rows_are_left_out_of_the_fit():
     """Open-loop rows (profile --rate) time queueing at a rate, not a batch: fitted with the closed-loop
     sweep they would pull the curve up; the fit leaves them out and says how many."""
     closed = _frame()
-    open_loop = _frame(latency_ms=closed["latency_ms"] * 50, latency_p99_ms=closed["latency_p99_ms"] * 80, rate_per_s=100.0)
+    open_loop = _frame(
+        latency_ms=closed["latency_ms"] * 50, latency_p99_ms=closed["latency_p99_ms"] * 80, rate_per_s=100.0
+    )
     mixed = perfmodel.fit([closed, open_loop], families=FAST)
     alone = perfmodel.fit(closed, families=FAST)
     assert mixed.provenance["open_loop_rows_left_out"] == len(open_loop)
@@ -203,14 +215,17 @@ def test_open_loop_rows_are_left_out_of_the_fit():
         perfmodel.fit(open_loop, families=FAST)
 
 
-@pytest.mark.parametrize("frame, message", [
-    (_frame().iloc[:1], "a single measured point"),
-    (_frame(status="oom", latency_ms=np.nan), "no point measured 'ok'"),
-    (_frame(batch_size=8), "only one batch size"),
-    (_frame(memory_mb=-1.0), "must be a finite number >= 0"),
-    (_frame(latency_ms=np.nan), "needs a time in milliseconds"),
-    (_frame().iloc[:0], "no measured points"),
-])
+@pytest.mark.parametrize(
+    "frame, message",
+    [
+        (_frame().iloc[:1], "a single measured point"),
+        (_frame(status="oom", latency_ms=np.nan), "no point measured 'ok'"),
+        (_frame(batch_size=8), "only one batch size"),
+        (_frame(memory_mb=-1.0), "must be a finite number >= 0"),
+        (_frame(latency_ms=np.nan), "needs a time in milliseconds"),
+        (_frame().iloc[:0], "no measured points"),
+    ],
+)
 def test_bad_profiles_raise_one_input_error(frame, message):
     with pytest.raises(InputError, match=message) as info:
         perfmodel.fit(frame, families=FAST)
@@ -247,12 +262,15 @@ def test_version_1_files_still_load(predictor, tmp_path):
     assert not old.extrapolates(b_hi, 288) and old.extrapolates(b_hi + 1, 288)  # the rectangle, as in version 1
 
 
-@pytest.mark.parametrize("change", [
-    lambda g: g["quantities"]["latency_ms"]["report"].__setitem__("measured", [[224, 8, 4]]),
-    lambda g: g["quantities"]["latency_ms"]["report"].__setitem__("cv_errors_pct", [1.0, "x"]),
-    lambda g: g.__setitem__("load_ms", -5),
-    lambda g: g.__setitem__("transfer", ["not", "an", "object"]),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda g: g["quantities"]["latency_ms"]["report"].__setitem__("measured", [[224, 8, 4]]),
+        lambda g: g["quantities"]["latency_ms"]["report"].__setitem__("cv_errors_pct", [1.0, "x"]),
+        lambda g: g.__setitem__("load_ms", -5),
+        lambda g: g.__setitem__("transfer", ["not", "an", "object"]),
+    ],
+)
 def test_damaged_version_2_fields_are_refused(predictor, tmp_path, change):
     data = json.loads(predictor.to_json())
     change(data["groups"][0])

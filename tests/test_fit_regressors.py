@@ -103,12 +103,15 @@ def test_piecewise_is_non_decreasing_in_batch_and_size(values):
     assert np.all(np.diff(model.evaluate(16, np.linspace(32, 600, 100))) >= -1e-9)
 
 
-@pytest.mark.parametrize("y, X", [
-    ([1.0, np.nan], [[1, 224], [2, 224]]),
-    ([1.0, -2.0], [[1, 224], [2, 224]]),
-    ([1.0, 2.0], [[1, 224, 3], [2, 224, 3]]),
-    ([1.0, 2.0, 3.0], [[1, 224], [2, 224]]),
-])
+@pytest.mark.parametrize(
+    "y, X",
+    [
+        ([1.0, np.nan], [[1, 224], [2, 224]]),
+        ([1.0, -2.0], [[1, 224], [2, 224]]),
+        ([1.0, 2.0], [[1, 224, 3], [2, 224, 3]]),
+        ([1.0, 2.0, 3.0], [[1, 224], [2, 224]]),
+    ],
+)
 def test_bad_training_data_is_refused(y, X):
     with pytest.raises(InputError):
         FeatureLinearRegression().fit(np.array(X, dtype=float), np.array(y))

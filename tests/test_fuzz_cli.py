@@ -34,6 +34,7 @@ SHIPPED = REPO / "profiles" / "cpu-resnet50-torch.csv"
 
 # --- the commands ----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Command:
     """A command as the fuzz sees it: a valid call ({name} placeholders name workspace files), the
@@ -48,13 +49,15 @@ class Command:
     file_options: dict[str, str] = field(default_factory=dict)  # option -> the kind of file it reads
     flags: dict[str, str] = field(default_factory=dict)
 
-    def argv(self, ws: Path, flag: str | None = None, value: str | None = None, drop: tuple[str, ...] = ()) -> list[str]:
+    def argv(
+        self, ws: Path, flag: str | None = None, value: str | None = None, drop: tuple[str, ...] = ()
+    ) -> list[str]:
         """The call with `flag` set to `value` (the positional slot when flag is None and value given)."""
         names = {p.stem: str(p) for p in ws.iterdir()} | {"out": str(ws / "out")}
         tokens = [t.format(**names) for t in self.call]
         for option in drop:
             i = tokens.index(option)
-            del tokens[i:i + 2]
+            del tokens[i : i + 2]
         if flag is None and value is not None:
             tokens[tokens.index(self.positional_file.format(**names))] = value
         elif flag is not None:
@@ -67,54 +70,150 @@ class Command:
 
 COMMANDS = {
     "plan": Command(
-        "plan", ("plan", "--images", "1000", "--deadline", "60s", "--profile", "{profile}"),
+        "plan",
+        ("plan", "--images", "1000", "--deadline", "60s", "--profile", "{profile}"),
         file_options={"--profile": "profile", "--predictor": "predictor"},
-        flags={"--images": "count", "--deadline": "deadline", "--load-time": "duration", "--time-limit": "deadline",
-               "--margin": "fraction", "--input-size": "size", "--mix": "mix", "--pool": "pool", "--price": "price",
-               "--max-batches": "whole", "--gap": "gap", "--model": "name", "--backend": "name",
-               "--precision": "name", "--use": "choice", "--mode": "choice", "--objective": "choice"},
+        flags={
+            "--images": "count",
+            "--deadline": "deadline",
+            "--load-time": "duration",
+            "--time-limit": "deadline",
+            "--margin": "fraction",
+            "--input-size": "size",
+            "--mix": "mix",
+            "--pool": "pool",
+            "--price": "price",
+            "--max-batches": "whole",
+            "--gap": "gap",
+            "--model": "name",
+            "--backend": "name",
+            "--precision": "name",
+            "--use": "choice",
+            "--mode": "choice",
+            "--objective": "choice",
+        },
     ),
     "fit": Command(
-        "fit", ("fit", "{profile}", "--out", "{out}.json"), positional_file="{profile}",
+        "fit",
+        ("fit", "{profile}", "--out", "{out}.json"),
+        positional_file="{profile}",
         flags={"--families": "families", "--out": "outfile"},
     ),
     "report": Command(
-        "report", ("report", "{profile}", "--out", "{out}"), positional_file="{profile}",
-        file_options={"--predictor": "predictor", "--plan": "plan"}, flags={"--out": "outdir"},
+        "report",
+        ("report", "{profile}", "--out", "{out}"),
+        positional_file="{profile}",
+        file_options={"--predictor": "predictor", "--plan": "plan"},
+        flags={"--out": "outdir"},
     ),
     "profile": Command(
-        "profile", ("profile", "--model", "tiny", "--out", "{out}.csv", "--batch-sizes", "1", "--input-sizes", "32"),
-        flags={"--batch-sizes": "sizes", "--input-sizes": "sizes", "--threads": "whole", "--max-batch-size": "whole",
-               "--max-call-ms": "positive", "--memory-limit-mb": "positive", "--max-time-per-point": "positive",
-               "--precision": "choice", "--warmup": "choice", "--backend": "choice", "--alongside": "workers"},
+        "profile",
+        ("profile", "--model", "tiny", "--out", "{out}.csv", "--batch-sizes", "1", "--input-sizes", "32"),
+        flags={
+            "--batch-sizes": "sizes",
+            "--input-sizes": "sizes",
+            "--threads": "whole",
+            "--max-batch-size": "whole",
+            "--max-call-ms": "positive",
+            "--memory-limit-mb": "positive",
+            "--max-time-per-point": "positive",
+            "--precision": "choice",
+            "--warmup": "choice",
+            "--backend": "choice",
+            "--alongside": "workers",
+        },
     ),
     "profile --rate": Command(
-        "profile --rate", ("profile", "--backend", "triton", "--model", "tiny", "--out", "{out}.csv", "--batch-sizes",
-                           "1", "--input-sizes", "32", "--rate", "50/s", "--duration", "2s"),
+        "profile --rate",
+        (
+            "profile",
+            "--backend",
+            "triton",
+            "--model",
+            "tiny",
+            "--out",
+            "{out}.csv",
+            "--batch-sizes",
+            "1",
+            "--input-sizes",
+            "32",
+            "--rate",
+            "50/s",
+            "--duration",
+            "2s",
+        ),
         flags={"--rate": "rates", "--duration": "deadline", "--server-cpus": "cores"},
     ),
     "online": Command(
-        "online", ("plan", "--mode", "online", "--rate", "400/s", "--slo", "100ms", "--profile", "{profile}",
-                   "--input-size", "64"),
+        "online",
+        (
+            "plan",
+            "--mode",
+            "online",
+            "--rate",
+            "400/s",
+            "--slo",
+            "100ms",
+            "--profile",
+            "{profile}",
+            "--input-size",
+            "64",
+        ),
         file_options={"--profile": "profile", "--predictor": "predictor", "--arrivals": "arrivals"},
-        flags={"--rate": "rate", "--slo": "deadline", "--percentile": "percentile", "--request-size": "whole",
-               "--max-queue-delay": "delays", "--pool": "pool", "--price": "price", "--input-size": "size",
-               "--objective": "choice", "--triton-config": "outdir", "--margin": "fraction"},
+        flags={
+            "--rate": "rate",
+            "--slo": "deadline",
+            "--percentile": "percentile",
+            "--request-size": "whole",
+            "--max-queue-delay": "delays",
+            "--pool": "pool",
+            "--price": "price",
+            "--input-size": "size",
+            "--objective": "choice",
+            "--triton-config": "outdir",
+            "--margin": "fraction",
+        },
     ),
     "import": Command(
-        "import", ("import", "table", "{table}", "--out", "{out}.csv", "--hardware", "t4", "--model", "resnet50",
-                   "--backend", "tensorflow", "--precision", "fp16", "--input-size", "224"),
-        positional_file="{table}", positional_kind="table",
-        flags={"--input-size": "size", "--batch-size": "sizes", "--hardware": "identity", "--out": "outfile",
-               "--latency-from": "choice"},
+        "import",
+        (
+            "import",
+            "table",
+            "{table}",
+            "--out",
+            "{out}.csv",
+            "--hardware",
+            "t4",
+            "--model",
+            "resnet50",
+            "--backend",
+            "tensorflow",
+            "--precision",
+            "fp16",
+            "--input-size",
+            "224",
+        ),
+        positional_file="{table}",
+        positional_kind="table",
+        flags={
+            "--input-size": "size",
+            "--batch-size": "sizes",
+            "--hardware": "identity",
+            "--out": "outfile",
+            "--latency-from": "choice",
+        },
     ),
     "run": Command(
-        "run", ("run", "{plan}", "--synthetic", "--device", "cpu", "--out", "{out}.csv"),
-        positional_file="{plan}", positional_kind="plan",
+        "run",
+        ("run", "{plan}", "--synthetic", "--device", "cpu", "--out", "{out}.csv"),
+        positional_file="{plan}",
+        positional_kind="plan",
         flags={"--decode-threads": "whole", "--device": "choice", "--out": "outfile", "--address": "address"},
     ),
     "report --run": Command(
-        "report --run", ("report", "--plan", "{plan}", "--out", "{out}"), file_options={"--run": "plan"},
+        "report --run",
+        ("report", "--plan", "{plan}", "--out", "{out}"),
+        file_options={"--run": "plan"},
     ),
 }
 
@@ -132,10 +231,32 @@ BAD_VALUES = {
     "gap": ["-1", "1", "2", *_NUMBERS],
     "positive": ["0", "-1", "nan", "inf", "1e309", "abc", ""],
     "sizes": ["0", "-1", "1,,2", "a,b", "1.5", LONG, ""],
-    "mix": ["-64=100", "64=-1", "64=1.5", "64=abc", "abc", "64", "64=50%,96=40%", "64=1e999%", f"64={LONG}", "=",
-            "64=1,64=2", "64=9999999999999"],
-    "pool": ["cpu=1.5", "cpu=-1", "cpu", f"cpu={LONG}", "cpu=1000000000001", "h 100=1", "cpu=1,cpu=2", "\n=1",
-             "nosuch=1", "cpu=nan"],
+    "mix": [
+        "-64=100",
+        "64=-1",
+        "64=1.5",
+        "64=abc",
+        "abc",
+        "64",
+        "64=50%,96=40%",
+        "64=1e999%",
+        f"64={LONG}",
+        "=",
+        "64=1,64=2",
+        "64=9999999999999",
+    ],
+    "pool": [
+        "cpu=1.5",
+        "cpu=-1",
+        "cpu",
+        f"cpu={LONG}",
+        "cpu=1000000000001",
+        "h 100=1",
+        "cpu=1,cpu=2",
+        "\n=1",
+        "nosuch=1",
+        "cpu=nan",
+    ],
     "price": ["cpu=-1", "cpu=nan", "cpu=inf", "cpu=1e400", "cpu=abc", "nosuch=1", "cpu=1e7", "cpu=", "cpu=1,cpu=2"],
     "name": ["nosuch", "\x1b[31mred", "a\nb", ""],
     "choice": ["nosuch", "", "-x"],
@@ -155,6 +276,7 @@ BAD_VALUES = {
 # listed here so that this file documents them; they pass (XPASS) once fixed.
 # --- the workspace: one good input of each kind, and hostile ones ------------------------------------
 
+
 def _deep(n: int) -> str:
     return "[" * n + "]" * n
 
@@ -163,7 +285,7 @@ def _deep(n: int) -> str:
 def ws(tmp_path_factory) -> Path:
     import perfmodel
     from perfmodel import console
-    from perfmodel.plan import make_plan
+    from perfmodel.planning.batch import make_plan
 
     ws = tmp_path_factory.mktemp("fuzz")
     shutil.copy(SHIPPED, ws / "profile.csv")
@@ -191,19 +313,37 @@ def ws(tmp_path_factory) -> Path:
 
 
 HOSTILE_TEXT = {
-    "empty.json": "", "blank.csv": "\n\n", "binary.bin": bytes(range(256)) * 4, "latin1.csv": "hardware\xe9\n".encode("latin-1"),
-    "deep.json": _deep(100_000), "deep70.json": _deep(70), "bigint.json": "1" * 5000,
-    "nan.json": '{"status": NaN}', "infinity.json": '{"a": -Infinity}', "hugefloat.json": "[1e400]",
-    "dupkeys.json": '{"status": "optimal", "status": "infeasible"}', "list.json": "[1, 2]", "string.json": '"plan"',
-    "notjson.json": "{ not json", "nul.csv": SHIPPED.read_text().replace(",64,1,", ",64,4\x002,", 1),
+    "empty.json": "",
+    "blank.csv": "\n\n",
+    "binary.bin": bytes(range(256)) * 4,
+    "latin1.csv": "hardware\xe9\n".encode("latin-1"),
+    "deep.json": _deep(100_000),
+    "deep70.json": _deep(70),
+    "bigint.json": "1" * 5000,
+    "nan.json": '{"status": NaN}',
+    "infinity.json": '{"a": -Infinity}',
+    "hugefloat.json": "[1e400]",
+    "dupkeys.json": '{"status": "optimal", "status": "infeasible"}',
+    "list.json": "[1, 2]",
+    "string.json": '"plan"',
+    "notjson.json": "{ not json",
+    "nul.csv": SHIPPED.read_text().replace(",64,1,", ",64,4\x002,", 1),
     "dupcolumn.csv": SHIPPED.read_text().replace("warmup_ms", "latency_ms", 1),
 }
 HOSTILE_PROFILES = {  # (column, value) put into one row of the shipped profile
-    "tiny-latency.csv": ("latency_ms", "1e-300"), "huge-memory.csv": ("memory_mb", "1e300"),
-    "huge-batch.csv": ("batch_size", "1e20"), "int64-batch.csv": ("batch_size", str(2**63)),
-    "negative.csv": ("warmup_ms", "-1"), "garbage.csv": ("latency_ms", "42.1x"), "spaced.csv": ("batch_size", "4 2"),
-    "hex.csv": ("input_size", "0x40"), "underscore.csv": ("memory_mb", "1_000"), "inf.csv": ("latency_p99_ms", "inf"),
-    "unicode.csv": ("batch_size", "٤"), "hot.csv": ("temp_c_max", "5000"), "percent.csv": ("gpu_util_avg", "250"),
+    "tiny-latency.csv": ("latency_ms", "1e-300"),
+    "huge-memory.csv": ("memory_mb", "1e300"),
+    "huge-batch.csv": ("batch_size", "1e20"),
+    "int64-batch.csv": ("batch_size", str(2**63)),
+    "negative.csv": ("warmup_ms", "-1"),
+    "garbage.csv": ("latency_ms", "42.1x"),
+    "spaced.csv": ("batch_size", "4 2"),
+    "hex.csv": ("input_size", "0x40"),
+    "underscore.csv": ("memory_mb", "1_000"),
+    "inf.csv": ("latency_p99_ms", "inf"),
+    "unicode.csv": ("batch_size", "٤"),
+    "hot.csv": ("temp_c_max", "5000"),
+    "percent.csv": ("gpu_util_avg", "250"),
 }
 
 
@@ -211,6 +351,7 @@ def _first_group(change):
     def apply(predictor):
         change(predictor["groups"][0])
         return predictor
+
     return apply
 
 
@@ -219,24 +360,43 @@ HOSTILE_PREDICTORS = {
     "float-batches.json": _first_group(lambda g: g.update(batch_sizes=[1.5, 2])),
     "text-capacity.json": _first_group(lambda g: g.update(memory_capacity_mb="lots")),
     "negative-capacity.json": _first_group(lambda g: g.update(memory_capacity_mb=-1)),
-    "huge-coefficient.json": _first_group(lambda g: g["quantities"]["latency_ms"]["model"]["fitted"].update(knots_y=[1e300, 1e301])),
-    "text-range.json": _first_group(lambda g: g["quantities"]["latency_ms"]["report"].update(training_range={"batch_size": "ab"})),
+    "huge-coefficient.json": _first_group(
+        lambda g: g["quantities"]["latency_ms"]["model"]["fitted"].update(knots_y=[1e300, 1e301])
+    ),
+    "text-range.json": _first_group(
+        lambda g: g["quantities"]["latency_ms"]["report"].update(training_range={"batch_size": "ab"})
+    ),
     "no-groups.json": lambda p: {**p, "groups": []},
     "text-version.json": lambda p: {**p, "schema_version": "1"},
     "future-version.json": lambda p: {**p, "schema_version": 99},
     "oom-pairs.json": _first_group(lambda g: g.update(oom_batches=[[64]])),
 }
 HOSTILE_PLANS = {
-    "text-deadline.json": {"deadline_s": "sixty"}, "zero-deadline.json": {"deadline_s": 0},
-    "unknown-status.json": {"status": "maybe"}, "bool-status.json": {"status": True},
-    "text-count.json": {"total_gpus": "3"}, "fraction-count.json": {"images": 1.5},
+    "text-deadline.json": {"deadline_s": "sixty"},
+    "zero-deadline.json": {"deadline_s": 0},
+    "unknown-status.json": {"status": "maybe"},
+    "bool-status.json": {"status": True},
+    "text-count.json": {"total_gpus": "3"},
+    "fraction-count.json": {"images": 1.5},
     "huge-finish.json": {"assignments": [{"hardware": "cpu", "batch_size": 4, "finish_s": 1e300}]},
-    "negative-margin.json": {"margin": -0.1}, "list-gpus.json": {"gpus_by_type": ["cpu", 3]},
+    "negative-margin.json": {"margin": -0.1},
+    "list-gpus.json": {"gpus_by_type": ["cpu", 3]},
     "assignment-text.json": {"assignments": ["cpu"]},
 }
 _ANY = ["missing.csv", "folder", "/dev/null", "line\nbreak.csv", "empty.json", "blank.csv", "binary.bin", "latin1.csv"]
-_JSON = ["deep.json", "deep70.json", "bigint.json", "nan.json", "infinity.json", "hugefloat.json", "dupkeys.json",
-         "list.json", "string.json", "notjson.json", "profile.csv"]
+_JSON = [
+    "deep.json",
+    "deep70.json",
+    "bigint.json",
+    "nan.json",
+    "infinity.json",
+    "hugefloat.json",
+    "dupkeys.json",
+    "list.json",
+    "string.json",
+    "notjson.json",
+    "profile.csv",
+]
 HOSTILE_FILES = {  # by the kind of file a slot reads: the hostile ones, and good ones of another kind
     "table": [*_ANY, "nul.csv", "dupcolumn.csv", "predictor.json", "deep.json", "bigint.json"],
     "arrivals": [*_ANY, "nul.csv", "profile.csv", "predictor.json", "bigint.json"],
@@ -247,6 +407,7 @@ HOSTILE_FILES = {  # by the kind of file a slot reads: the hostile ones, and goo
 
 
 # --- running a command and judging what it did --------------------------------------------------------
+
 
 @dataclass
 class Result:
@@ -262,8 +423,11 @@ def invoke(capsys, argv) -> Result:
 
 
 def snapshot(ws: Path) -> dict:
-    return {p.name: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
-            for p in sorted(ws.rglob("*")) if p.is_file()}
+    return {
+        p.name: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in sorted(ws.rglob("*"))
+        if p.is_file()
+    }
 
 
 def assert_refused(result: Result, code: int = 2, mentions: str | None = None) -> str:
@@ -309,7 +473,9 @@ def tripwire(monkeypatch):
 
 FLAG_CASES = [
     pytest.param(name, flag, value, id=f"{name} {flag} {value[:12]!r}")
-    for name, command in COMMANDS.items() for flag, kind in command.flags.items() for value in BAD_VALUES[kind]
+    for name, command in COMMANDS.items()
+    for flag, kind in command.flags.items()
+    for value in BAD_VALUES[kind]
 ]
 
 
@@ -337,14 +503,22 @@ def test_bad_flag_values_are_refused_in_one_sentence(ws, capsys, tripwire, name,
     assert snapshot(ws) == before
 
 
-@pytest.mark.parametrize("flag, value, words", [
-    ("--deadline", "-5s", "is negative"), ("--margin", "-5%", "is negative"), ("--load-time", "-1s", "is negative"),
-    ("--images", "-5", "is negative"), ("--mix", "-64=100", "image side in pixels"),
-    ("--deadline", "1e309", "too long"), ("--images", "9999999999999999", "too large"),
-    ("--images", "1" + "0" * 40, "too large"), ("--pool", "cpu=1.5", "whole number of GPUs"),
-    ("--price", "nosuch=1,other=2", "nosuch and other, which are not in the pool"),
-    ("--price", "nosuch=1", "nosuch, which is not in the pool"),
-])
+@pytest.mark.parametrize(
+    "flag, value, words",
+    [
+        ("--deadline", "-5s", "is negative"),
+        ("--margin", "-5%", "is negative"),
+        ("--load-time", "-1s", "is negative"),
+        ("--images", "-5", "is negative"),
+        ("--mix", "-64=100", "image side in pixels"),
+        ("--deadline", "1e309", "too long"),
+        ("--images", "9999999999999999", "too large"),
+        ("--images", "1" + "0" * 40, "too large"),
+        ("--pool", "cpu=1.5", "whole number of GPUs"),
+        ("--price", "nosuch=1,other=2", "nosuch and other, which are not in the pool"),
+        ("--price", "nosuch=1", "nosuch, which is not in the pool"),
+    ],
+)
 def test_messages_say_what_is_wrong(ws, capsys, flag, value, words):
     drop = ("--images",) if flag == "--mix" else ()
     extra = ["--pool", "cpu=4"] if flag == "--price" else []
@@ -359,10 +533,24 @@ def test_the_largest_image_count_is_a_plain_answer(ws, capsys):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(flag=st.sampled_from(["--images", "--deadline", "--margin", "--load-time", "--input-size", "--pool",
-                             "--price", "--mix", "--max-batches", "--gap"]),
-       value=st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
-       | st.from_regex(r"-?[0-9]{0,20}(\.[0-9]{0,4})?(e-?[0-9]{1,4})?(ms|s|m|h|%|k|M)?", fullmatch=True))
+@given(
+    flag=st.sampled_from(
+        [
+            "--images",
+            "--deadline",
+            "--margin",
+            "--load-time",
+            "--input-size",
+            "--pool",
+            "--price",
+            "--mix",
+            "--max-batches",
+            "--gap",
+        ]
+    ),
+    value=st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+    | st.from_regex(r"-?[0-9]{0,20}(\.[0-9]{0,4})?(e-?[0-9]{1,4})?(ms|s|m|h|%|k|M)?", fullmatch=True),
+)
 def test_any_flag_value_is_a_plan_or_one_sentence(ws, capsys, flag, value):
     drop = ("--images",) if flag == "--mix" else ()
     result = invoke(capsys, COMMANDS["plan"].argv(ws, flag, value, drop=drop))
@@ -373,8 +561,13 @@ def test_any_flag_value_is_a_plan_or_one_sentence(ws, capsys, flag, value):
 
 # --- hostile files ----------------------------------------------------------------------------------------
 
-FILE_SLOTS = [(name, option, kind) for name, command in COMMANDS.items()
-              for option, kind in (({None: command.positional_kind} if command.positional_file else {}) | command.file_options).items()]
+FILE_SLOTS = [
+    (name, option, kind)
+    for name, command in COMMANDS.items()
+    for option, kind in (
+        ({None: command.positional_kind} if command.positional_file else {}) | command.file_options
+    ).items()
+]
 
 
 @pytest.mark.parametrize("name, option, kind", FILE_SLOTS, ids=[f"{n} {o or 'positional'}" for n, o, _ in FILE_SLOTS])
@@ -391,36 +584,55 @@ def test_hostile_files_are_refused_in_one_sentence(ws, capsys, tripwire, name, o
         assert not (ws / "out").exists() and not (ws / "out.json").exists(), hostile
 
 
-@pytest.mark.parametrize("hostile, words", [
-    ("deep.json", "nest more than 64 deep"), ("bigint.json", "5,000 digits"), ("nan.json", "NaN"),
-    ("dupkeys.json", "names the key 'status' twice"), ("hugefloat.json", "too large for a float"),
-    ("text-deadline.json", "\"deadline_s\" is \"sixty\""), ("unknown-status.json", "'maybe'"),
-])
+@pytest.mark.parametrize(
+    "hostile, words",
+    [
+        ("deep.json", "nest more than 64 deep"),
+        ("bigint.json", "5,000 digits"),
+        ("nan.json", "NaN"),
+        ("dupkeys.json", "names the key 'status' twice"),
+        ("hugefloat.json", "too large for a float"),
+        ("text-deadline.json", '"deadline_s" is "sixty"'),
+        ("unknown-status.json", "'maybe'"),
+    ],
+)
 def test_hostile_plan_files_are_named(ws, capsys, hostile, words):
     assert_refused(invoke(capsys, ["report", "--plan", ws / hostile, "--out", ws / "out"]), mentions=words)
 
 
-@pytest.mark.parametrize("hostile, words", [
-    ("deep.json", "nest more than 64 deep"), ("bigint.json", "5,000 digits"),
-    ("negative-batches.json", "batch_sizes holds -4"), ("text-capacity.json", "memory_capacity_mb is 'lots'"),
-    ("text-version.json", "schema_version '\"1\"', which is not a whole number"),
-    ("huge-coefficient.json", "beyond 1e30"),
-])
+@pytest.mark.parametrize(
+    "hostile, words",
+    [
+        ("deep.json", "nest more than 64 deep"),
+        ("bigint.json", "5,000 digits"),
+        ("negative-batches.json", "batch_sizes holds -4"),
+        ("text-capacity.json", "memory_capacity_mb is 'lots'"),
+        ("text-version.json", "schema_version '\"1\"', which is not a whole number"),
+        ("huge-coefficient.json", "beyond 1e30"),
+    ],
+)
 def test_hostile_predictors_are_named(ws, capsys, hostile, words):
     assert_refused(invoke(capsys, COMMANDS["plan"].argv(ws, "--predictor", str(ws / hostile))), mentions=words)
 
 
-@pytest.mark.parametrize("hostile, words", [
-    ("nul.csv", "NUL byte"), ("tiny-latency.csv", "row 4, column 'latency_ms': 1e-300 is outside"),
-    ("huge-memory.csv", "row 4, column 'memory_mb'"), ("huge-batch.csv", "row 4, column 'batch_size'"),
-    ("garbage.csv", "'42.1x' is not a number"), ("dupcolumn.csv", "names the column 'latency_ms' twice"),
-])
+@pytest.mark.parametrize(
+    "hostile, words",
+    [
+        ("nul.csv", "NUL byte"),
+        ("tiny-latency.csv", "row 4, column 'latency_ms': 1e-300 is outside"),
+        ("huge-memory.csv", "row 4, column 'memory_mb'"),
+        ("huge-batch.csv", "row 4, column 'batch_size'"),
+        ("garbage.csv", "'42.1x' is not a number"),
+        ("dupcolumn.csv", "names the column 'latency_ms' twice"),
+    ],
+)
 def test_hostile_profiles_name_file_row_and_column(ws, capsys, hostile, words):
     message = assert_refused(invoke(capsys, COMMANDS["fit"].argv(ws, None, str(ws / hostile))), mentions=words)
     assert hostile in message
 
 
 # --- outputs never overwrite inputs ------------------------------------------------------------------------
+
 
 def test_no_command_writes_over_its_input(ws, capsys, tmp_path):
     profile = tmp_path / "p.csv"
@@ -430,15 +642,20 @@ def test_no_command_writes_over_its_input(ws, capsys, tmp_path):
     (tmp_path / "dir").mkdir()
     shutil.copy(SHIPPED, tmp_path / "dir" / "latency.png")  # an input where report would write a figure
     before = snapshot(tmp_path)
-    for argv in (["fit", "p.csv", "--out", "p.csv"], ["fit", "p.csv", "--out", "./p.csv"],
-                 ["fit", "p.csv", "--out", "link.csv"], ["fit", "hard.csv", "--out", "p.csv"],
-                 ["fit", str(profile), "--out", "../" + tmp_path.name + "/p.csv"],
-                 ["report", "dir/latency.png", "--out", "dir"]):
+    for argv in (
+        ["fit", "p.csv", "--out", "p.csv"],
+        ["fit", "p.csv", "--out", "./p.csv"],
+        ["fit", "p.csv", "--out", "link.csv"],
+        ["fit", "hard.csv", "--out", "p.csv"],
+        ["fit", str(profile), "--out", "../" + tmp_path.name + "/p.csv"],
+        ["report", "dir/latency.png", "--out", "dir"],
+    ):
         assert_refused(invoke(capsys, argv), mentions="is one of this command's inputs")
     assert snapshot(tmp_path) == before
 
 
 # --- standard output that cannot be written ------------------------------------------------------------------
+
 
 class FullStdout:
     """A standard output on a full disk."""
@@ -457,7 +674,9 @@ class FullStdout:
 
 @pytest.mark.parametrize("name, extra", [("plan", ["--json"]), ("plan", []), ("report", ["--json"])])
 def test_a_full_stdout_is_one_sentence_and_exit_1(ws, capsys, monkeypatch, tmp_path, name, extra):
-    argv = (["report", "--plan", ws / "plan.json", "--out", tmp_path] if name == "report" else COMMANDS[name].argv(ws)) + extra
+    argv = (
+        ["report", "--plan", ws / "plan.json", "--out", tmp_path] if name == "report" else COMMANDS[name].argv(ws)
+    ) + extra
     with monkeypatch.context() as patch:
         patch.setattr(sys, "stdout", FullStdout())
         code = cli.main([str(a) for a in argv])
@@ -469,10 +688,18 @@ def test_a_full_stdout_is_one_sentence_and_exit_1(ws, capsys, monkeypatch, tmp_p
 
 # --- a few in a real process: the interpreter's exit, a real /dev/full ----------------------------------------
 
+
 def _perfmodel(*args, stdout=subprocess.PIPE, cwd=None):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "perfmodel", *map(str, args)], stdout=stdout, stderr=subprocess.PIPE,
-                          text=True, env=env, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "perfmodel", *map(str, args)],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
@@ -486,9 +713,11 @@ def test_subprocess_bad_inputs(ws, tmp_path):
     profile = tmp_path / "p.csv"
     shutil.copy(SHIPPED, profile)
     before = snapshot(tmp_path)
-    for args, words in ((["plan", "--images", "1000", "--deadline", "-5s"], "is negative"),
-                        (["fit", profile, "--out", profile], "is one of this command's inputs"),
-                        (["report", "--plan", ws / "deep.json", "--out", tmp_path / "r"], "nest more than 64 deep")):
+    for args, words in (
+        (["plan", "--images", "1000", "--deadline", "-5s"], "is negative"),
+        (["fit", profile, "--out", profile], "is one of this command's inputs"),
+        (["report", "--plan", ws / "deep.json", "--out", tmp_path / "r"], "nest more than 64 deep"),
+    ):
         done = _perfmodel(*args)
         assert_refused(Result(done.returncode, done.stdout, done.stderr), mentions=words)
     assert snapshot(tmp_path) == before

@@ -18,8 +18,23 @@ SETTINGS = ImportSettings(hardware="a100", model="resnet50", backend="triton-grp
 def test_perf_analyzer_csv_becomes_a_profile_in_milliseconds(tmp_path):
     out = tmp_path / "pa.csv"
     files = [str(DATA / "perf_analyzer_b8.csv"), str(DATA / "perf_analyzer_b1_verbose.csv")]
-    assert main(["import", "perf-analyzer", *files, "--batch-size", "8,1", *IDENTITY, "--backend", "triton-grpc",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "import",
+                "perf-analyzer",
+                *files,
+                "--batch-size",
+                "8,1",
+                *IDENTITY,
+                "--backend",
+                "triton-grpc",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     profile = load_profile(out)
     assert sorted(zip(profile["batch_size"], profile["concurrency"])) == [(1, 1), (8, 1), (8, 2), (8, 4)]
     first = profile[(profile["batch_size"] == 8) & (profile["concurrency"] == 1)].iloc[0]
@@ -47,8 +62,25 @@ def test_model_analyzer_imports_one_configuration_with_throughput_latency(tmp_pa
 
 def test_a_published_table_with_units_in_its_cells(tmp_path):
     out = tmp_path / "t.csv"
-    assert main(["import", "table", str(DATA / "published_table.csv"), *IDENTITY, "--backend", "tensorflow",
-                 "--precision", "tf32", "--source", "NVIDIA README @ abc123", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "import",
+                "table",
+                str(DATA / "published_table.csv"),
+                *IDENTITY,
+                "--backend",
+                "tensorflow",
+                "--precision",
+                "tf32",
+                "--source",
+                "NVIDIA README @ abc123",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     profile = load_profile(out)
     assert list(profile["precision"].unique()) == ["tf32"]
     assert profile["latency_ms"].iloc[0] == pytest.approx(1000 / 191.23)
@@ -66,9 +98,11 @@ def test_latency_from_mean_is_honoured():
 
 def test_rows_can_carry_their_own_identity(tmp_path):
     table = tmp_path / "mixed.csv"
-    table.write_text("hardware,model,backend,precision,input_size,batch_size,latency_p50_ms,source\n"
-                     "t4,resnet50,torch,fp32,224,1,10.7,paper A\n"
-                     "v100,resnet50,torch,fp16,224,1,12.8,paper B\n")
+    table.write_text(
+        "hardware,model,backend,precision,input_size,batch_size,latency_p50_ms,source\n"
+        "t4,resnet50,torch,fp32,224,1,10.7,paper A\n"
+        "v100,resnet50,torch,fp16,224,1,12.8,paper B\n"
+    )
     profile = import_profile("table", [table], ImportSettings())
     assert list(profile["hardware"]) == ["t4", "v100"] and list(profile["source"]) == ["paper A", "paper B"]
 
@@ -102,8 +136,10 @@ def test_perf_analyzer_needs_the_batch_size_and_refuses_request_rate_sweeps(tmp_
     with pytest.raises(ProfileFormatError, match="--batch-size"):
         import_profile("perf-analyzer", [DATA / "perf_analyzer_b8.csv"], SETTINGS)
     rate = tmp_path / "rate.csv"
-    rate.write_text("Request Rate,Inferences/Second,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency\n"
-                    "100,99.8,30,5,2000,2100,2200,2500\n")
+    rate.write_text(
+        "Request Rate,Inferences/Second,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency\n"
+        "100,99.8,30,5,2000,2100,2200,2500\n"
+    )
     with pytest.raises(ProfileFormatError, match="request-rate"):
         import_profile("perf-analyzer", [rate], ImportSettings(**{**SETTINGS.__dict__, "batch_sizes": (1,)}))
     bad = tmp_path / "bad.csv"
@@ -120,8 +156,23 @@ def test_the_same_point_twice_is_refused():
 
 def test_cli_bad_input_is_exit_2_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "out.csv"
-    code = main(["import", "table", str(DATA / "published_table.csv"), "--hardware", "a100", "--model", "resnet50",
-                 "--backend", "tensorflow", "--precision", "tf32", "--out", str(out)])
+    code = main(
+        [
+            "import",
+            "table",
+            str(DATA / "published_table.csv"),
+            "--hardware",
+            "a100",
+            "--model",
+            "resnet50",
+            "--backend",
+            "tensorflow",
+            "--precision",
+            "tf32",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 2 and not out.exists()
     err = capsys.readouterr().err
     assert "--input-size" in err and "Traceback" not in err

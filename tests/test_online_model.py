@@ -1,4 +1,4 @@
-"""The online serving model (solvers/batcher.py, simulate.py, online.py): the analytic model against its
+"""The online serving model (solvers/batcher.py, simulate.py, online_solve.py): the analytic model against its
 own simulation on small cases, the simulation's batching rule by hand, and the plan search."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from solvers import InfeasibleProblem, ProblemError
 from solvers.batcher import Batcher, poisson_pmf, poisson_tail, sigma_from
-from solvers.online import OnlineGpuType, OnlineProblem, ServiceTimes, best_setting, fastest, solve_online
+from solvers.online_solve import OnlineGpuType, OnlineProblem, ServiceTimes, best_setting, fastest, solve_online
 from solvers.simulate import poisson_arrivals, simulate_gpu, split_randomly
 
 
@@ -78,8 +78,10 @@ def test_poisson_tail_is_close_to_the_exact_one():
         assert np.max(np.abs(exact - approx)) < 0.01
 
 
-@pytest.mark.parametrize("bm, load, delay_share", [(1, 0.5, 0.0), (1, 0.85, 0.0), (4, 0.5, 0.0), (4, 0.85, 0.5),
-                                                    (16, 0.3, 0.0), (16, 0.9, 0.0)])
+@pytest.mark.parametrize(
+    "bm, load, delay_share",
+    [(1, 0.5, 0.0), (1, 0.85, 0.0), (4, 0.5, 0.0), (4, 0.85, 0.5), (16, 0.3, 0.0), (16, 0.9, 0.0)],
+)
 def test_the_analytic_model_agrees_with_the_simulation(bm, load, delay_share):
     service = curve(0.004, 0.0005, 16)
     median, sigma = per_request(service, bm)
@@ -107,8 +109,13 @@ def test_the_tail_falls_with_time_and_grows_with_the_rate(load, bm, t_share):
     t = t_share * median[bm]
     model = Batcher(rate, bm, 0.0, median, sigma)
     assert 0.0 <= model.tail(t * 1.5) <= model.tail(t) + 1e-9 <= 1.0 + 1e-9
-    assert model.tail(t) <= Batcher(min(rate * 1.05, 0.999 * bm / (median[bm] * math.exp(sigma[bm] ** 2 / 2))), bm, 0.0,
-                                    median, sigma).tail(t) + 1e-6
+    assert (
+        model.tail(t)
+        <= Batcher(
+            min(rate * 1.05, 0.999 * bm / (median[bm] * math.exp(sigma[bm] ** 2 / 2))), bm, 0.0, median, sigma
+        ).tail(t)
+        + 1e-6
+    )
 
 
 def test_sigma_from_the_profile_percentiles():
@@ -192,10 +199,17 @@ def test_a_trace_sets_the_rate_or_is_stretched_to_it():
     assert plan.arrivals == "trace" and plan.assignments[0].simulated
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"slo_s": 0.0}, "SLO"), ({"percentile": 100}, "percentile"), ({"request_size": 0}, "request size"),
-    ({"rate_per_s": -1.0}, "rate"), ({"objective": "speed"}, "objective"), ({"rate_per_s": None}, "rate"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"slo_s": 0.0}, "SLO"),
+        ({"percentile": 100}, "percentile"),
+        ({"request_size": 0}, "request size"),
+        ({"rate_per_s": -1.0}, "rate"),
+        ({"objective": "speed"}, "objective"),
+        ({"rate_per_s": None}, "rate"),
+    ],
+)
 def test_a_malformed_problem_says_what_is_wrong(changes, message):
     base = dict(gpu_types=[OnlineGpuType("g", None, [curve(0.002, 0.0002, 8)])], rate_per_s=100.0, slo_s=0.05)
     with pytest.raises(ProblemError, match=message):
@@ -250,8 +264,13 @@ def test_given_delays_are_the_only_ones_and_the_simulation_has_the_last_word():
 
 def slowed_by(service: ServiceTimes, margin: float) -> ServiceTimes:
     """Every batch's server time x (1 + margin); the round trip as it is."""
-    return ServiceTimes(service.p50_s * (1 + margin), service.p99_s * (1 + margin), service.label,
-                        service.max_batches, service.overhead_s)
+    return ServiceTimes(
+        service.p50_s * (1 + margin),
+        service.p99_s * (1 + margin),
+        service.label,
+        service.max_batches,
+        service.overhead_s,
+    )
 
 
 def margin_pool(margin: float = 0.0) -> list[OnlineGpuType]:
@@ -273,7 +292,12 @@ def test_a_margin_plans_the_service_slowed_by_it(simulate):
     assert plan.gpus_by_type == slow.gpus_by_type and plan.total_gpus > nominal.total_gpus
     assert plan.capacity_per_s == pytest.approx(slow.capacity_per_s, rel=1e-12) and plan.status == slow.status
     for a, b in zip(plan.assignments, slow.assignments, strict=True):
-        assert (a.hardware, a.count, a.max_batch, a.max_queue_delay_s) == (b.hardware, b.count, b.max_batch, b.max_queue_delay_s)
+        assert (a.hardware, a.count, a.max_batch, a.max_queue_delay_s) == (
+            b.hardware,
+            b.count,
+            b.max_batch,
+            b.max_queue_delay_s,
+        )
         assert a.capacity_per_gpu_s == pytest.approx(b.capacity_per_gpu_s, rel=1e-12)
         assert a.rate_per_gpu_s == pytest.approx(b.rate_per_gpu_s, rel=1e-12)
         assert a.slowed_s == pytest.approx(b.predicted_s, rel=1e-9)  # the slowed plan's own prediction
@@ -294,7 +318,9 @@ def test_a_margins_predictions_are_the_profiled_services_at_those_settings():
         requests = a.max_batch  # one image per request
         model = Batcher(a.rate_per_gpu_s, requests, a.max_queue_delay_s, *option.per_request(1, requests))
         assert a.predicted_s == pytest.approx(model.quantile(99, 1e-3) + option.overhead_s, rel=1e-9)
-        assert a.analytic_s == a.predicted_s and a.predicted_p50_s == pytest.approx(model.quantile(50, 1e-3) + option.overhead_s)
+        assert a.analytic_s == a.predicted_s and a.predicted_p50_s == pytest.approx(
+            model.quantile(50, 1e-3) + option.overhead_s
+        )
         slowed = slowed_by(option, m)
         model = Batcher(a.rate_per_gpu_s, requests, a.max_queue_delay_s, *slowed.per_request(1, requests))
         assert a.slowed_s == pytest.approx(model.quantile(99, 1e-3) + option.overhead_s, rel=1e-9)
@@ -329,8 +355,11 @@ def test_a_bad_margin_is_refused(margin):
 def test_an_infeasible_plan_with_a_margin_says_so_and_its_figures_hold_with_it():
     def diagnosis(margin):
         with pytest.raises(InfeasibleProblem) as caught:
-            solve_online(OnlineProblem([OnlineGpuType("g", 2, [curve(0.005, 0.0002, 32, spread=0.05)])], 20_000, 0.03,
-                                       99, margin=margin))
+            solve_online(
+                OnlineProblem(
+                    [OnlineGpuType("g", 2, [curve(0.005, 0.0002, 32, spread=0.05)])], 20_000, 0.03, 99, margin=margin
+                )
+            )
         return caught.value.diagnosis
 
     plain, slowed = diagnosis(0.0), diagnosis(0.1)

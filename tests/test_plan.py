@@ -1,4 +1,4 @@
-"""perfmodel.plan and `perfmodel plan`: profiles and predictors in, plans and clear errors out."""
+"""perfmodel.planning.batch and `perfmodel plan`: profiles and predictors in, plans and clear errors out."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from perfmodel.cli import main
 from perfmodel.errors import InfeasibleError, InputError
-from perfmodel.plan import NoPlanError, make_plan, summary
+from perfmodel.planning.batch import NoPlanError, make_plan, summary
 
 BATCHES = (1, 2, 4, 8)
 
@@ -21,12 +21,38 @@ def profile_rows(hardware="cpu", model="tiny", speed=1.0, sizes=(64, 224), load_
     for s in sizes:
         for b in BATCHES:
             latency = (2.0 + 1.0 * b * (s / 64) ** 2) / speed
-            rows.append(dict(hardware=hardware, model=model, backend="torch", precision="fp32", input_size=s,
-                             batch_size=b, latency_ms=latency, latency_p99_ms=1.5 * latency, warmup_ms=3 * latency + 20,
-                             memory_mb=100.0 * b, status="ok", load_ms=load_ms))
-        rows.append(dict(hardware=hardware, model=model, backend="torch", precision="fp32", input_size=s, batch_size=16,
-                         latency_ms=np.nan, latency_p99_ms=np.nan, warmup_ms=np.nan, memory_mb=np.nan, status="oom",
-                         load_ms=load_ms))
+            rows.append(
+                dict(
+                    hardware=hardware,
+                    model=model,
+                    backend="torch",
+                    precision="fp32",
+                    input_size=s,
+                    batch_size=b,
+                    latency_ms=latency,
+                    latency_p99_ms=1.5 * latency,
+                    warmup_ms=3 * latency + 20,
+                    memory_mb=100.0 * b,
+                    status="ok",
+                    load_ms=load_ms,
+                )
+            )
+        rows.append(
+            dict(
+                hardware=hardware,
+                model=model,
+                backend="torch",
+                precision="fp32",
+                input_size=s,
+                batch_size=16,
+                latency_ms=np.nan,
+                latency_p99_ms=np.nan,
+                warmup_ms=np.nan,
+                memory_mb=np.nan,
+                status="oom",
+                load_ms=load_ms,
+            )
+        )
     return rows
 
 
@@ -69,8 +95,12 @@ def test_mix_of_sizes_and_margin(profile):
 def test_cost_objective_needs_prices_and_bills_the_window(profile):
     with pytest.raises(InputError, match="price"):
         make_plan(10_000, 60, profiles=[profile], objective="cost")
-    plan = make_plan(300_000, 60, profiles=[profile], input_size=64, objective="cost", prices={"cpu": 1.0, "fast": 10.0})
-    assert plan.cost == pytest.approx(sum(n * {"cpu": 1.0, "fast": 10.0}[k] for k, n in plan.gpus_by_type.items()) * 60 / 3600)
+    plan = make_plan(
+        300_000, 60, profiles=[profile], input_size=64, objective="cost", prices={"cpu": 1.0, "fast": 10.0}
+    )
+    assert plan.cost == pytest.approx(
+        sum(n * {"cpu": 1.0, "fast": 10.0}[k] for k, n in plan.gpus_by_type.items()) * 60 / 3600
+    )
 
 
 def test_infeasible_says_why_and_what_would_help(profile):
@@ -83,16 +113,19 @@ def test_infeasible_says_why_and_what_would_help(profile):
     assert error.diagnosis.extra_gpus["cpu"] > 0
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(pool={"h100": 4}), "no profile or predictor for h100"),
-    (dict(input_size=512), "nothing measured at input size 512"),
-    (dict(model="resnet50"), "no resnet50"),
-    (dict(images=None), "soft mode needs --images"),
-    (dict(mode="relaxed", images=None), "give --pool"),
-    (dict(mix={64: 5, 224: 5}, input_size=64), "either --input-size or --mix"),
-    (dict(deadline="soon"), "not a duration"),
-    (dict(prices={"h100": 1.0}), "--price names h100"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(pool={"h100": 4}), "no profile or predictor for h100"),
+        (dict(input_size=512), "nothing measured at input size 512"),
+        (dict(model="resnet50"), "no resnet50"),
+        (dict(images=None), "soft mode needs --images"),
+        (dict(mode="relaxed", images=None), "give --pool"),
+        (dict(mix={64: 5, 224: 5}, input_size=64), "either --input-size or --mix"),
+        (dict(deadline="soon"), "not a duration"),
+        (dict(prices={"h100": 1.0}), "--price names h100"),
+    ],
+)
 def test_bad_requests_are_one_clear_input_error(profile, kwargs, match):
     args = dict(images=1000, deadline=60, profiles=[profile])
     args.update(kwargs)
@@ -139,8 +172,14 @@ class FakePredictor:
     groups = (FakeGroup(),)
 
     def select(self, hardware=None, model=None, backend=None, precision=None):
-        return tuple(g for g in self.groups if model in (None, g.model) and backend in (None, g.backend)
-                     and precision in (None, g.precision) and hardware in (None, g.hardware))
+        return tuple(
+            g
+            for g in self.groups
+            if model in (None, g.model)
+            and backend in (None, g.backend)
+            and precision in (None, g.precision)
+            and hardware in (None, g.hardware)
+        )
 
 
 def test_plan_from_a_predictor_uses_every_batch_size_up_to_max_batch():
@@ -166,12 +205,33 @@ def run_cli(capsys, *args):
 
 
 def test_cli_json_has_the_documented_keys(capsys, profile):
-    code, out, _ = run_cli(capsys, "--images", "100k", "--deadline", "1.5m", "--profile", profile, "--input-size", "64",
-                           "--pool", "cpu=64", "--json")
+    code, out, _ = run_cli(
+        capsys,
+        "--images",
+        "100k",
+        "--deadline",
+        "1.5m",
+        "--profile",
+        profile,
+        "--input-size",
+        "64",
+        "--pool",
+        "cpu=64",
+        "--json",
+    )
     assert code == 0
     d = json.loads(out)
-    for key in ("status", "mode", "images", "deadline_s", "total_gpus", "images_planned", "makespan_s", "solve_time_s",
-                "assignments"):
+    for key in (
+        "status",
+        "mode",
+        "images",
+        "deadline_s",
+        "total_gpus",
+        "images_planned",
+        "makespan_s",
+        "solve_time_s",
+        "assignments",
+    ):
         assert key in d
     assert d["images"] == 100_000 and d["deadline_s"] == 90
     for key in ("hardware", "input_size", "batch_size", "batches", "images", "finish_s", "count"):
@@ -179,8 +239,9 @@ def test_cli_json_has_the_documented_keys(capsys, profile):
 
 
 def test_cli_readable_output_starts_with_a_summary(capsys, profile):
-    code, out, err = run_cli(capsys, "--mode", "relaxed", "--deadline", "60s", "--pool", "cpu=8", "--profile", profile,
-                             "--input-size", "64")
+    code, out, err = run_cli(
+        capsys, "--mode", "relaxed", "--deadline", "60s", "--pool", "cpu=8", "--profile", profile, "--input-size", "64"
+    )
     assert code == 0
     first = out.splitlines()[0]
     assert first.startswith("8 x cpu, ") and "images (as many as fit)" in first and "optimal" in first
@@ -192,17 +253,22 @@ def test_cli_infeasible_exits_3_and_explains(capsys, profile):
     code, out, err = run_cli(capsys, "--images", "10M", "--deadline", "10s", "--profile", profile, "--pool", "cpu=1")
     assert code == 3
     assert err.startswith("error: no plan meets the deadline") and "To make it feasible" in err
-    code, out, err = run_cli(capsys, "--images", "10M", "--deadline", "10s", "--profile", profile, "--pool", "cpu=1", "--json")
+    code, out, err = run_cli(
+        capsys, "--images", "10M", "--deadline", "10s", "--profile", profile, "--pool", "cpu=1", "--json"
+    )
     assert code == 3 and json.loads(out)["status"] == "infeasible"
 
 
-@pytest.mark.parametrize("args, match", [
-    (["--images", "1.5m", "--deadline", "60s"], "use M for millions"),
-    (["--images", "100", "--deadline", "5x"], "not a duration"),
-    (["--images", "100", "--deadline", "60s", "--margin", "5"], "ambiguous"),
-    (["--images", "100", "--deadline", "60s", "--pool", "cpu"], "KEY=VALUE"),
-    (["--images", "100", "--deadline", "60s", "--max-batches", "0"], "max-batches"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["--images", "1.5m", "--deadline", "60s"], "use M for millions"),
+        (["--images", "100", "--deadline", "5x"], "not a duration"),
+        (["--images", "100", "--deadline", "60s", "--margin", "5"], "ambiguous"),
+        (["--images", "100", "--deadline", "60s", "--pool", "cpu"], "KEY=VALUE"),
+        (["--images", "100", "--deadline", "60s", "--max-batches", "0"], "max-batches"),
+    ],
+)
 def test_cli_malformed_values_give_one_line_and_exit_2(capsys, profile, args, match):
     code, out, err = run_cli(capsys, *args, "--profile", profile)
     assert code == 2 and match in err and len(err.strip().splitlines()) == 1 and not out
@@ -226,7 +292,9 @@ def test_plan_json_is_what_perfmodel_report_reads(capsys, profile, tmp_path):
     from perfmodel.report.inputs import read_plan
 
     for images, pool, status in (("1000", "cpu=4", "optimal"), ("10M", "cpu=1", "infeasible")):
-        _, out, _ = run_cli(capsys, "--images", images, "--pool", pool, "--deadline", "10s", "--profile", profile, "--json")
+        _, out, _ = run_cli(
+            capsys, "--images", images, "--pool", pool, "--deadline", "10s", "--profile", profile, "--json"
+        )
         path = tmp_path / f"{status}.json"
         path.write_text(out)
         assert read_plan(path)["status"] == status
@@ -264,7 +332,7 @@ def test_predictors_stay_within_twice_the_measured_batch_unless_told():
     assert max(a.batch_size for a in far.assignments) > 2 * FakeGroup.batch_range[1]
     d = far.to_dict()
     assert d["extrapolation"]["allowed"] is True and d["data_by_type"]["gpu"]["beyond_measured"]
-    from perfmodel.plan_basis import notes
+    from perfmodel.planning.basis import notes
 
     assert any("--extrapolate" in line for line in notes(d)) and any("beyond the largest" in line for line in notes(d))
 
@@ -274,7 +342,9 @@ def test_confidence_takes_the_margin_from_the_measured_errors(fitted):
     plain = make_plan(100_000, 60, predictors=[predictor], input_size=224)
     sure = make_plan(100_000, 60, predictors=[predictor], input_size=224, confidence=0.99)
     margins = sure.to_dict()["confidence"]["margins"]
-    assert margins and all(m["margin"] >= 0 and "cross-validated" in m["origin"] or m["region"] == "beyond" for m in margins)
+    assert margins and all(
+        m["margin"] >= 0 and "cross-validated" in m["origin"] or m["region"] == "beyond" for m in margins
+    )
     inside = next(m for m in margins if m["region"] == "inside")
     assert inside["errors"] >= 3 and "latency_ms" in inside["origin"]
     assert sure.total_gpus >= plain.total_gpus
@@ -282,8 +352,11 @@ def test_confidence_takes_the_margin_from_the_measured_errors(fitted):
     from perfmodel.fitting import Predictor
 
     group = Predictor.load(predictor).groups[0]
-    factor = next(1 + m["margin"] for m in margins
-                  if m["region"] == ("inside" if a.batch_size <= float(group.measured_batch_range(224)[1]) else "beyond"))
+    factor = next(
+        1 + m["margin"]
+        for m in margins
+        if m["region"] == ("inside" if a.batch_size <= float(group.measured_batch_range(224)[1]) else "beyond")
+    )
     assert a.latency_s == pytest.approx(float(group.latency_ms(a.batch_size, 224)) / 1000 * factor)
     with pytest.raises(InputError, match="--confidence"):
         make_plan(1000, 60, profiles=[fitted[0]], confidence=0.99)
@@ -302,7 +375,9 @@ def test_a_profile_without_warm_up_is_planned_and_says_so(tmp_path, capsys):
     d = plan.to_dict()
     assert d["warmup_measured"] is False
     assert d["data_by_type"]["x100"]["numbers_from"] == {"torch fp32": ["a published table, v1"]}
-    code, out, err = run_cli(capsys, "--images", "10000", "--deadline", "60s", "--profile", str(path), "--input-size", "64")
+    code, out, err = run_cli(
+        capsys, "--images", "10000", "--deadline", "60s", "--profile", str(path), "--input-size", "64"
+    )
     assert code == 0 and "no warm-up measured: the first batch is timed as a steady one" in err
     assert "x100 torch fp32: published numbers from a published table, v1" in err
 
@@ -321,13 +396,15 @@ def test_warm_up_measured_at_a_few_batch_sizes_is_interpolated_for_the_others(tm
         plan = make_plan(10_000, 60, profiles=[str(path)], input_size=64)
     a = plan.assignments[0]
     latency_ms = 2.0 + 1.0 * a.batch_size
-    excess_ms = np.interp(a.batch_size, [BATCHES[0], BATCHES[-1]], [2 * (2.0 + BATCHES[0]) + 20, 2 * (2.0 + BATCHES[-1]) + 20])
+    excess_ms = np.interp(
+        a.batch_size, [BATCHES[0], BATCHES[-1]], [2 * (2.0 + BATCHES[0]) + 20, 2 * (2.0 + BATCHES[-1]) + 20]
+    )
     assert a.warmup_s * 1000 == pytest.approx(latency_ms + excess_ms)
     assert plan.to_dict()["warmup_measured"] is True
 
 
 def test_the_shipped_data_plans_on_published_gpus(capsys):
-    from perfmodel.plan import shipped_sources
+    from perfmodel.planning.batch import shipped_sources
 
     profiles, predictors = shipped_sources()
     assert not predictors and any("reference" in str(p) for p in profiles) and any("cpu-" in str(p) for p in profiles)
@@ -352,16 +429,29 @@ def test_a_plan_of_cpu_workers_says_when_they_were_measured_with_fewer_running(t
     assert d["total_gpus"] == 2
     expected = {"planned": 2, "measured_with": 1} if warned else None
     assert d["data_by_type"]["cpu"].get("workers_when_measured") == expected
-    code, _, err = run_cli(capsys, "--images", "80000", "--deadline", "60s", "--profile", str(path), "--input-size", "64",
-                           "--pool", "cpu=2")
+    code, _, err = run_cli(
+        capsys,
+        "--images",
+        "80000",
+        "--deadline",
+        "60s",
+        "--profile",
+        str(path),
+        "--input-size",
+        "64",
+        "--pool",
+        "cpu=2",
+    )
     assert code == 0 and ("profile with --alongside 1" in err) == warned
     # GPU workers each have a GPU of their own: never said of them, however many are planned.
     d = make_plan(500_000, "60s", profiles=[str(path)], input_size=64, pool={"x100": 8}).to_dict()
     assert d["total_gpus"] > 1 and "workers_when_measured" not in d["data_by_type"]["x100"]
 
 
-@pytest.mark.parametrize("ci, margin, noted", [(None, "0%", False), (0.04, "0%", False), (0.20, "0%", True),
-                                               (0.20, "25%", False), (float("nan"), "0%", False)])
+@pytest.mark.parametrize(
+    "ci, margin, noted",
+    [(None, "0%", False), (0.04, "0%", False), (0.20, "0%", True), (0.20, "25%", False), (float("nan"), "0%", False)],
+)
 def test_a_plan_says_when_a_planned_batch_time_was_measured_loosely(tmp_path, capsys, ci, margin, noted):
     path = tmp_path / "p.csv"
     rows = profile_rows(sizes=(64,))
@@ -371,8 +461,30 @@ def test_a_plan_says_when_a_planned_batch_time_was_measured_loosely(tmp_path, ca
     d = make_plan(2_000, "60s", profiles=[str(path)], input_size=64, margin=margin).to_dict()
     loose = d["data_by_type"]["cpu"]["loosely_measured"]
     a = d["assignments"][0]
-    assert loose == ([{"option": a["option"], "input_size": 64, "batch_size": a["batch_size"], "median_ci_rel": ci,
-                       "margin": pytest.approx(float(margin[:-1]) / 100)}] if noted else [])
-    code, _, err = run_cli(capsys, "--images", "2000", "--deadline", "60s", "--profile", str(path), "--input-size", "64",
-                           "--margin", margin)
+    assert loose == (
+        [
+            {
+                "option": a["option"],
+                "input_size": 64,
+                "batch_size": a["batch_size"],
+                "median_ci_rel": ci,
+                "margin": pytest.approx(float(margin[:-1]) / 100),
+            }
+        ]
+        if noted
+        else []
+    )
+    code, _, err = run_cli(
+        capsys,
+        "--images",
+        "2000",
+        "--deadline",
+        "60s",
+        "--profile",
+        str(path),
+        "--input-size",
+        "64",
+        "--margin",
+        margin,
+    )
     assert code == 0 and ("or plan with --margin 20%" in err) == noted

@@ -7,11 +7,11 @@ import json
 
 import pandas as pd
 import pytest
+from test_plan import profile_rows
 
 from perfmodel.cli import main
 from perfmodel.errors import InputError
-from perfmodel.plan import make_plan
-from test_plan import profile_rows
+from perfmodel.planning.batch import make_plan
 
 
 @pytest.fixture
@@ -27,8 +27,21 @@ def plan_json(capsys, *args) -> dict:
 
 
 def test_the_plan_json_names_model_options_sources_and_assumptions(profile, capsys):
-    plan = plan_json(capsys, "--images", "1000", "--deadline", "60s", "--profile", profile, "--input-size", "64",
-                     "--margin", "5%", "--use", "p99")
+    plan = plan_json(
+        capsys,
+        "--images",
+        "1000",
+        "--deadline",
+        "60s",
+        "--profile",
+        profile,
+        "--input-size",
+        "64",
+        "--margin",
+        "5%",
+        "--use",
+        "p99",
+    )
     assert plan["format"] == "perfmodel-plan" and plan["schema_version"] == 1
     assert plan["model"] == {"name": "tiny", "path": None}
     assert plan["input_sizes"] == [64] and plan["use"] == "p99" and plan["margin"] == pytest.approx(0.05)
@@ -40,8 +53,9 @@ def test_the_plan_json_names_model_options_sources_and_assumptions(profile, caps
 
 
 def test_load_time_given_on_the_command_line_says_so(profile, capsys):
-    plan = plan_json(capsys, "--images", "1000", "--deadline", "60s", "--profile", profile, "--input-size", "64",
-                     "--load-time", "2s")
+    plan = plan_json(
+        capsys, "--images", "1000", "--deadline", "60s", "--profile", profile, "--input-size", "64", "--load-time", "2s"
+    )
     assert plan["load_time"]["cpu"] == {"s": 2.0, "source": "--load-time"}
     assert plan["assignments"][0]["load_s"] == 2.0
 
@@ -78,16 +92,36 @@ def test_only_the_profiles_of_the_planned_model_are_named(tmp_path, profile):
 
 
 def test_the_infeasible_answer_carries_the_format_too(profile, capsys):
-    assert main(["plan", "--images", "10M", "--deadline", "1s", "--profile", str(profile), "--input-size", "64",
-                 "--pool", "cpu=1", "--json"]) == 3
+    assert (
+        main(
+            [
+                "plan",
+                "--images",
+                "10M",
+                "--deadline",
+                "1s",
+                "--profile",
+                str(profile),
+                "--input-size",
+                "64",
+                "--pool",
+                "cpu=1",
+                "--json",
+            ]
+        )
+        == 3
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["format"] == "perfmodel-plan" and data["status"] == "infeasible"
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"format": "perfmodel-predictor"}, "is a 'perfmodel-predictor' file, not a plan"),
-    ({"schema_version": 99}, "has plan schema_version 99, but this perfmodel reads version 1"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"format": "perfmodel-predictor"}, "is a 'perfmodel-predictor' file, not a plan"),
+        ({"schema_version": 99}, "has plan schema_version 99, but this perfmodel reads version 1"),
+    ],
+)
 def test_report_refuses_a_plan_of_another_format_or_a_newer_schema(profile, tmp_path, capsys, change, message):
     plan = plan_json(capsys, "--images", "100", "--deadline", "60s", "--profile", profile, "--input-size", "64")
     bad = tmp_path / "bad.json"

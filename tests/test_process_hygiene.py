@@ -29,8 +29,19 @@ def _env() -> dict:
 
 
 def _profile(tmp_path: Path, *args: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "perfmodel", "profile", "--model", "tiny", "--input-sizes", "32",
-               "--out", str(tmp_path / "p.csv"), *args]
+    command = [
+        sys.executable,
+        "-m",
+        "perfmodel",
+        "profile",
+        "--model",
+        "tiny",
+        "--input-sizes",
+        "32",
+        "--out",
+        str(tmp_path / "p.csv"),
+        *args,
+    ]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), cwd=tmp_path)
 
 
@@ -141,8 +152,19 @@ def test_triton_profile(tmp_path, sig):
     why = _triton_ready()
     if why:
         pytest.skip(why)
-    proc = _profile(tmp_path, "--backend", "triton", "--batch-sizes", "1,2,4", "--concurrency", "1,2",
-                    "--warmup", "in-process", "--max-time-per-point", "2")
+    proc = _profile(
+        tmp_path,
+        "--backend",
+        "triton",
+        "--batch-sizes",
+        "1,2,4",
+        "--concurrency",
+        "1,2",
+        "--warmup",
+        "in-process",
+        "--max-time-per-point",
+        "2",
+    )
     out = tmp_path / "p.csv"
     children = _signal_when(proc, out.exists, sig)  # the server is up and measuring
     assert proc.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 143)

@@ -16,8 +16,14 @@ from tests.test_process_hygiene import profile_workers
 
 
 def _load_request() -> dict:
-    return {"op": "load", "model": {"name": "tiny", "path": None}, "options": {"device": "cpu", "threads": 1},
-            "seed": 0, "call_timeout_s": 60, "device_memory_limit_mb": None}
+    return {
+        "op": "load",
+        "model": {"name": "tiny", "path": None},
+        "options": {"device": "cpu", "threads": 1},
+        "seed": 0,
+        "call_timeout_s": 60,
+        "device_memory_limit_mb": None,
+    }
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")

@@ -36,8 +36,9 @@ def run_cli(capsys, *args):
 
 def test_profile_writes_a_valid_profile(tmp_path, capsys):
     out = tmp_path / "p.csv"
-    code, stdout, stderr = run_cli(capsys, "profile", "--model", "tiny", "--batch-sizes", "1,2", "--input-sizes", "32",
-                                   "--out", str(out), *FAST)
+    code, stdout, stderr = run_cli(
+        capsys, "profile", "--model", "tiny", "--batch-sizes", "1,2", "--input-sizes", "32", "--out", str(out), *FAST
+    )
     assert code == 0, stderr
     assert len(load_profile(out)) == 2
     assert "median ms" in stdout and f"wrote 2 point(s) to {out}" in stderr
@@ -46,8 +47,20 @@ def test_profile_writes_a_valid_profile(tmp_path, capsys):
 def test_profile_json(tmp_path, capsys):
     import json
 
-    code, stdout, _ = run_cli(capsys, "profile", "--model", "tiny", "--batch-sizes", "1", "--input-sizes", "32",
-                              "--out", str(tmp_path / "p.csv"), "--json", *FAST)
+    code, stdout, _ = run_cli(
+        capsys,
+        "profile",
+        "--model",
+        "tiny",
+        "--batch-sizes",
+        "1",
+        "--input-sizes",
+        "32",
+        "--out",
+        str(tmp_path / "p.csv"),
+        "--json",
+        *FAST,
+    )
     assert code == 0
     data = json.loads(stdout)
     assert data["rows"][0]["status"] == "ok" and data["rows"][0]["gpu_util_avg"] is None
@@ -88,8 +101,10 @@ def _unreadable_model(tmp_path: Path) -> str:
         (["--model", "tiny", "--fresh-warmup-at", "3", "--batch-sizes", "1,2"], "--fresh-warmup-at 3 is not among"),
         (["--model", "tiny", "--backend", "triton", "--request-timeout", "nan"], "--request-timeout: must be"),
         (["--model", "tiny", "--backend", "triton", "--batch-sizes", "auto"], "is for the in-process backend"),
-        (["--model", "tiny", "--backend", "triton", "--fresh-warmup-at", "1", "--batch-sizes", "1"],
-         "is for the in-process backend"),
+        (
+            ["--model", "tiny", "--backend", "triton", "--fresh-warmup-at", "1", "--batch-sizes", "1"],
+            "is for the in-process backend",
+        ),
     ],
 )
 def test_bad_input_is_one_clear_line_and_exit_code_2(tmp_path, capsys, args, words):
@@ -138,9 +153,24 @@ def test_missing_required_option_is_one_line(capsys):
 def test_ctrl_c_keeps_finished_points_and_resume_completes(tmp_path):
     """A real Ctrl-C (SIGINT) to the real command, in the middle of a sweep."""
     out = tmp_path / "p.csv"
-    args = [sys.executable, "-m", "perfmodel", "profile", "--model", "tiny", "--input-sizes", "32",
-            "--batch-sizes", "1,2,4,8,16,32,64,128", "--out", str(out), "--max-time-per-point", "0.5",
-            "--warmup", "in-process"]
+    args = [
+        sys.executable,
+        "-m",
+        "perfmodel",
+        "profile",
+        "--model",
+        "tiny",
+        "--input-sizes",
+        "32",
+        "--batch-sizes",
+        "1,2,4,8,16,32,64,128",
+        "--out",
+        str(out),
+        "--max-time-per-point",
+        "0.5",
+        "--warmup",
+        "in-process",
+    ]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not (out.exists() and len(load_profile(out)) >= 2):
@@ -171,8 +201,23 @@ def test_help_says_what_auto_does(capsys):
 
 def test_estimate_measures_nothing(tmp_path, capsys):
     out = tmp_path / "p.csv"
-    code, _, stderr = run_cli(capsys, "profile", "--model", "tiny", "--batch-sizes", "auto", "--input-sizes", "32,64",
-                              "--fresh-warmup-at", "1,16", "--search-tolerance", "10%", "--out", str(out), "--estimate")
+    code, _, stderr = run_cli(
+        capsys,
+        "profile",
+        "--model",
+        "tiny",
+        "--batch-sizes",
+        "auto",
+        "--input-sizes",
+        "32,64",
+        "--fresh-warmup-at",
+        "1,16",
+        "--search-tolerance",
+        "10%",
+        "--out",
+        str(out),
+        "--estimate",
+    )
     assert code == 0 and not out.exists()
     # 1024 on a CPU: 11 doublings and at most 4 bisections within 10%, plus 2 chosen sizes, per input size
     assert "at most 34 point(s), 4 of them with a fresh warm-up process" in stderr
@@ -205,9 +250,24 @@ def _gone(procs: list[psutil.Process], timeout_s: float = 10) -> bool:
 
 def test_sigterm_is_handled_like_ctrl_c(tmp_path):
     out = tmp_path / "p.csv"
-    args = [sys.executable, "-m", "perfmodel", "profile", "--model", "tiny", "--input-sizes", "32",
-            "--batch-sizes", "1,2,4,8,16,32,64,128", "--out", str(out), "--max-time-per-point", "0.5",
-            "--warmup", "in-process"]
+    args = [
+        sys.executable,
+        "-m",
+        "perfmodel",
+        "profile",
+        "--model",
+        "tiny",
+        "--input-sizes",
+        "32",
+        "--batch-sizes",
+        "1,2,4,8,16,32,64,128",
+        "--out",
+        str(out),
+        "--max-time-per-point",
+        "0.5",
+        "--warmup",
+        "in-process",
+    ]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     try:
         _wait_for(lambda: out.exists() and len(load_profile(out)) >= 2, proc)
@@ -226,8 +286,21 @@ def test_sigterm_is_handled_like_ctrl_c(tmp_path):
 
 def test_an_interrupt_before_the_first_point_claims_no_file(tmp_path):
     out = tmp_path / "p.csv"
-    args = [sys.executable, "-u", "-m", "perfmodel", "profile", "--model", "tiny", "--input-sizes", "32",
-            "--batch-sizes", "1", "--out", str(out)]  # fresh-process warm-up: the first point takes seconds
+    args = [
+        sys.executable,
+        "-u",
+        "-m",
+        "perfmodel",
+        "profile",
+        "--model",
+        "tiny",
+        "--input-sizes",
+        "32",
+        "--batch-sizes",
+        "1",
+        "--out",
+        str(out),
+    ]  # fresh-process warm-up: the first point takes seconds
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     try:
         assert "planned:" in proc.stderr.readline()
@@ -246,8 +319,9 @@ def test_a_sticky_cuda_error_exits_1_with_a_resume_hint(tmp_path, capsys):
 
     model = faulty_models.fails_above(tmp_path, 1, faulty_models.ILLEGAL_ACCESS)
     out = tmp_path / "p.csv"
-    code, _, stderr = run_cli(capsys, "profile", "--model", model, "--batch-sizes", "1,2,4", "--input-sizes", "32",
-                              "--out", str(out), *FAST)
+    code, _, stderr = run_cli(
+        capsys, "profile", "--model", model, "--batch-sizes", "1,2,4", "--input-sizes", "32", "--out", str(out), *FAST
+    )
     assert code == 1
     error = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert len(error) == 1 and "illegal memory access" in error[0] and "--resume" in error[0]

@@ -9,10 +9,10 @@ a few minutes (`pytest -m gpu`).
 
 from __future__ import annotations
 
+import faulty_models
 import numpy as np
 import pytest
 
-import faulty_models
 from perfmodel.errors import BackendError
 from perfmodel.profile import run_profile
 from perfmodel.schema import load_profile
@@ -44,8 +44,10 @@ def test_torchvision_models_run_and_fp16_takes_less_memory(tmp_path, tiny_config
     """torchvision's compiled extension matches torch here: building the model must not abort (SIGABRT)."""
     memory = {}
     for precision in ("fp32", "fp16"):
-        df = run_profile(tiny_config(model=model, device="cuda", precision=precision, batch_sizes=(1, 32),
-                                     input_sizes=(224,)), tmp_path / f"{precision}.csv")
+        df = run_profile(
+            tiny_config(model=model, device="cuda", precision=precision, batch_sizes=(1, 32), input_sizes=(224,)),
+            tmp_path / f"{precision}.csv",
+        )
         assert (df["status"] == "ok").all(), df["error"].tolist()
         memory[precision] = df.set_index("batch_size")["memory_mb"]
     assert (memory["fp16"] < memory["fp32"]).all()
@@ -66,8 +68,17 @@ def test_cuda_graphs_count_their_pool(tmp_path, tiny_config):
     """A replay allocates nothing: unless the capture counts, a graph's memory would miss its activations."""
     memory = {}
     for graphs in (False, True):
-        df = run_profile(tiny_config(model="resnet50", device="cuda", precision="fp16", cuda_graphs=graphs,
-                                     batch_sizes=(64,), input_sizes=(224,)), tmp_path / f"{graphs}.csv")
+        df = run_profile(
+            tiny_config(
+                model="resnet50",
+                device="cuda",
+                precision="fp16",
+                cuda_graphs=graphs,
+                batch_sizes=(64,),
+                input_sizes=(224,),
+            ),
+            tmp_path / f"{graphs}.csv",
+        )
         assert df.loc[0, "status"] == "ok", df.loc[0, "error"]
         memory[graphs] = df.loc[0, "memory_mb"]
     assert memory[True] >= 0.8 * memory[False], memory

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import warnings
 
+import faulty_models
 import numpy as np
 import pytest
 
 from perfmodel.errors import BackendError, InputError
 from perfmodel.profile import run_profile
 from perfmodel.schema import REQUIRED_COLUMNS, load_profile
-import faulty_models
 
 
 def test_round_trip_through_the_csv(tmp_path, tiny_config):
@@ -100,9 +100,15 @@ def test_oom_never_ends_a_fixed_grid(tmp_path, tiny_config):
     assert df.loc[df["status"] == "oom", "error"].str.contains("out of memory").all()
 
 
-@pytest.mark.parametrize("message", [faulty_models.CUDNN_INTERNAL, faulty_models.NO_ENGINE,
-                                     "CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
-                                     faulty_models.INDEX_32BIT])
+@pytest.mark.parametrize(
+    "message",
+    [
+        faulty_models.CUDNN_INTERNAL,
+        faulty_models.NO_ENGINE,
+        "CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+        faulty_models.INDEX_32BIT,
+    ],
+)
 def test_out_of_memory_in_disguise_and_size_limits_bisect(tmp_path, tiny_config, message):
     """cuDNN/cuBLAS failures at a large batch, and kernels' 2^31-element limits, bound the batch like an
     OOM: the search bisects to the largest batch that runs, and each row keeps the original message."""
@@ -137,13 +143,17 @@ def test_sticky_cuda_error_ends_the_sweep_with_a_resume_hint(tmp_path, tiny_conf
 @pytest.mark.parametrize("warmup", ["in-process", "fresh-process"])
 def test_a_call_that_never_returns_fails_its_point_and_the_sweep_goes_on(tmp_path, tiny_config, warmup):
     model = faulty_models.save(faulty_models.LoopsAt(2), tmp_path, "loops")
-    df = run_profile(tiny_config(model=model, batch_sizes=(1, 2, 4), warmup=warmup, call_timeout_s=2), tmp_path / "p.csv")
+    df = run_profile(
+        tiny_config(model=model, batch_sizes=(1, 2, 4), warmup=warmup, call_timeout_s=2), tmp_path / "p.csv"
+    )
     assert df["status"].tolist() == ["ok", "error", "ok"]
     assert "did not return within 2 s (--call-timeout)" in df["error"].iloc[1]
 
 
 def test_fresh_warmup_only_at_chosen_batch_sizes(tmp_path, tiny_config):
-    df = run_profile(tiny_config(batch_sizes=(1, 2, 4), warmup="fresh-process", fresh_warmup_at=(2,)), tmp_path / "p.csv")
+    df = run_profile(
+        tiny_config(batch_sizes=(1, 2, 4), warmup="fresh-process", fresh_warmup_at=(2,)), tmp_path / "p.csv"
+    )
     assert (df["status"] == "ok").all() and set(df["warmup_method"]) == {"fresh-process"}
     warm = dict(zip(df["batch_size"], df["warmup_ms"]))
     assert warm[2] > 0 and np.isnan(warm[1]) and np.isnan(warm[4])
@@ -152,8 +162,14 @@ def test_fresh_warmup_only_at_chosen_batch_sizes(tmp_path, tiny_config):
 
 def test_fresh_warmup_sizes_off_the_doubling_path_are_measured_too(tmp_path, tiny_config):
     model = faulty_models.fails_above(tmp_path, 11, faulty_models.OOM)
-    config = tiny_config(model=model, batch_sizes=None, max_call_ms=1e9, warmup="fresh-process",
-                         fresh_warmup_at=(3, 4, 64), search_tolerance=0.5)
+    config = tiny_config(
+        model=model,
+        batch_sizes=None,
+        max_call_ms=1e9,
+        warmup="fresh-process",
+        fresh_warmup_at=(3, 4, 64),
+        search_tolerance=0.5,
+    )
     df = run_profile(config, tmp_path / "p.csv")
     # doubling 1..16, bisection within 50% of 8 (12 is OOM, gap 4 <= 4), then 3 (4 was visited; 64 does not fit)
     assert list(df["batch_size"]) == [1, 2, 4, 8, 16, 12, 3]
@@ -168,8 +184,9 @@ def test_memory_is_one_input_batch_not_three(tmp_path, tiny_config):
     model = faulty_models.save(faulty_models.MeanOnly(), tmp_path, "mean_only")
     batch_mb = 8 * 3 * 1024 * 1024 * 4 / 2**20
     for warmup in ("fresh-process", "in-process"):
-        df = run_profile(tiny_config(model=model, batch_sizes=(8,), input_sizes=(1024,), warmup=warmup),
-                         tmp_path / f"{warmup}.csv")
+        df = run_profile(
+            tiny_config(model=model, batch_sizes=(8,), input_sizes=(1024,), warmup=warmup), tmp_path / f"{warmup}.csv"
+        )
         assert df.loc[0, "status"] == "ok"
         assert 0.8 * batch_mb < df.loc[0, "memory_mb"] < 1.6 * batch_mb, (warmup, df.loc[0, "memory_mb"])
 
@@ -184,8 +201,9 @@ def test_torchscript_errors_keep_their_real_cause(tmp_path, tiny_config):
 def test_real_cpu_out_of_memory_under_a_memory_limit(tmp_path, tiny_config):
     # A budget of 150 MiB: large batches at 640 px fail with a real allocation error, caught as OOM,
     # and the points after it still run.
-    df = run_profile(tiny_config(batch_sizes=None, input_sizes=(640,), memory_limit_mb=150, max_call_ms=1e9),
-                     tmp_path / "p.csv")
+    df = run_profile(
+        tiny_config(batch_sizes=None, input_sizes=(640,), memory_limit_mb=150, max_call_ms=1e9), tmp_path / "p.csv"
+    )
     assert (df["status"] == "oom").any()
     ok = df[df["status"] == "ok"]
     largest_ok = ok["batch_size"].max()
@@ -198,8 +216,10 @@ def test_real_cpu_out_of_memory_under_a_memory_limit(tmp_path, tiny_config):
 
 
 def test_real_cpu_out_of_memory_in_a_fresh_worker(tmp_path, tiny_config):
-    df = run_profile(tiny_config(batch_sizes=(1, 64), input_sizes=(640,), memory_limit_mb=150, warmup="fresh-process"),
-                     tmp_path / "p.csv")
+    df = run_profile(
+        tiny_config(batch_sizes=(1, 64), input_sizes=(640,), memory_limit_mb=150, warmup="fresh-process"),
+        tmp_path / "p.csv",
+    )
     assert df["status"].tolist() == ["ok", "oom"]  # 64 images of 640 px are 300 MiB
     assert df.loc[0, "memory_mb"] <= 150 and df.loc[0, "warmup_ms"] > 0
 
@@ -258,8 +278,13 @@ def test_each_compile_worker_has_its_own_cache_folder_removed_after():
     from perfmodel.profile.models import ModelSpec
     from perfmodel.profile.worker_process import WorkerProcess
 
-    request = {"op": "load", "model": asdict(ModelSpec("tiny")), "options": asdict(TorchOptions(compile=True)),
-               "seed": 0, "call_timeout_s": 60}
+    request = {
+        "op": "load",
+        "model": asdict(ModelSpec("tiny")),
+        "options": asdict(TorchOptions(compile=True)),
+        "seed": 0,
+        "call_timeout_s": 60,
+    }
     caches, folders = [], []
     for _ in range(2):
         with WorkerProcess(own_compile_cache=True) as worker:

@@ -181,11 +181,20 @@ def test_a_ten_percent_tolerance_saves_points_at_gpu_batch_sizes():
 def test_estimate_counts_points_and_fresh_workers():
     from perfmodel.profile import ProfileConfig, estimate_profile
 
-    grid = estimate_profile(ProfileConfig(model="tiny", batch_sizes=(1, 2, 4), input_sizes=(32, 64),
-                                          fresh_warmup_at=(2,)))
+    grid = estimate_profile(
+        ProfileConfig(model="tiny", batch_sizes=(1, 2, 4), input_sizes=(32, 64), fresh_warmup_at=(2,))
+    )
     assert (grid.points, grid.bound, grid.fresh_workers) == (6, False, 2)
-    auto = estimate_profile(ProfileConfig(model="tiny", batch_sizes=None, input_sizes=(32,), device="cuda",
-                                          search_tolerance=0.1, fresh_warmup_at=(1, 16, 256)))
+    auto = estimate_profile(
+        ProfileConfig(
+            model="tiny",
+            batch_sizes=None,
+            input_sizes=(32,),
+            device="cuda",
+            search_tolerance=0.1,
+            fresh_warmup_at=(1, 16, 256),
+        )
+    )
     assert auto.bound and auto.points == search_points_bound(16384, 0.1) + 3 and auto.fresh_workers == 3
     assert auto.seconds is None and "at most" in auto.describe()
 
@@ -222,9 +231,11 @@ def test_torchscript_failures_name_their_real_cause():
     class Error(Exception):  # torch.jit.Error is not a RuntimeError
         pass
 
-    text = ("The following operation failed in the TorchScript interpreter.\nTraceback of TorchScript (most recent "
-            "call last):\n  File \"x.py\", line 5, in forward\n    raise RuntimeError('boom')\n    ~~~~ <--- HERE\n"
-            "builtins.RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    text = (
+        "The following operation failed in the TorchScript interpreter.\nTraceback of TorchScript (most recent "
+        "call last):\n  File \"x.py\", line 5, in forward\n    raise RuntimeError('boom')\n    ~~~~ <--- HERE\n"
+        "builtins.RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    )
     assert describe(Error(text)) == "RuntimeError: CUDA error: an illegal memory access was encountered"
     assert describe(RuntimeError("one line\nand a hint")) == "RuntimeError: one line"
 
@@ -317,9 +328,15 @@ class _FakeCuda:
             def wait_stream(self, other):
                 pass
 
-        for name, value in (("CUDAGraph", Graph), ("graph", graph), ("stream", stream), ("Stream", Stream),
-                            ("current_stream", lambda *a: Stream()), ("synchronize", lambda *a: None),
-                            ("reset_peak_memory_stats", lambda *a: log.append("reset_peak"))):
+        for name, value in (
+            ("CUDAGraph", Graph),
+            ("graph", graph),
+            ("stream", stream),
+            ("Stream", Stream),
+            ("current_stream", lambda *a: Stream()),
+            ("synchronize", lambda *a: None),
+            ("reset_peak_memory_stats", lambda *a: log.append("reset_peak")),
+        ):
             monkeypatch.setattr(torch.cuda, name, value)
         model = runner.model
 

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
+from report_data import FakePredictor, gpu_like_profile, plan_json, write_gpu_like
 
 from perfmodel.cli import main
 from perfmodel.profile import run_profile
-from report_data import FakePredictor, gpu_like_profile, plan_json, write_gpu_like
 
 PROFILE_FIGURES = ("latency.png", "throughput.png", "memory.png", "warmup.png")
 
@@ -80,8 +80,9 @@ def test_overlay_of_two_profiles_and_json_output(tmp_path, capsys):
 
 
 def test_curves_are_grouped_by_what_differs():
-    from perfmodel.report.groups import layout
     import pandas as pd
+
+    from perfmodel.report.groups import layout
 
     df = pd.concat([gpu_like_profile(), gpu_like_profile(hardware="a100"), gpu_like_profile(precision="fp32")])
     lay = layout(df.assign(source="x.csv"))
@@ -148,8 +149,8 @@ def _bad_inputs(tmp_path):
         ([good, tmp_path / "no-columns.csv"], "lacks the required columns"),
         ([good, "--plan", tmp_path / "not-json.json"], "is not a plan: it is not JSON"),
         ([good, "--plan", tmp_path / "not-a-plan.json"], "is JSON but not a plan"),
-        (["--plan", tmp_path / "no-assignments.json"], "no \"assignments\" list"),
-        (["--plan", tmp_path / "bad-finish.json"], "assignment 2: \"finish_s\" is -3"),
+        (["--plan", tmp_path / "no-assignments.json"], 'no "assignments" list'),
+        (["--plan", tmp_path / "bad-finish.json"], 'assignment 2: "finish_s" is -3'),
         (["--plan", tmp_path / "missing.json"], "missing.json does not exist"),
         ([], "nothing to report"),
     ]
@@ -171,8 +172,10 @@ def test_bad_predictor_file_is_one_line_exit_2(tmp_path, capsys):
     except ImportError:
         pytest.skip("needs perfmodel.fitting")
     (tmp_path / "plan-as-predictor.json").write_text(json.dumps(plan_json()))
-    for path, words in ((tmp_path / "missing.json", "missing.json does not exist"),
-                        (tmp_path / "plan-as-predictor.json", "not a perfmodel predictor")):
+    for path, words in (
+        (tmp_path / "missing.json", "missing.json does not exist"),
+        (tmp_path / "plan-as-predictor.json", "not a perfmodel predictor"),
+    ):
         code, _, stderr = run_cli(capsys, "report", "--predictor", path, "--out", tmp_path / "out")
         assert code == 2 and words in stderr and len(stderr.strip().splitlines()) == 1
         assert not (tmp_path / "out").exists()
@@ -204,15 +207,39 @@ def test_import_perfmodel_does_not_import_matplotlib():
 
 
 # No subnormal floats: torch (imported by other tests) switches them off process-wide (flush-to-zero).
-_values = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=False),
-                    st.text(max_size=5), st.lists(st.integers(), max_size=2))
+_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 10**6),
+    st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=False),
+    st.text(max_size=5),
+    st.lists(st.integers(), max_size=2),
+)
 _assignment = st.dictionaries(
-    st.sampled_from(["hardware", "batch_size", "finish_s", "count", "load_s", "warmup_s", "latency_s", "batches",
-                     "input_size", "option"]), _values, max_size=10)
+    st.sampled_from(
+        [
+            "hardware",
+            "batch_size",
+            "finish_s",
+            "count",
+            "load_s",
+            "warmup_s",
+            "latency_s",
+            "batches",
+            "input_size",
+            "option",
+        ]
+    ),
+    _values,
+    max_size=10,
+)
 _plan = st.fixed_dictionaries(
     {"status": st.sampled_from(["optimal", "feasible"]), "assignments": st.lists(_assignment, max_size=3)},
-    optional={k: _values for k in ("mode", "deadline_s", "usable_s", "margin", "makespan_s", "total_gpus",
-                                   "images", "images_planned")})
+    optional={
+        k: _values
+        for k in ("mode", "deadline_s", "usable_s", "margin", "makespan_s", "total_gpus", "images", "images_planned")
+    },
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -233,19 +260,37 @@ def test_any_plan_json_is_read_or_refused_in_one_sentence(tmp_path_factory, plan
         assert all(width > 0 and start >= 0 for start, width, _ in plan_figures._segments(a))
         assert plan_figures.assignment_label(a)
     assert plan_figures._title(checked).startswith("Plan: ")
-    assert tables.plan_summary(checked).rows and tables.plan_assignments(checked) is not None or not checked["assignments"]
+    assert (
+        tables.plan_summary(checked).rows and tables.plan_assignments(checked) is not None or not checked["assignments"]
+    )
 
 
 _seconds = st.floats(0, 1e6, allow_subnormal=False)
 _good_assignment = st.fixed_dictionaries(
     {"hardware": st.text(min_size=1, max_size=5), "batch_size": st.integers(1, 2**20), "finish_s": _seconds},
-    optional={"count": st.integers(1, 10**6), "load_s": _seconds, "warmup_s": _seconds, "latency_s": _seconds,
-              "batches": st.integers(1, 10**4), "input_size": st.integers(1, 65536), "option": st.text(max_size=5)})
+    optional={
+        "count": st.integers(1, 10**6),
+        "load_s": _seconds,
+        "warmup_s": _seconds,
+        "latency_s": _seconds,
+        "batches": st.integers(1, 10**4),
+        "input_size": st.integers(1, 65536),
+        "option": st.text(max_size=5),
+    },
+)
 _good_plan = st.fixed_dictionaries(
     {"status": st.sampled_from(["optimal", "feasible"]), "assignments": st.lists(_good_assignment, max_size=3)},
-    optional={"mode": st.text(max_size=5), "deadline_s": st.floats(1e-3, 1e6, allow_subnormal=False), "usable_s": _seconds,
-              "margin": st.floats(0, 0.99, allow_subnormal=False), "makespan_s": _seconds, "total_gpus": st.integers(0, 10**6),
-              "images": st.integers(0, 10**9), "images_planned": st.integers(0, 10**9)})
+    optional={
+        "mode": st.text(max_size=5),
+        "deadline_s": st.floats(1e-3, 1e6, allow_subnormal=False),
+        "usable_s": _seconds,
+        "margin": st.floats(0, 0.99, allow_subnormal=False),
+        "makespan_s": _seconds,
+        "total_gpus": st.integers(0, 10**6),
+        "images": st.integers(0, 10**9),
+        "images_planned": st.integers(0, 10**9),
+    },
+)
 
 
 @settings(max_examples=15, deadline=None)
@@ -269,6 +314,7 @@ def test_any_accepted_plan_draws(tmp_path_factory, plan):
 
 
 # --- figures and tables a person can read (issue 11, item 14) ------------------------------------------
+
 
 @pytest.fixture
 def drawn(monkeypatch):

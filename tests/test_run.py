@@ -12,13 +12,13 @@ import os
 import pandas as pd
 import psutil
 import pytest
+from run_data import alive, make_images, ray_processes_of, write_plan
 
 from perfmodel.cli import main
 from perfmodel.errors import InputError
 from perfmodel.run.cluster import LocalRay
 from perfmodel.run.execute import RunOptions, run_plan
 from perfmodel.run.planfile import read_run_plan
-from run_data import alive, make_images, ray_processes_of, write_plan
 
 IMAGES = 40  # two workers, three batches of 8 each (the last one of 4)
 
@@ -66,8 +66,17 @@ def test_a_synthetic_run_does_exactly_the_plan(plan, cluster, capsys):
     assert main(["run", str(plan), "--synthetic", "--address", cluster, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["format"] == "perfmodel-run" and data["status"] == "complete" and data["images_done"] == IMAGES
-    assert {"predicted_makespan_s", "measured_makespan_s", "error_rel", "deadline_s", "met_deadline", "images_done",
-            "workers", "decode_s_per_image", "bottleneck"} <= set(data)
+    assert {
+        "predicted_makespan_s",
+        "measured_makespan_s",
+        "error_rel",
+        "deadline_s",
+        "met_deadline",
+        "images_done",
+        "workers",
+        "decode_s_per_image",
+        "bottleneck",
+    } <= set(data)
     assert data["measured_makespan_s"] == max(w["finish_s"]["measured"] for w in data["workers"])
     for w in data["workers"]:
         assert (w["batches_done"], w["images_done"]) == (w["batches"], w["images"])
@@ -93,8 +102,9 @@ def test_a_run_over_files_labels_every_readable_image_once(plan, images, cluster
     assert data["decode_s_per_image"] > 0 and data["bottleneck"] in ("model", "decoding")
 
 
-def test_a_dead_worker_exits_1_keeps_the_finished_labels_and_resume_completes_them(plan, images, cluster, tmp_path,
-                                                                                      capsys, monkeypatch):
+def test_a_dead_worker_exits_1_keeps_the_finished_labels_and_resume_completes_them(
+    plan, images, cluster, tmp_path, capsys, monkeypatch
+):
     folder, paths = images
     out = tmp_path / "labels.parquet" if _has_parquet() else tmp_path / "labels.csv"
     monkeypatch.setenv("PERFMODEL_RUN_KILL_WORKER", "1:1")  # worker 1 dies after its first batch

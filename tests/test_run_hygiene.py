@@ -10,7 +10,6 @@ import time
 
 import pandas as pd
 import pytest
-
 from run_data import alive, env_with_repo, ray_processes_of, stray_folders, write_plan
 
 GONE_WITHIN_S = 30.0  # generous for a loaded machine; Ray's own agents would linger a minute or more
@@ -24,8 +23,13 @@ def long_plan(tmp_path):
 
 def start_run(plan, tmp_path) -> tuple[subprocess.Popen, list]:
     out = tmp_path / "labels.csv"
-    process = subprocess.Popen([sys.executable, "-m", "perfmodel", "run", str(plan), "--synthetic", "--out", str(out)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_with_repo())
+    process = subprocess.Popen(
+        [sys.executable, "-m", "perfmodel", "run", str(plan), "--synthetic", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env_with_repo(),
+    )
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:  # until both workers run their batches
         running = [p for p in ray_processes_of(process.pid) if _title(p).startswith("ray::RunWorker.run")]
@@ -84,12 +88,15 @@ def test_a_process_can_run_plans_on_a_local_ray_twice(tmp_path):
     """A scheduler that imports perfmodel runs one plan after another in one process: each run starts its
     own local Ray, and the second must connect as the first did (Ray reads its auth token only once)."""
     plan = write_plan(tmp_path, 40, 0.2)
-    code = ("import sys; from perfmodel.run import RunOptions, read_run_plan, run_plan\n"
-            "for _ in range(2):\n"
-            "    result = run_plan(read_run_plan(sys.argv[1]), RunOptions(synthetic=True))\n"
-            "    print(result.status, result.to_dict()['images_done'])\n")
-    done = subprocess.run([sys.executable, "-c", code, str(plan)], capture_output=True, text=True, timeout=300,
-                          env=env_with_repo())
+    code = (
+        "import sys; from perfmodel.run import RunOptions, read_run_plan, run_plan\n"
+        "for _ in range(2):\n"
+        "    result = run_plan(read_run_plan(sys.argv[1]), RunOptions(synthetic=True))\n"
+        "    print(result.status, result.to_dict()['images_done'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(plan)], capture_output=True, text=True, timeout=300, env=env_with_repo()
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[:2] == ["complete 40", "complete 40"]
 
@@ -99,12 +106,13 @@ def test_a_process_that_ran_its_own_ray_first_can_run_a_plan(tmp_path):
     cluster at the machine's network address) then runs a plan: it connects to the local Ray perfmodel
     starts, instead of retrying it for minutes."""
     plan = write_plan(tmp_path, 40, 0.2)
-    code = ("import sys, ray; from perfmodel.run import RunOptions, read_run_plan, run_plan\n"
-            "ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False); ray.shutdown()\n"
-            "result = run_plan(read_run_plan(sys.argv[1]), RunOptions(synthetic=True))\n"
-            "print(result.status, result.to_dict()['images_done'])\n")
+    code = (
+        "import sys, ray; from perfmodel.run import RunOptions, read_run_plan, run_plan\n"
+        "ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False); ray.shutdown()\n"
+        "result = run_plan(read_run_plan(sys.argv[1]), RunOptions(synthetic=True))\n"
+        "print(result.status, result.to_dict()['images_done'])\n"
+    )
     env = {**env_with_repo(), "HOME": str(tmp_path)}  # Ray writes its own token file there, not in ~
-    done = subprocess.run([sys.executable, "-c", code, str(plan)], capture_output=True, text=True, timeout=240,
-                          env=env)
+    done = subprocess.run([sys.executable, "-c", code, str(plan)], capture_output=True, text=True, timeout=240, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[0] == "complete 40"

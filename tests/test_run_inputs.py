@@ -7,6 +7,7 @@ import json
 import socket
 
 import pytest
+from run_data import make_images, write_plan
 
 from perfmodel.cli import main
 from perfmodel.errors import InputError
@@ -15,7 +16,6 @@ from perfmodel.run.images import decode, size_classes
 from perfmodel.run.planfile import read_run_plan
 from perfmodel.run.shares import split, synthetic_batches
 from perfmodel.run.steal import BatchQueue
-from run_data import make_images, write_plan
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def test_plans_that_cannot_be_run_are_refused(tmp_path, plan, capsys):
     graphs = edited(tmp_path, plan, gpus_backend="torch-cuda-graphs")
     assert "re-plan with --backend torch" in refused(capsys, graphs, "--synthetic")
     negative = edited(tmp_path, plan, gpus_batches=-1)
-    assert "\"batches\" is -1, not a whole number >= 1" in refused(capsys, negative, "--synthetic")
+    assert '"batches" is -1, not a whole number >= 1' in refused(capsys, negative, "--synthetic")
     unknown = edited(tmp_path, plan, model={"name": "mynet", "path": None})
     assert "give its TorchScript file with --model FILE.pt" in refused(capsys, unknown, "--synthetic")
 
@@ -73,11 +73,17 @@ def test_bad_images_and_options_are_refused(tmp_path, plan, capsys):
     make_images(many, 41)
     assert "there are 41 images for the 32 px class but the plan covers 40" in refused(capsys, plan, "--images", many)
     assert "--resume needs --out" in refused(capsys, plan, "--images", many, "--resume")
-    assert "write labels to a .csv or .parquet file" in refused(capsys, plan, "--synthetic", "--out", tmp_path / "l.txt")
+    assert "write labels to a .csv or .parquet file" in refused(
+        capsys, plan, "--synthetic", "--out", tmp_path / "l.txt"
+    )
     assert "one of the arguments --images --synthetic is required" in refused(capsys, plan)
     assert "not allowed with argument" in refused(capsys, plan, "--synthetic", "--images", many)
-    assert "--device cuda: this plan's workers are of type cpu" in refused(capsys, plan, "--synthetic", "--device", "cuda")
-    assert "--decode-threads: must be a positive whole number" in refused(capsys, plan, "--synthetic", "--decode-threads", "0")
+    assert "--device cuda: this plan's workers are of type cpu" in refused(
+        capsys, plan, "--synthetic", "--device", "cuda"
+    )
+    assert "--decode-threads: must be a positive whole number" in refused(
+        capsys, plan, "--synthetic", "--decode-threads", "0"
+    )
 
 
 def test_a_gpu_plan_on_a_machine_without_gpus_is_refused(tmp_path, capsys, monkeypatch):
@@ -90,8 +96,9 @@ def test_an_unreachable_address_is_refused_at_once(plan, capsys, monkeypatch, tm
     with socket.socket() as s:  # a port on which nothing listens
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    assert f"no Ray cluster answers at 127.0.0.1:{port}" in refused(capsys, plan, "--synthetic", "--address",
-                                                                      f"127.0.0.1:{port}")
+    assert f"no Ray cluster answers at 127.0.0.1:{port}" in refused(
+        capsys, plan, "--synthetic", "--address", f"127.0.0.1:{port}"
+    )
     assert "is not host:port" in refused(capsys, plan, "--synthetic", "--address", "nowhere")
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     monkeypatch.setattr(clusters, "DEFAULT_RAY_ADDRESS_FILE", tmp_path / "none")
@@ -123,8 +130,9 @@ def test_files_go_to_the_smallest_class_that_holds_their_shorter_side(tmp_path):
 
 
 def test_stealing_takes_the_last_unstarted_batch_of_the_latest_worker():
-    queue = BatchQueue({0: ["a0"], 1: ["b0", "b1", "b2"], 2: ["c0"]}, {0: 32, 1: 32, 2: 64}, {0: 1.0, 1: 1.0, 2: 9.0},
-                       steal=True)
+    queue = BatchQueue(
+        {0: ["a0"], 1: ["b0", "b1", "b2"], 2: ["c0"]}, {0: 32, 1: 32, 2: 64}, {0: 1.0, 1: 1.0, 2: 9.0}, steal=True
+    )
     assert queue.take(0) == (0, 0, "a0")
     assert queue.take(0) == (1, 2, "b2")  # worker 2 has more time left, but another input size
     assert queue.take(1) == (1, 0, "b0") and queue.take(1) == (1, 1, "b1") and queue.take(1) is None
@@ -184,9 +192,23 @@ def fake_run(plan_path) -> dict:
         run = WorkerRun(w, [8, 8, 4], host="h", pid=1, load=(0.0, 0.1), status="done")
         t = 0.12
         for i, n in enumerate((8, 8, 4)):
-            run.batches.append({"seq": i, "owner": w.index, "batch": i, "start": t, "end": t + 0.02, "model_s": 0.02,
-                                "wait_s": 0.0, "decode_s": 0.0, "images": n, "paths": None, "classes": [],
-                                "scores": [], "failed": []})
+            run.batches.append(
+                {
+                    "seq": i,
+                    "owner": w.index,
+                    "batch": i,
+                    "start": t,
+                    "end": t + 0.02,
+                    "model_s": 0.02,
+                    "wait_s": 0.0,
+                    "decode_s": 0.0,
+                    "images": n,
+                    "paths": None,
+                    "classes": [],
+                    "scores": [],
+                    "failed": [],
+                }
+            )
             t += 0.02
         workers.append(run)
     result = RunResult(plan, workers, "complete", "synthetic", "local", "cpu", "now", False, load_avg=(1.0, 1.0))
@@ -212,8 +234,10 @@ def test_the_run_json_compares_per_worker(plan):
     assert data["measured_makespan_s"] == pytest.approx(0.18)
     w = data["workers"][0]
     assert w["warmup_s"]["measured"] == pytest.approx(0.02) and w["batch_s"]["measured"] == pytest.approx(0.02)
-    assert w["finish_s"] == {"predicted": pytest.approx(read_run_plan(plan).workers[0].finish_s),
-                             "measured": pytest.approx(0.18)}
+    assert w["finish_s"] == {
+        "predicted": pytest.approx(read_run_plan(plan).workers[0].finish_s),
+        "measured": pytest.approx(0.18),
+    }
 
 
 def test_finished_labels_are_never_overwritten_and_a_finished_run_resumes_to_nothing(plan, tmp_path, capsys):

@@ -9,8 +9,17 @@ from perfmodel.errors import ProfileFormatError
 from perfmodel.schema import REQUIRED_COLUMNS, load_profile, load_profiles, validate_profile, write_profile
 
 GOOD = {
-    "hardware": "cpu", "model": "tiny", "backend": "torch", "precision": "fp32", "input_size": 32,
-    "batch_size": 1, "latency_ms": 1.5, "latency_p99_ms": 2.0, "warmup_ms": 10.0, "memory_mb": 5.0, "status": "ok",
+    "hardware": "cpu",
+    "model": "tiny",
+    "backend": "torch",
+    "precision": "fp32",
+    "input_size": 32,
+    "batch_size": 1,
+    "latency_ms": 1.5,
+    "latency_p99_ms": 2.0,
+    "warmup_ms": 10.0,
+    "memory_mb": 5.0,
+    "status": "ok",
 }
 
 
@@ -21,8 +30,15 @@ def write_rows(tmp_path, rows, name="p.csv"):
 
 
 def test_good_profile_round_trips_with_types(tmp_path):
-    oom = {**GOOD, "batch_size": 64, "status": "oom", "latency_ms": None, "latency_p99_ms": None,
-           "warmup_ms": None, "memory_mb": None}
+    oom = {
+        **GOOD,
+        "batch_size": 64,
+        "status": "oom",
+        "latency_ms": None,
+        "latency_p99_ms": None,
+        "warmup_ms": None,
+        "memory_mb": None,
+    }
     path = write_rows(tmp_path, [GOOD, {**GOOD, "batch_size": 2}, oom])
     df = load_profile(path)
     assert list(df["batch_size"]) == [1, 2, 64]
@@ -106,7 +122,9 @@ def test_load_profiles_concatenates(tmp_path):
 def test_a_loaded_profile_validates_again_with_empty_integer_cells(tmp_path):
     # A column with some empty whole-number cells loads as pandas' nullable Int64, whose empty cells are
     # pd.NA; validating that frame again (perfmodel.fit(DataFrame) does) must read them as empty, not "<NA>".
-    df = load_profile(write_rows(tmp_path, [{**GOOD, "concurrency": 4}, {**GOOD, "batch_size": 2, "concurrency": None}]))
+    df = load_profile(
+        write_rows(tmp_path, [{**GOOD, "concurrency": 4}, {**GOOD, "batch_size": 2, "concurrency": None}])
+    )
     assert str(df["concurrency"].dtype) == "Int64"
     again = validate_profile(df, "frame")
     assert again["concurrency"].isna().tolist() == [False, True]

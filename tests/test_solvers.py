@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from solver_reference import Column, Instance, Kind, evaluate, soft_optimum
+
 from solvers import Candidates, GpuType, InfeasibleProblem, Problem, ProblemError, solve
 
 
@@ -73,8 +73,9 @@ def test_max_batches_limits_each_gpu_and_counts_the_first_batch():
 
 
 def test_a_type_with_zero_gpus_is_never_used():
-    inst = Instance((Kind("fast", 0, {224: (Column(64, 1, 1),)}), Kind("slow", 5, {224: (Column(4, 100, 100),)})),
-                    {224: 20}, 1000)
+    inst = Instance(
+        (Kind("fast", 0, {224: (Column(64, 1, 1),)}), Kind("slow", 5, {224: (Column(4, 100, 100),)})), {224: 20}, 1000
+    )
     plan = solved(inst)
     assert plan.gpus_by_type == {"slow": 1}
 
@@ -97,15 +98,24 @@ def test_ties_between_types_are_broken_within_the_counts():
 
 
 def test_unlimited_count_answers_how_many_are_needed():
-    plan = solve(one_type([Column(8, 50, 50)], images=1000).problem(
-        gpu_types=[GpuType("gpu", None, [Candidates(224, [8], [0.05], [0.05])])]))
+    plan = solve(
+        one_type([Column(8, 50, 50)], images=1000).problem(
+            gpu_types=[GpuType("gpu", None, [Candidates(224, [8], [0.05], [0.05])])]
+        )
+    )
     assert plan.total_gpus == math.ceil(1000 / 160)
 
 
 def test_cost_objective_prefers_the_cheaper_pool_and_bills_the_window():
-    inst = Instance((Kind("fast", 9, {224: (Column(8, 10, 10),)}, price=10),   # 800 images/s for 10/h
-                     Kind("slow", 9, {224: (Column(8, 40, 40),)}, price=2)),   # 200 images/s for 2/h
-                    {224: 1600}, 1000, objective="cost")
+    inst = Instance(
+        (
+            Kind("fast", 9, {224: (Column(8, 10, 10),)}, price=10),  # 800 images/s for 10/h
+            Kind("slow", 9, {224: (Column(8, 40, 40),)}, price=2),
+        ),  # 200 images/s for 2/h
+        {224: 1600},
+        1000,
+        objective="cost",
+    )
     plan = solved(inst)
     assert plan.gpus_by_type == {"slow": 8}
     assert plan.objective_value == pytest.approx(8 * 2 * 1 / 3600)
@@ -124,8 +134,7 @@ def test_load_time_and_margin_shorten_the_usable_time():
 
 
 def test_mix_of_input_sizes_shares_the_pool():
-    inst = Instance((Kind("gpu", 3, {64: (Column(8, 10, 10),), 224: (Column(8, 40, 40),)}),),
-                    {64: 800, 224: 400}, 1000)
+    inst = Instance((Kind("gpu", 3, {64: (Column(8, 10, 10),), 224: (Column(8, 40, 40),)}),), {64: 800, 224: 400}, 1000)
     plan = solved(inst)
     assert plan.total_gpus == 3 == soft_optimum(inst)  # 1 on 64 px (800/s), 2 on 224 px (200/s each)
     assert plan.images_planned == {64: 800, 224: 400}
@@ -165,40 +174,56 @@ def test_max_batch_drops_larger_candidates():
 
 def test_plan_json_has_groups_and_per_gpu_detail():
     d = solved(one_type([Column(10, 100, 100)], count=3, images=95, deadline_ms=500)).to_dict()
-    for key in ("status", "mode", "images", "deadline_s", "total_gpus", "images_planned", "makespan_s",
-                "solve_time_s", "assignments", "gpus"):
+    for key in (
+        "status",
+        "mode",
+        "images",
+        "deadline_s",
+        "total_gpus",
+        "images_planned",
+        "makespan_s",
+        "solve_time_s",
+        "assignments",
+        "gpus",
+    ):
         assert key in d
     assert sum(a["count"] * a["images"] for a in d["assignments"]) == 95
     assert len(d["gpus"]) == d["total_gpus"] == 2
     assert {"hardware", "input_size", "batch_size", "batches", "images", "finish_s"} <= set(d["gpus"][0])
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(deadline_s=0), "deadline"),
-    (dict(deadline_s=math.nan), "deadline"),
-    (dict(margin=1.0), "margin"),
-    (dict(mode="fast"), "mode"),
-    (dict(objective="cost"), "price"),
-    (dict(images={224: -1}), "whole number"),
-    (dict(images={224: 2.5}), "whole number"),
-    (dict(images={224: None}), "soft mode"),
-    (dict(images={}), "images"),
-    (dict(max_batches=0), "max_batches"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(deadline_s=0), "deadline"),
+        (dict(deadline_s=math.nan), "deadline"),
+        (dict(margin=1.0), "margin"),
+        (dict(mode="fast"), "mode"),
+        (dict(objective="cost"), "price"),
+        (dict(images={224: -1}), "whole number"),
+        (dict(images={224: 2.5}), "whole number"),
+        (dict(images={224: None}), "soft mode"),
+        (dict(images={}), "images"),
+        (dict(max_batches=0), "max_batches"),
+    ],
+)
 def test_malformed_problems_are_refused(bad, match):
     inst = one_type([Column(8, 10, 10)])
     with pytest.raises(ProblemError, match=match):
         inst.problem(**bad)
 
 
-@pytest.mark.parametrize("args, match", [
-    (dict(batch_size=[0], latency_s=[1], warmup_s=[1]), "batch size"),
-    (dict(batch_size=[1.5], latency_s=[1], warmup_s=[1]), "batch size"),
-    (dict(batch_size=[1], latency_s=[0], warmup_s=[1]), "latency"),
-    (dict(batch_size=[1], latency_s=[math.inf], warmup_s=[1]), "latency"),
-    (dict(batch_size=[1], latency_s=[1], warmup_s=[-1]), "warm-up"),
-    (dict(batch_size=[1, 2], latency_s=[1], warmup_s=[1]), "same length"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (dict(batch_size=[0], latency_s=[1], warmup_s=[1]), "batch size"),
+        (dict(batch_size=[1.5], latency_s=[1], warmup_s=[1]), "batch size"),
+        (dict(batch_size=[1], latency_s=[0], warmup_s=[1]), "latency"),
+        (dict(batch_size=[1], latency_s=[math.inf], warmup_s=[1]), "latency"),
+        (dict(batch_size=[1], latency_s=[1], warmup_s=[-1]), "warm-up"),
+        (dict(batch_size=[1, 2], latency_s=[1], warmup_s=[1]), "same length"),
+    ],
+)
 def test_malformed_candidates_are_refused(args, match):
     with pytest.raises(ProblemError, match=match):
         Candidates(224, **args)

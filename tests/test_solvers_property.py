@@ -13,10 +13,18 @@ from fractions import Fraction
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from solver_reference import (
-    Column, Instance, Kind, evaluate, feasible_with_unlimited, finish_values, first_true, relaxed_optimum, soft_optimum,
+    Column,
+    Instance,
+    Kind,
+    evaluate,
+    feasible_with_unlimited,
+    finish_values,
+    first_true,
+    relaxed_optimum,
+    soft_optimum,
 )
+
 from solvers import InfeasibleProblem, solve
 
 SIZES = (32, 64)
@@ -34,14 +42,16 @@ def instances(draw, mode=None, objective=None):
     kinds = []
     for i in range(draw(st.integers(1, 3))):
         served = draw(st.lists(st.sampled_from(sizes), min_size=1, max_size=len(sizes), unique=True))
-        kinds.append(Kind(
-            name=f"g{i}",
-            count=draw(st.integers(0, 3)),
-            columns={s: draw(columns()) for s in served},
-            load_ms=draw(st.sampled_from([0, 0, 10, 35])),
-            price=draw(st.integers(1, 5)),
-            max_batches=draw(st.sampled_from([None, None, 1, 2, 4])),
-        ))
+        kinds.append(
+            Kind(
+                name=f"g{i}",
+                count=draw(st.integers(0, 3)),
+                columns={s: draw(columns()) for s in served},
+                load_ms=draw(st.sampled_from([0, 0, 10, 35])),
+                price=draw(st.integers(1, 5)),
+                max_batches=draw(st.sampled_from([None, None, 1, 2, 4])),
+            )
+        )
     mode = mode or draw(st.sampled_from(["soft", "relaxed"]))
     return Instance(
         kinds=tuple(kinds),
@@ -85,8 +95,9 @@ def test_soft_matches_exhaustive_search(inst):
 @given(instances(mode="relaxed"), st.booleans())
 def test_relaxed_matches_exhaustive_search(inst, unlimited_images):
     if unlimited_images:  # 'as many as possible': no image count
-        inst = Instance(inst.kinds, {s: None for s in inst.images}, inst.deadline_ms, "relaxed", inst.objective,
-                        inst.margin_pct)
+        inst = Instance(
+            inst.kinds, {s: None for s in inst.images}, inst.deadline_ms, "relaxed", inst.objective, inst.margin_pct
+        )
     most, weight = relaxed_optimum(inst)
     try:
         plan = solve(inst.problem())

@@ -97,8 +97,21 @@ def _fake_torchvision(tmp_path: Path, source: str) -> Path:
         (package / name).write_text(textwrap.dedent(text))
     (tmp_path / "ext.c").write_text(source)
     torch_lib = Path(torch.__file__).parent / "lib"
-    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(package / "_C.so"), str(tmp_path / "ext.c"),
-                    f"-L{torch_lib}", "-ltorch_cpu", f"-Wl,-rpath,{torch_lib}"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            compiler,
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(package / "_C.so"),
+            str(tmp_path / "ext.c"),
+            f"-L{torch_lib}",
+            "-ltorch_cpu",
+            f"-Wl,-rpath,{torch_lib}",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return root
 
 

@@ -64,16 +64,46 @@ def test_a_profiled_gpu_left_out_is_predicted_and_checked_against_its_measuremen
 
 def test_cli_fit_target_hardware_and_a_plan_on_it(tmp_path, capsys):
     out = tmp_path / "h100.json"
-    assert main(["fit", str(REFERENCE / "dle-paddle-resnet50.csv"), "--families", "roofline", "--target-hardware", "h100",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "fit",
+                str(REFERENCE / "dle-paddle-resnet50.csv"),
+                "--families",
+                "roofline",
+                "--target-hardware",
+                "h100",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "h100/resnet50/paddle-tensorrt/fp16: transferred from a10 fp16, a100-80gb fp16, a30 fp16" in err
     data = json.loads(out.read_text())
     h100 = [g for g in data["groups"] if g["key"]["hardware"] == "h100"]
     assert h100 and all(g["transfer"]["from"] and g["transfer"]["errors_pct"] for g in h100)
     assert {g["key"]["precision"] for g in h100} == {"tf32", "fp16", "int8"}
-    assert main(["plan", "--images", "1M", "--deadline", "60s", "--predictor", str(out), "--pool", "h100=4",
-                 "--precision", "fp16", "--json"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--images",
+                "1M",
+                "--deadline",
+                "60s",
+                "--predictor",
+                str(out),
+                "--pool",
+                "h100=4",
+                "--precision",
+                "fp16",
+                "--json",
+            ]
+        )
+        == 0
+    )
     plan = json.loads(capsys.readouterr().out)
     basis = plan["data_by_type"]["h100"]
     assert basis["kinds"] == {"paddle-tensorrt fp16 (transferred)": "transferred"}
@@ -83,7 +113,17 @@ def test_cli_fit_target_hardware_and_a_plan_on_it(tmp_path, capsys):
 
 
 def test_cli_unknown_target_is_exit_2(tmp_path, capsys):
-    code = main(["fit", str(TENSORFLOW), "--families", "roofline", "--target-hardware", "b200", "--out",
-                 str(tmp_path / "x.json")])
+    code = main(
+        [
+            "fit",
+            str(TENSORFLOW),
+            "--families",
+            "roofline",
+            "--target-hardware",
+            "b200",
+            "--out",
+            str(tmp_path / "x.json"),
+        ]
+    )
     assert code == 2 and "no specification for 'b200'" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()

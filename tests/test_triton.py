@@ -29,8 +29,9 @@ from perfmodel.schema import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 
-NEEDS_TRITONCLIENT = pytest.mark.skipif(importlib.util.find_spec("tritonclient") is None,
-                                        reason="needs tritonclient (pip install 'perfmodel[triton]')")
+NEEDS_TRITONCLIENT = pytest.mark.skipif(
+    importlib.util.find_spec("tritonclient") is None, reason="needs tritonclient (pip install 'perfmodel[triton]')"
+)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -102,10 +103,20 @@ def test_unsteady_completions_run_to_the_time_cap():
 
 
 def test_server_times_are_per_request_differences():
-    before = {"success": (10, 100e6), "queue": (10, 10e6), "compute_input": (10, 1e6),
-              "compute_infer": (10, 50e6), "compute_output": (10, 2e6)}
-    after = {"success": (30, 300e6), "queue": (30, 50e6), "compute_input": (30, 3e6),
-             "compute_infer": (30, 150e6), "compute_output": (30, 6e6)}
+    before = {
+        "success": (10, 100e6),
+        "queue": (10, 10e6),
+        "compute_input": (10, 1e6),
+        "compute_infer": (10, 50e6),
+        "compute_output": (10, 2e6),
+    }
+    after = {
+        "success": (30, 300e6),
+        "queue": (30, 50e6),
+        "compute_input": (30, 3e6),
+        "compute_infer": (30, 150e6),
+        "compute_output": (30, 6e6),
+    }
     times = server_times_ms(before, after)
     assert times["server_queue_ms"] == pytest.approx(2.0)
     assert times["server_compute_ms"] == pytest.approx(0.1 + 5.0 + 0.2)
@@ -130,8 +141,25 @@ def test_unreachable_server_is_a_clear_error(tmp_path, capsys, protocol):
     pytest.importorskip(f"tritonclient.{protocol}")
     out = tmp_path / "p.csv"
     started = time.monotonic()
-    code = main(["profile", "--model", "tiny", "--backend", "triton", "--url", f"127.0.0.1:{_closed_port()}",
-                 "--protocol", protocol, "--batch-sizes", "1", "--input-sizes", "32", "--out", str(out)])
+    code = main(
+        [
+            "profile",
+            "--model",
+            "tiny",
+            "--backend",
+            "triton",
+            "--url",
+            f"127.0.0.1:{_closed_port()}",
+            "--protocol",
+            protocol,
+            "--batch-sizes",
+            "1",
+            "--input-sizes",
+            "32",
+            "--out",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2  # nothing was measured: the address given is wrong, as with --device cuda on a CPU
     assert "cannot reach a Triton server" in err and "Traceback" not in err
@@ -145,8 +173,21 @@ def test_missing_triton_packages_are_one_sentence(tmp_path, capsys, monkeypatch,
     for name in ("tritonclient", "tritonclient.grpc", "tritonclient.http", "pytriton"):
         monkeypatch.setitem(sys.modules, name, None)
     out = tmp_path / "p.csv"
-    args = ["profile", "--model", "tiny", "--backend", "triton", "--batch-sizes", "1", "--input-sizes", "32",
-            "--device", "cpu", "--out", str(out)]
+    args = [
+        "profile",
+        "--model",
+        "tiny",
+        "--backend",
+        "triton",
+        "--batch-sizes",
+        "1",
+        "--input-sizes",
+        "32",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+    ]
     code = main(args + (["--url", url] if url else []))
     err = capsys.readouterr().err
     assert code == 2
@@ -197,8 +238,21 @@ def server():
 
 
 def _profile(*args: str) -> list[str]:
-    return [sys.executable, "-m", "perfmodel", "profile", "--model", "tiny", "--backend", "triton",
-            "--input-sizes", "32", "--max-time-per-point", "0.5", *args]
+    return [
+        sys.executable,
+        "-m",
+        "perfmodel",
+        "profile",
+        "--model",
+        "tiny",
+        "--backend",
+        "triton",
+        "--input-sizes",
+        "32",
+        "--max-time-per-point",
+        "0.5",
+        *args,
+    ]
 
 
 def _env() -> dict:
@@ -212,9 +266,23 @@ def test_round_trip_writes_a_valid_profile_and_leaves_nothing(server, tmp_path):
     before, running = _leftovers(), {p.pid for p in _server_processes()}
     out = tmp_path / "t.csv"
     done = subprocess.run(
-        _profile("--protocol", "grpc,http", "--mode", "sync,async", "--concurrency", "2", "--batch-sizes", "1,2",
-                 "--out", str(out)),
-        capture_output=True, text=True, timeout=600, env=_env(), cwd=tmp_path,
+        _profile(
+            "--protocol",
+            "grpc,http",
+            "--mode",
+            "sync,async",
+            "--concurrency",
+            "2",
+            "--batch-sizes",
+            "1,2",
+            "--out",
+            str(out),
+        ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_env(),
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     df = load_profile(out)
@@ -235,9 +303,27 @@ def test_round_trip_writes_a_valid_profile_and_leaves_nothing(server, tmp_path):
 
 @pytest.mark.triton
 def test_model_not_ready_on_a_running_server(server, tmp_path, capsys):
-    code = main(["profile", "--model", "tiny", "--backend", "triton", "--url", server.info.url("grpc"),
-                 "--protocol", "grpc", "--server-model", "no_such_model", "--batch-sizes", "1",
-                 "--input-sizes", "32", "--out", str(tmp_path / "p.csv")])
+    code = main(
+        [
+            "profile",
+            "--model",
+            "tiny",
+            "--backend",
+            "triton",
+            "--url",
+            server.info.url("grpc"),
+            "--protocol",
+            "grpc",
+            "--server-model",
+            "no_such_model",
+            "--batch-sizes",
+            "1",
+            "--input-sizes",
+            "32",
+            "--out",
+            str(tmp_path / "p.csv"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert "'no_such_model'" in err and "not ready" in err
@@ -246,9 +332,31 @@ def test_model_not_ready_on_a_running_server(server, tmp_path, capsys):
 @pytest.mark.triton
 def test_running_server_by_url(server, tmp_path):
     out = tmp_path / "u.csv"
-    code = main(["profile", "--model", "tiny", "--backend", "triton", "--url", server.info.url("http"),
-                 "--protocol", "http", "--mode", "async", "--concurrency", "1,3", "--batch-sizes", "2",
-                 "--input-sizes", "32", "--max-time-per-point", "0.5", "--out", str(out)])
+    code = main(
+        [
+            "profile",
+            "--model",
+            "tiny",
+            "--backend",
+            "triton",
+            "--url",
+            server.info.url("http"),
+            "--protocol",
+            "http",
+            "--mode",
+            "async",
+            "--concurrency",
+            "1,3",
+            "--batch-sizes",
+            "2",
+            "--input-sizes",
+            "32",
+            "--max-time-per-point",
+            "0.5",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     df = load_profile(out)
     assert list(df["concurrency"]) == [1, 3] and set(df["warmup_method"]) == {"running-server"}
@@ -258,9 +366,27 @@ def test_running_server_by_url(server, tmp_path):
 @pytest.mark.triton
 def test_request_timeout_fails_the_points_not_the_machine(server, tmp_path, capsys):
     out = tmp_path / "p.csv"
-    code = main(["profile", "--model", "tiny", "--backend", "triton", "--url", server.info.url("grpc"),
-                 "--protocol", "grpc", "--batch-sizes", "1", "--input-sizes", "32", "--request-timeout", "0.0001",
-                 "--out", str(out)])
+    code = main(
+        [
+            "profile",
+            "--model",
+            "tiny",
+            "--backend",
+            "triton",
+            "--url",
+            server.info.url("grpc"),
+            "--protocol",
+            "grpc",
+            "--batch-sizes",
+            "1",
+            "--input-sizes",
+            "32",
+            "--request-timeout",
+            "0.0001",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 1
     assert "request timeout" in capsys.readouterr().err
     df = load_profile(out)
@@ -284,8 +410,20 @@ def _tree(proc: subprocess.Popen) -> list[psutil.Process]:
 def test_server_killed_mid_sweep_keeps_points_and_resume_completes(server, tmp_path):
     before = _leftovers()
     out = tmp_path / "k.csv"
-    args = _profile("--warmup", "in-process", "--protocol", "grpc", "--concurrency", "1,2", "--batch-sizes", "1,2,4",
-                    "--max-time-per-point", "1", "--out", str(out))
+    args = _profile(
+        "--warmup",
+        "in-process",
+        "--protocol",
+        "grpc",
+        "--concurrency",
+        "1,2",
+        "--batch-sizes",
+        "1,2,4",
+        "--max-time-per-point",
+        "1",
+        "--out",
+        str(out),
+    )
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path)
     try:
         _wait_for_rows(out, proc, 1)
@@ -318,9 +456,23 @@ def test_ctrl_c_stops_the_server_and_keeps_points(server, tmp_path):
     before = _leftovers()
     out = tmp_path / "c.csv"
     proc = subprocess.Popen(
-        _profile("--warmup", "in-process", "--concurrency", "1,2,3", "--max-time-per-point", "1", "--batch-sizes", "1",
-                 "--out", str(out)),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path,
+        _profile(
+            "--warmup",
+            "in-process",
+            "--concurrency",
+            "1,2,3",
+            "--max-time-per-point",
+            "1",
+            "--batch-sizes",
+            "1",
+            "--out",
+            str(out),
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        cwd=tmp_path,
     )
     try:
         _wait_for_rows(out, proc, 1)
@@ -339,8 +491,23 @@ def test_ctrl_c_stops_the_server_and_keeps_points(server, tmp_path):
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a CUDA GPU is here")
 def test_triton_on_cuda_without_a_gpu_says_so(tmp_path, capsys):
-    code = main(["profile", "--model", "tiny", "--backend", "triton", "--device", "cuda", "--batch-sizes", "1",
-                 "--input-sizes", "32", "--out", str(tmp_path / "p.csv")])
+    code = main(
+        [
+            "profile",
+            "--model",
+            "tiny",
+            "--backend",
+            "triton",
+            "--device",
+            "cuda",
+            "--batch-sizes",
+            "1",
+            "--input-sizes",
+            "32",
+            "--out",
+            str(tmp_path / "p.csv"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "finds no CUDA device" in err and "NVML" not in err
     assert len(err.strip().splitlines()) == 1
@@ -355,8 +522,25 @@ def test_url_at_a_plain_http_server_is_not_called_not_live(tmp_path, capsys):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        code = main(["profile", "--model", "tiny", "--backend", "triton", "--url", f"127.0.0.1:{server.server_port}",
-                     "--protocol", "http", "--batch-sizes", "1", "--input-sizes", "32", "--out", str(tmp_path / "p.csv")])
+        code = main(
+            [
+                "profile",
+                "--model",
+                "tiny",
+                "--backend",
+                "triton",
+                "--url",
+                f"127.0.0.1:{server.server_port}",
+                "--protocol",
+                "http",
+                "--batch-sizes",
+                "1",
+                "--input-sizes",
+                "32",
+                "--out",
+                str(tmp_path / "p.csv"),
+            ]
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -372,8 +556,14 @@ def test_a_model_the_server_cannot_load_is_one_line_without_traceback_frames(tmp
         pytest.skip(f"nvidia-pytriton is not installed ({exc})")
     broken = tmp_path / "broken.pt"
     broken.write_bytes(b"this is not a TorchScript archive")
-    done = subprocess.run(_profile("--model", str(broken), "--batch-sizes", "1", "--out", str(tmp_path / "p.csv")),
-                          capture_output=True, text=True, timeout=300, env=_env(), cwd=tmp_path)
+    done = subprocess.run(
+        _profile("--model", str(broken), "--batch-sizes", "1", "--out", str(tmp_path / "p.csv")),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(),
+        cwd=tmp_path,
+    )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert "cannot load" in lines[-1] and "TorchScript" in lines[-1]

@@ -45,8 +45,10 @@ def test_client_namespace_reaches_the_host_across_a_capped_link():
         assert "tbf" in qdisc and "1Gbit" in qdisc
         server, thread = _echo_server(link.host_ip)
         port = server.getsockname()[1]
-        client = (f"import socket; s = socket.create_connection(('{link.host_ip}', {port}), timeout=10); "
-                  "s.sendall(b'ping'); print(s.recv(16).decode())")
+        client = (
+            f"import socket; s = socket.create_connection(('{link.host_ip}', {port}), timeout=10); "
+            "s.sendall(b'ping'); print(s.recv(16).decode())"
+        )
         done = subprocess.run(link.exec([sys.executable, "-c", client]), capture_output=True, text=True, timeout=30)
         thread.join(10)
         server.close()

@@ -12,9 +12,9 @@ import pytest
 
 from perfmodel.cli import main
 from perfmodel.errors import DeviceError
+from perfmodel.planning.triton_config import BatchingSettings, write_batching
 from perfmodel.profile.backends.triton_rate import batch_statistics, run_open_loop, send_times
 from perfmodel.schema import load_profile
-from perfmodel.triton_config import BatchingSettings, write_batching
 from tests.test_triton import _env, _leftovers, _server_processes
 
 
@@ -30,26 +30,47 @@ def test_send_times_are_a_poisson_schedule():
 def test_batch_statistics_are_differences():
     def snapshot(executions, inferences, sizes, busy_ms=0):  # the busy time split over input and infer
         ns = int(busy_ms * 1e6 / max(1, len(sizes)))
-        return {"model_stats": [{"execution_count": executions, "inference_count": inferences,
-                                 "batch_stats": [{"batch_size": b, "compute_input": {"ns": ns // 2},
-                                                  "compute_infer": {"count": c, "ns": ns - ns // 2}}
-                                                 for b, c in sizes.items()]}]}
+        return {
+            "model_stats": [
+                {
+                    "execution_count": executions,
+                    "inference_count": inferences,
+                    "batch_stats": [
+                        {
+                            "batch_size": b,
+                            "compute_input": {"ns": ns // 2},
+                            "compute_infer": {"count": c, "ns": ns - ns // 2},
+                        }
+                        for b, c in sizes.items()
+                    ],
+                }
+            ]
+        }
 
-    out = batch_statistics(snapshot(10, 10, {1: 10}, busy_ms=50), snapshot(30, 70, {1: 12, 4: 14, 8: 4}, busy_ms=249),
-                           wall_s=0.5)
-    assert out == {"server_executions": 20.0, "server_batch_mean": 3.0, "server_batch_max": 8.0,
-                   "server_compute_ms": pytest.approx(9.95), "server_busy_share": pytest.approx(0.398)}
+    out = batch_statistics(
+        snapshot(10, 10, {1: 10}, busy_ms=50), snapshot(30, 70, {1: 12, 4: 14, 8: 4}, busy_ms=249), wall_s=0.5
+    )
+    assert out == {
+        "server_executions": 20.0,
+        "server_batch_mean": 3.0,
+        "server_batch_max": 8.0,
+        "server_compute_ms": pytest.approx(9.95),
+        "server_busy_share": pytest.approx(0.398),
+    }
     assert np.isnan(batch_statistics(None, snapshot(1, 1, {}))["server_batch_mean"])
     unknown_window = batch_statistics(snapshot(1, 1, {1: 1}, 1), snapshot(2, 2, {1: 2}, 3))
     assert unknown_window["server_compute_ms"] == 2.0 and np.isnan(unknown_window["server_busy_share"])
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--rate", "10/s", "--concurrency", "2"], "--concurrency set a closed loop"),
-    (["--duration", "5s"], "--duration is for --rate"),
-    (["--rate", "10/s", "--max-batch-size", "4", "--triton-config", "."], "either --triton-config"),
-    (["--rate", "often"], "is not a rate"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--rate", "10/s", "--concurrency", "2"], "--concurrency set a closed loop"),
+        (["--duration", "5s"], "--duration is for --rate"),
+        (["--rate", "10/s", "--max-batch-size", "4", "--triton-config", "."], "either --triton-config"),
+        (["--rate", "often"], "is not a rate"),
+    ],
+)
 def test_rate_flags_are_checked_before_any_work(tmp_path, capsys, args, says):
     code = main(["profile", "--model", "tiny", "--backend", "triton", "--out", str(tmp_path / "x.csv"), *args])
     err = capsys.readouterr().err
@@ -60,12 +81,14 @@ def test_rate_flags_are_checked_before_any_work(tmp_path, capsys, args, says):
 @pytest.fixture(scope="module")
 def batching_server():
     try:
-        from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings
         import pytriton  # noqa: F401
+
+        from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings
     except ImportError as exc:
         pytest.skip(f"the Triton client or nvidia-pytriton is not installed ({exc})")
-    local = LocalTritonServer(ServerSettings("tiny", max_batch_size=8, dynamic_batching=True, max_queue_delay_us=2000),
-                              start_timeout_s=240)
+    local = LocalTritonServer(
+        ServerSettings("tiny", max_batch_size=8, dynamic_batching=True, max_queue_delay_us=2000), start_timeout_s=240
+    )
     try:
         local.start()
     except DeviceError as exc:
@@ -82,8 +105,17 @@ def test_open_loop_against_a_batching_server(batching_server):
     url = info.url("grpc")
     with ServerConnection("grpc", url, info.access_token) as conn:
         model_input = conn.check_model(info.model_name)
-    work = Workload("grpc", url, info.model_name, model_input.name, model_input.datatype, "async", 1,
-                    random_batches(1, 32, np.float32), 30.0)
+    work = Workload(
+        "grpc",
+        url,
+        info.model_name,
+        model_input.name,
+        model_input.datatype,
+        "async",
+        1,
+        random_batches(1, 32, np.float32),
+        30.0,
+    )
     stats = {}
 
     def snapshot(when):
@@ -105,8 +137,26 @@ def test_rate_sweep_writes_rows_resumes_and_leaves_nothing(batching_server, tmp_
     repo = tmp_path / "tiny"
     write_batching(repo, {"cpu": BatchingSettings(4, (4,), 1000, "KIND_CPU")}, "test")
     out = tmp_path / "r.csv"
-    command = [sys.executable, "-m", "perfmodel", "profile", "--model", "tiny", "--backend", "triton", "--rate", "20,40/s",
-               "--duration", "2s", "--triton-config", str(repo), "--input-sizes", "32", "--out", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "perfmodel",
+        "profile",
+        "--model",
+        "tiny",
+        "--backend",
+        "triton",
+        "--rate",
+        "20,40/s",
+        "--duration",
+        "2s",
+        "--triton-config",
+        str(repo),
+        "--input-sizes",
+        "32",
+        "--out",
+        str(out),
+    ]
     apart = len(os.sched_getaffinity(0)) >= 2
     if apart:  # the server on one core, the load generator on the others
         command += ["--server-cpus", str(min(os.sched_getaffinity(0)))]
@@ -121,7 +171,9 @@ def test_rate_sweep_writes_rows_resumes_and_leaves_nothing(batching_server, tmp_
     assert set(df["server_max_queue_delay_ms"]) == {1.0} and set(df["batch_size"]) == {1}
     assert (df["achieved_rate_per_s"] > 0).all() and (df["server_batch_mean"] >= 1).all()
     assert set(df["kept_up"]) <= {"true", "false"}
-    again = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=600, env=_env(), cwd=tmp_path)
+    again = subprocess.run(
+        [*command, "--resume"], capture_output=True, text=True, timeout=600, env=_env(), cwd=tmp_path
+    )
     assert again.returncode == 0 and "(0 measured now)" in again.stderr
     assert _leftovers() <= before
     assert {p.pid for p in _server_processes()} <= running

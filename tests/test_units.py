@@ -12,10 +12,20 @@ from perfmodel.units import parse_count, parse_duration, parse_fraction, parse_m
 PARSERS = (parse_count, parse_duration, parse_fraction, parse_mix, parse_pool, parse_prices)
 
 
-@pytest.mark.parametrize("text, seconds", [
-    ("60s", 60), ("60", 60), ("1.5m", 90), ("250ms", 0.25), ("2h", 7200), ("2 h", 7200), ("1min", 60), (".5s", 0.5),
-    ("1e3ms", 1.0),
-])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("60s", 60),
+        ("60", 60),
+        ("1.5m", 90),
+        ("250ms", 0.25),
+        ("2h", 7200),
+        ("2 h", 7200),
+        ("1min", 60),
+        (".5s", 0.5),
+        ("1e3ms", 1.0),
+    ],
+)
 def test_durations(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds)
 
@@ -26,18 +36,37 @@ def test_malformed_durations_say_how_to_write_one(text):
         parse_duration(text, "--deadline")
 
 
-@pytest.mark.parametrize("text, count", [
-    ("100000", 100000), ("100k", 100000), ("100K", 100000), ("1.5M", 1500000), ("2G", 2 * 10**9), ("0", 0),
-    ("100,000", 100000), ("100_000", 100000), ("1.25k", 1250),
-])
+@pytest.mark.parametrize(
+    "text, count",
+    [
+        ("100000", 100000),
+        ("100k", 100000),
+        ("100K", 100000),
+        ("1.5M", 1500000),
+        ("2G", 2 * 10**9),
+        ("0", 0),
+        ("100,000", 100000),
+        ("100_000", 100000),
+        ("1.25k", 1250),
+    ],
+)
 def test_counts(text, count):
     assert parse_count(text) == count
 
 
-@pytest.mark.parametrize("text, match", [
-    ("1.5m", "use M for millions"), ("1.2345k", "whole number"), ("1.5", "whole number"), ("-3", "negative"),
-    ("10,00", "not a count"), ("k", "not a count"), ("1e5", "not a count"), ("", "not a count"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("1.5m", "use M for millions"),
+        ("1.2345k", "whole number"),
+        ("1.5", "whole number"),
+        ("-3", "negative"),
+        ("10,00", "not a count"),
+        ("k", "not a count"),
+        ("1e5", "not a count"),
+        ("", "not a count"),
+    ],
+)
 def test_malformed_counts(text, match):
     with pytest.raises(InputError, match=match):
         parse_count(text)
@@ -63,19 +92,22 @@ def test_pools_prices_and_mixes():
     assert sum(parse_mix("64=33.3%,128=33.3%,224=33.4%", 10).values()) == 10
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: parse_pool("h100"), "KEY=VALUE"),
-    (lambda: parse_pool("h100=8,h100=2"), "twice"),
-    (lambda: parse_pool("h100=-1"), "negative: give a whole number of GPUs"),
-    (lambda: parse_pool("h100=1.5"), "not a whole number of GPUs"),
-    (lambda: parse_pool("h 100=1"), "GPU type name"),
-    (lambda: parse_prices("h100=cheap"), "price"),
-    (lambda: parse_mix("224=70%,512=20%", 100), "add up to 100"),
-    (lambda: parse_mix("224=70%,512=30%"), "needs --images"),
-    (lambda: parse_mix("224=70%,512=300"), "mixes counts and percentages"),
-    (lambda: parse_mix("224=7,512=3", 100), "adds up to 10"),
-    (lambda: parse_mix("big=7"), "pixels"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: parse_pool("h100"), "KEY=VALUE"),
+        (lambda: parse_pool("h100=8,h100=2"), "twice"),
+        (lambda: parse_pool("h100=-1"), "negative: give a whole number of GPUs"),
+        (lambda: parse_pool("h100=1.5"), "not a whole number of GPUs"),
+        (lambda: parse_pool("h 100=1"), "GPU type name"),
+        (lambda: parse_prices("h100=cheap"), "price"),
+        (lambda: parse_mix("224=70%,512=20%", 100), "add up to 100"),
+        (lambda: parse_mix("224=70%,512=30%"), "needs --images"),
+        (lambda: parse_mix("224=70%,512=300"), "mixes counts and percentages"),
+        (lambda: parse_mix("224=7,512=3", 100), "adds up to 10"),
+        (lambda: parse_mix("big=7"), "pixels"),
+    ],
+)
 def test_malformed_lists(call, match):
     with pytest.raises(InputError, match=match):
         call()

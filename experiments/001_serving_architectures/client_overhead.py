@@ -3,7 +3,8 @@
     python experiments/001_serving_architectures/client_overhead.py [--repeats 5] [--out results/client_overhead.json]
 
 One local Triton server (the tiny model, and ResNet-50, at 64 px, batch 1) serves both clients in
-turn, alternating (and alternating which goes first): the bare loop (tritonclient.grpc `async_infer` with a callback, `concurrency`
+turn, alternating (and alternating which goes first): the bare loop (tritonclient.grpc `async_infer` with a
+callback, `concurrency`
 requests in flight, no measurement beyond a counter) and `perfmodel profile --backend triton --url
 ... --mode async` (its whole path: stability rule, per-request timing, monitor, statistics). The
 figure is the median over repeats of perfmodel's images/s divided by the bare loop's; the target is
@@ -73,14 +74,45 @@ def perfmodel_run(url: str, model: str, batch_size: int, size: int, concurrency:
         out = Path(tmp) / "p.csv"
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         subprocess.run(
-            [sys.executable, "-m", "perfmodel", "profile", "--model", model, "--backend", "triton", "--url", url,
-             "--protocol", "grpc", "--mode", "async", "--concurrency", str(concurrency), "--batch-sizes",
-             str(batch_size), "--input-sizes", str(size), "--max-time-per-point", str(max_time_s), "--out", str(out)],
-            check=True, capture_output=True, text=True, env=env, timeout=600,
+            [
+                sys.executable,
+                "-m",
+                "perfmodel",
+                "profile",
+                "--model",
+                model,
+                "--backend",
+                "triton",
+                "--url",
+                url,
+                "--protocol",
+                "grpc",
+                "--mode",
+                "async",
+                "--concurrency",
+                str(concurrency),
+                "--batch-sizes",
+                str(batch_size),
+                "--input-sizes",
+                str(size),
+                "--max-time-per-point",
+                str(max_time_s),
+                "--out",
+                str(out),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
         )
         row = load_profile(out).iloc[0]
-        return {"throughput_ips": float(row["throughput_ips"]), "stable": bool(str(row["stable"]).lower() == "true"),
-                "client_cpu_avg": float(row["client_cpu_avg"]), "samples": int(row["samples"])}
+        return {
+            "throughput_ips": float(row["throughput_ips"]),
+            "stable": bool(str(row["stable"]).lower() == "true"),
+            "client_cpu_avg": float(row["client_cpu_avg"]),
+            "samples": int(row["samples"]),
+        }
 
 
 def main() -> None:
@@ -111,20 +143,34 @@ def main() -> None:
                         bare = bare_loop(url, server.info.model_name, batch, concurrency, args.seconds)
                         ours = perfmodel_run(url, model, args.batch, args.size, concurrency, max_time_s=10)
                     pairs.append({"bare_ips": bare, **ours, "load_avg_1m": load})
-                    print(f"{model} c={concurrency}: bare {bare:.1f} img/s, perfmodel {ours['throughput_ips']:.1f} "
-                          f"img/s (load {load:.2f})", flush=True)
+                    print(
+                        f"{model} c={concurrency}: bare {bare:.1f} img/s, perfmodel {ours['throughput_ips']:.1f} "
+                        f"img/s (load {load:.2f})",
+                        flush=True,
+                    )
                 bare = float(np.median([x["bare_ips"] for x in pairs]))
                 ours = float(np.median([x["throughput_ips"] for x in pairs]))
-                results.append({
-                    "model": model, "input_size": args.size, "batch_size": args.batch, "concurrency": concurrency,
-                    "bare_ips_median": bare, "perfmodel_ips_median": ours, "ratio_of_medians": ours / bare,
-                    "median_pair_ratio": float(np.median([x["throughput_ips"] / x["bare_ips"] for x in pairs])),
-                    "load_avg_1m_median": float(np.median([x["load_avg_1m"] for x in pairs])),
-                    "repeats": pairs,
-                })
+                results.append(
+                    {
+                        "model": model,
+                        "input_size": args.size,
+                        "batch_size": args.batch,
+                        "concurrency": concurrency,
+                        "bare_ips_median": bare,
+                        "perfmodel_ips_median": ours,
+                        "ratio_of_medians": ours / bare,
+                        "median_pair_ratio": float(np.median([x["throughput_ips"] / x["bare_ips"] for x in pairs])),
+                        "load_avg_1m_median": float(np.median([x["load_avg_1m"] for x in pairs])),
+                        "repeats": pairs,
+                    }
+                )
                 print(f"== {model} c={concurrency}: perfmodel / bare = {ours / bare:.3f}", flush=True)
-    report = {"machine": cpu_name(), "cores": os.cpu_count(), "created": time.strftime("%Y-%m-%d %H:%M:%S"),
-              "results": results}
+    report = {
+        "machine": cpu_name(),
+        "cores": os.cpu_count(),
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "results": results,
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -1,6 +1,7 @@
 """Tulchinsky et al. [1]'s file loading and repeatability: throughput over a set of real JPEG files.
 
-The paper (Tulchinsky et al. 2020) served a 1500-image ImageNet subset, pre-resized to 224x224. Here a set of the same size is
+The paper (Tulchinsky et al. 2020) served a 1500-image ImageNet subset, pre-resized to 224x224. Here a set of the
+same size is
 generated locally (smooth random pictures saved as JPEG, quality 90: real files, real decoding), and
 each configuration makes full passes over it:
 
@@ -75,7 +76,7 @@ def decode(paths: list[Path]) -> np.ndarray:
 
 
 def batches(items: list, size: int) -> list[list]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def inprocess_pass(runner: TorchRunner, paths: list[Path], batch: int, decoded: list[np.ndarray] | None) -> float:
@@ -88,8 +89,9 @@ def inprocess_pass(runner: TorchRunner, paths: list[Path], batch: int, decoded: 
     return len(paths) / (time.perf_counter() - t0)
 
 
-def server_pass(url: str, model_name: str, paths: list[Path], batch: int, decoded: list[np.ndarray] | None,
-                concurrency: int) -> float:
+def server_pass(
+    url: str, model_name: str, paths: list[Path], batch: int, decoded: list[np.ndarray] | None, concurrency: int
+) -> float:
     import tritonclient.grpc as grpcclient
 
     client = grpcclient.InferenceServerClient(url)
@@ -155,11 +157,14 @@ def main() -> None:
                 if architecture == "inprocess":
                     ips = inprocess_pass(runner, paths, batch, decoded)
                 else:
-                    ips = server_pass(server.info.url("grpc"), server.info.model_name, paths, batch, decoded,
-                                      args.concurrency)
+                    ips = server_pass(
+                        server.info.url("grpc"), server.info.model_name, paths, batch, decoded, args.concurrency
+                    )
                 runs[config].append(ips)
-                print(f"repeat {repeat + 1}: {architecture:12s} {loading:6s} batch {batch:3d}: {ips:8.1f} img/s",
-                      flush=True)
+                print(
+                    f"repeat {repeat + 1}: {architecture:12s} {loading:6s} batch {batch:3d}: {ips:8.1f} img/s",
+                    flush=True,
+                )
     finally:
         if server is not None:
             server.stop()
@@ -167,25 +172,53 @@ def main() -> None:
     rows = []
     for (architecture, loading, batch), values in runs.items():
         v = np.array(values)
-        rows.append({"architecture": architecture, "loading": loading, "batch_size": batch, "runs": len(v),
-                     "mean_ips": float(v.mean()), "std_ips": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
-                     "std_error_pct": float(v.std(ddof=1) / np.sqrt(len(v)) / v.mean() * 100) if len(v) > 1 else 0.0,
-                     "values": [round(x, 2) for x in values]})
-    report = {"machine": f"{cpu_name()}, {os.cpu_count()} cores", "model": args.model, "input_size": args.size,
-              "images": args.images, "image_set_mb": megabytes, "concurrency": args.concurrency,
-              "load_avg_1m": [min(loads), max(loads)], "created": time.strftime("%Y-%m-%d %H:%M:%S"), "results": rows}
+        rows.append(
+            {
+                "architecture": architecture,
+                "loading": loading,
+                "batch_size": batch,
+                "runs": len(v),
+                "mean_ips": float(v.mean()),
+                "std_ips": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
+                "std_error_pct": float(v.std(ddof=1) / np.sqrt(len(v)) / v.mean() * 100) if len(v) > 1 else 0.0,
+                "values": [round(x, 2) for x in values],
+            }
+        )
+    report = {
+        "machine": f"{cpu_name()}, {os.cpu_count()} cores",
+        "model": args.model,
+        "input_size": args.size,
+        "images": args.images,
+        "image_set_mb": megabytes,
+        "concurrency": args.concurrency,
+        "load_avg_1m": [min(loads), max(loads)],
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "results": rows,
+    }
     out = HERE / "results" / f"files-{args.model}-{args.size}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\n{args.images} JPEG files ({megabytes:.1f} MB), {args.model} at {args.size} px, load average "
-          f"{min(loads):.2f}-{max(loads):.2f}; mean images/s over {args.repeats} passes (std error %):")
+    print(
+        f"\n{args.images} JPEG files ({megabytes:.1f} MB), {args.model} at {args.size} px, load average "
+        f"{min(loads):.2f}-{max(loads):.2f}; mean images/s over {args.repeats} passes (std error %):"
+    )
     print(f"{'architecture':14s}{'batch':>6s}{'files':>18s}{'in memory':>18s}{'files/memory':>14s}")
     for architecture in architectures:
         for batch in batch_sizes:
-            f = next(r for r in rows if r["architecture"] == architecture and r["loading"] == "files" and r["batch_size"] == batch)
-            m = next(r for r in rows if r["architecture"] == architecture and r["loading"] == "memory" and r["batch_size"] == batch)
-            print(f"{architecture:14s}{batch:6d}{f['mean_ips']:11.1f} ({f['std_error_pct']:.1f}%)"
-                  f"{m['mean_ips']:11.1f} ({m['std_error_pct']:.1f}%){f['mean_ips'] / m['mean_ips']:14.2f}")
+            f = next(
+                r
+                for r in rows
+                if r["architecture"] == architecture and r["loading"] == "files" and r["batch_size"] == batch
+            )
+            m = next(
+                r
+                for r in rows
+                if r["architecture"] == architecture and r["loading"] == "memory" and r["batch_size"] == batch
+            )
+            print(
+                f"{architecture:14s}{batch:6d}{f['mean_ips']:11.1f} ({f['std_error_pct']:.1f}%)"
+                f"{m['mean_ips']:11.1f} ({m['std_error_pct']:.1f}%){f['mean_ips'] / m['mean_ips']:14.2f}"
+            )
     print(f"wrote {out}")
 
 

@@ -23,7 +23,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from perfmodel.profile.backends.triton_client import ServerConnection, ThroughputRule, Workload, random_batches, run_load  # noqa: E402
+from perfmodel.profile.backends.triton_client import (
+    ServerConnection,
+    ThroughputRule,
+    Workload,
+    random_batches,
+    run_load,
+)  # noqa: E402
 from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings  # noqa: E402
 from perfmodel.profile.provenance import cpu_name  # noqa: E402
 
@@ -39,8 +45,12 @@ def main() -> None:
     p.add_argument("--out", default=str(Path(__file__).parent / "results" / "modes.json"))
     args = p.parse_args()
     rule = ThroughputRule(max_time_s=args.max_time)
-    report = {"machine": cpu_name(), "cores": os.cpu_count(), "created": time.strftime("%Y-%m-%d %H:%M:%S"),
-              "cases": []}
+    report = {
+        "machine": cpu_name(),
+        "cores": os.cpu_count(),
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "cases": [],
+    }
     for case in args.cases:
         model, _, rest = case.partition("@")
         size, _, batch = (int(x) if x.isdigit() else x for x in rest.partition(":"))
@@ -52,23 +62,51 @@ def main() -> None:
                 runs: dict[str, list] = {f"{p} {m}": [] for p, m in LOADS}
                 loads_avg = []
                 for r in range(args.repeats):
-                    order = LOADS[r % len(LOADS):] + LOADS[:r % len(LOADS)]  # rotate who goes first
+                    order = LOADS[r % len(LOADS) :] + LOADS[: r % len(LOADS)]  # rotate who goes first
                     for protocol, mode in order:
                         loads_avg.append(os.getloadavg()[0])
-                        w = Workload(protocol, server.info.url(protocol), server.info.model_name, model_input.name,
-                                     "FP32", mode, c, batches)
+                        w = Workload(
+                            protocol,
+                            server.info.url(protocol),
+                            server.info.model_name,
+                            model_input.name,
+                            "FP32",
+                            mode,
+                            c,
+                            batches,
+                        )
                         runs[f"{protocol} {mode}"].append(run_load(w, rule).throughput_ips)
                 med = {k: float(np.median(v)) for k, v in runs.items()}
                 entry = {
-                    "model": model, "input_size": size, "batch_size": batch, "concurrency": c,
-                    "median_ips": med, "runs_ips": runs, "load_avg_1m_median": float(np.median(loads_avg)),
+                    "model": model,
+                    "input_size": size,
+                    "batch_size": batch,
+                    "concurrency": c,
+                    "median_ips": med,
+                    "runs_ips": runs,
+                    "load_avg_1m_median": float(np.median(loads_avg)),
                     "async_over_sync": {p: med[f"{p} async"] / med[f"{p} sync"] for p in ("http", "grpc")},
                     "grpc_over_http": {m: med[f"grpc {m}"] / med[f"http {m}"] for m in ("sync", "async")},
                 }
                 report["cases"].append(entry)
-                print(json.dumps({k: entry[k] for k in ("model", "input_size", "batch_size", "concurrency",
-                                                         "median_ips", "async_over_sync", "grpc_over_http",
-                                                         "load_avg_1m_median")}), flush=True)
+                print(
+                    json.dumps(
+                        {
+                            k: entry[k]
+                            for k in (
+                                "model",
+                                "input_size",
+                                "batch_size",
+                                "concurrency",
+                                "median_ips",
+                                "async_over_sync",
+                                "grpc_over_http",
+                                "load_avg_1m_median",
+                            )
+                        }
+                    ),
+                    flush=True,
+                )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -1,4 +1,5 @@
-"""The three serving architectures of Tulchinsky et al. 2020 (README, References [1]), redone on this machine's CPU with perfmodel.
+"""The three serving architectures of Tulchinsky et al. 2020 (README, References [1]), redone on this machine's
+CPU with perfmodel.
 
     python experiments/001_serving_architectures/run.py [--parts inprocess,local,remote] [--cases tiny@64:1,4 ...]
 
@@ -55,16 +56,47 @@ def perfmodel(args: list[str], prefix: list[str] | None = None, env: dict | None
 
 def run_inprocess(case: str, max_time: float) -> None:
     model, size, batches = parse_case(case)
-    perfmodel(["--model", model, "--backend", "torch", "--warmup", "in-process", "--batch-sizes", batches,
-               "--input-sizes", str(size), "--max-time-per-point", str(max_time),
-               "--out", str(RESULTS / f"inprocess-{model}-{size}.csv")])
+    perfmodel(
+        [
+            "--model",
+            model,
+            "--backend",
+            "torch",
+            "--warmup",
+            "in-process",
+            "--batch-sizes",
+            batches,
+            "--input-sizes",
+            str(size),
+            "--max-time-per-point",
+            str(max_time),
+            "--out",
+            str(RESULTS / f"inprocess-{model}-{size}.csv"),
+        ]
+    )
 
 
 def run_local(case: str, max_time: float) -> None:
     model, size, batches = parse_case(case)
-    perfmodel(["--model", model, "--backend", "triton", *LOADS, "--warmup", "in-process", "--batch-sizes", batches,
-               "--input-sizes", str(size), "--max-time-per-point", str(max_time),
-               "--out", str(RESULTS / f"local-{model}-{size}.csv")])
+    perfmodel(
+        [
+            "--model",
+            model,
+            "--backend",
+            "triton",
+            *LOADS,
+            "--warmup",
+            "in-process",
+            "--batch-sizes",
+            batches,
+            "--input-sizes",
+            str(size),
+            "--max-time-per-point",
+            str(max_time),
+            "--out",
+            str(RESULTS / f"local-{model}-{size}.csv"),
+        ]
+    )
 
 
 def run_remote(case: str, max_time: float, rate: str) -> None:
@@ -74,11 +106,34 @@ def run_remote(case: str, max_time: float, rate: str) -> None:
         settings = ServerSettings(model, max_batch_size=max(int(b) for b in batches.split(",")))
         with LocalTritonServer(settings, host=link.host_ip) as server:
             for protocol in ("http", "grpc"):
-                perfmodel(["--model", model, "--backend", "triton", "--url", server.info.url(protocol),
-                           "--protocol", protocol, "--mode", "sync,async", "--concurrency", "1,4",
-                           "--hardware", "cpu", "--batch-sizes", batches, "--input-sizes", str(size),
-                           "--max-time-per-point", str(max_time), "--out", str(out)],
-                          prefix=link.exec([]), env={"PERFMODEL_TRITON_ACCESS_TOKEN": server.info.access_token})
+                perfmodel(
+                    [
+                        "--model",
+                        model,
+                        "--backend",
+                        "triton",
+                        "--url",
+                        server.info.url(protocol),
+                        "--protocol",
+                        protocol,
+                        "--mode",
+                        "sync,async",
+                        "--concurrency",
+                        "1,4",
+                        "--hardware",
+                        "cpu",
+                        "--batch-sizes",
+                        batches,
+                        "--input-sizes",
+                        str(size),
+                        "--max-time-per-point",
+                        str(max_time),
+                        "--out",
+                        str(out),
+                    ],
+                    prefix=link.exec([]),
+                    env={"PERFMODEL_TRITON_ACCESS_TOKEN": server.info.access_token},
+                )
 
 
 def summarize() -> pd.DataFrame:
@@ -95,12 +150,31 @@ def summarize() -> pd.DataFrame:
     for column, default in (("protocol", "-"), ("mode", "sync"), ("concurrency", 1)):
         df[column] = df[column].fillna(default) if column in df else default
     df = df[df["status"] == "ok"]
-    keep = ["model", "input_size", "batch_size", "architecture", "link", "protocol", "mode", "concurrency",
-            "throughput_ips", "latency_ms", "latency_p99_ms", "server_queue_ms", "server_compute_ms",
-            "server_request_ms", "client_rss_mb_max", "server_rss_mb_max", "client_cpu_avg", "server_cpu_avg",
-            "stable", "load_avg_1m"]
+    keep = [
+        "model",
+        "input_size",
+        "batch_size",
+        "architecture",
+        "link",
+        "protocol",
+        "mode",
+        "concurrency",
+        "throughput_ips",
+        "latency_ms",
+        "latency_p99_ms",
+        "server_queue_ms",
+        "server_compute_ms",
+        "server_request_ms",
+        "client_rss_mb_max",
+        "server_rss_mb_max",
+        "client_cpu_avg",
+        "server_cpu_avg",
+        "stable",
+        "load_avg_1m",
+    ]
     table = df[[c for c in keep if c in df.columns]].sort_values(
-        ["model", "input_size", "batch_size", "architecture", "link", "protocol", "mode", "concurrency"])
+        ["model", "input_size", "batch_size", "architecture", "link", "protocol", "mode", "concurrency"]
+    )
     table.to_csv(RESULTS / "summary.csv", index=False, float_format="%.4g")
     (RESULTS / "summary.md").write_text(_ratios(table))
     return table
@@ -137,7 +211,9 @@ def _ratios(t: pd.DataFrame) -> str:
                     grpc, http = ips(link, "grpc", mode, c), ips(link, "http", mode, c)
                     if grpc == grpc:
                         local = ips("loopback", "grpc", mode, c)
-                        lines.append(f"| {link} | {mode} | {c} | {grpc / http:.2f} | {grpc / ip:.2f} | {grpc / local:.2f} |")
+                        lines.append(
+                            f"| {link} | {mode} | {c} | {grpc / http:.2f} | {grpc / ip:.2f} | {grpc / local:.2f} |"
+                        )
         lines.append("")
     return "\n".join(lines) + "\n"
 

@@ -35,8 +35,11 @@ def sweep(args) -> pd.DataFrame:
     for repeat in range(args.repeats):
         out = RESULTS / f"{args.tag}-repeat{repeat}.csv"
         config = ProfileConfig(
-            model="efficientnet_b0", device=args.device, batch_sizes=parse_batch_sizes(args.batch_sizes),
-            input_sizes=parse_input_sizes(args.input_sizes), precision=args.precision,
+            model="efficientnet_b0",
+            device=args.device,
+            batch_sizes=parse_batch_sizes(args.batch_sizes),
+            input_sizes=parse_input_sizes(args.input_sizes),
+            precision=args.precision,
             rule=StabilityRule(max_time_s=args.max_time_per_point),
         )
         run_profile(config, out, resume=True)  # resumes an interrupted run, re-uses a finished one
@@ -47,14 +50,16 @@ def sweep(args) -> pd.DataFrame:
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
     ok = df[df["status"] == "ok"]
     g = ok.groupby(["input_size", "batch_size"])
-    summary = pd.DataFrame({
-        "latency_ms": g["latency_ms"].median(),
-        "first_call_ms": g["warmup_ms"].median(),
-        "first_call_ms_min": g["warmup_ms"].min(),
-        "first_call_ms_max": g["warmup_ms"].max(),
-        "memory_mb": g["memory_mb"].median(),
-        "images_per_s": g["throughput_ips"].median(),
-    }).reset_index()
+    summary = pd.DataFrame(
+        {
+            "latency_ms": g["latency_ms"].median(),
+            "first_call_ms": g["warmup_ms"].median(),
+            "first_call_ms_min": g["warmup_ms"].min(),
+            "first_call_ms_max": g["warmup_ms"].max(),
+            "memory_mb": g["memory_mb"].median(),
+            "images_per_s": g["throughput_ips"].median(),
+        }
+    ).reset_index()
     summary["warmup_over_latency"] = summary["first_call_ms"] / summary["latency_ms"]
     return summary
 
@@ -93,8 +98,11 @@ def main() -> None:
     importance = warmup_feature_importance(df)
     importance.rename("permutation_importance").to_csv(RESULTS / f"{args.tag}-warmup-importance.csv")
     pd.set_option("display.width", 200)
-    print(f"device: {df['device_name'].iloc[0]}; load average during the sweep "
-          f"{df['load_avg_1m'].min():.2f}-{df['load_avg_1m'].max():.2f}; {args.repeats} repeats; os load now {os.getloadavg()[0]:.2f}")
+    print(
+        f"device: {df['device_name'].iloc[0]}; load average during the sweep "
+        f"{df['load_avg_1m'].min():.2f}-{df['load_avg_1m'].max():.2f}; {args.repeats} repeats; os load now "
+        f"{os.getloadavg()[0]:.2f}"
+    )
     print("\nlatency (ms, median of repeats) by input size (rows) and batch size (columns):")
     print(summary.pivot(index="input_size", columns="batch_size", values="latency_ms").round(2).to_string())
     print("\nfirst call (warm-up, ms, median of repeats):")

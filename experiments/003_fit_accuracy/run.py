@@ -60,7 +60,6 @@ BATCHES = DEFAULT_BATCH_SIZES + (384, 512, 768, 1024, 1536, 2048)  # reaches out
 N_QUERIES = 1_000_000
 
 
-
 def mape(pred, true) -> float:
     return float(np.mean(np.abs(pred - true) / true) * 100)
 
@@ -89,21 +88,35 @@ def synthetic(seeds: list[int]) -> list[dict]:
                 warnings.simplefilter("ignore", PerfmodelWarning)
                 pred2 = np.concatenate([getattr(half, quantity)(b2, s) for s in SIZES])
             true2 = np.concatenate([getattr(CURVE, quantity)(b2, s) for s in SIZES])
-            rows.append({
-                "seed": seed, "quantity": quantity, "family": report["family"], "features": report["features"],
-                "cv_mape": report["cv_mape"], "cv_max_error": report["cv_max_error"],
-                "report_batch_2x_mape": report["extrapolation"]["batch_2x"]["mape"],
-                "report_batch_half_mape": report["extrapolation"]["batch_half"]["mape"],
-                "report_input_size_mape": report["extrapolation"]["input_size"]["mape"],
-                "truth_inside_mape": mape(pred, true), "truth_inside_worst": worst(pred, true),
-                "truth_2x_family": half.report[quantity]["family"],
-                "truth_2x_mape": mape(pred2, true2), "truth_2x_worst": worst(pred2, true2),
-                "fit_seconds": fit_s,
-            })
+            rows.append(
+                {
+                    "seed": seed,
+                    "quantity": quantity,
+                    "family": report["family"],
+                    "features": report["features"],
+                    "cv_mape": report["cv_mape"],
+                    "cv_max_error": report["cv_max_error"],
+                    "report_batch_2x_mape": report["extrapolation"]["batch_2x"]["mape"],
+                    "report_batch_half_mape": report["extrapolation"]["batch_half"]["mape"],
+                    "report_input_size_mape": report["extrapolation"]["input_size"]["mape"],
+                    "truth_inside_mape": mape(pred, true),
+                    "truth_inside_worst": worst(pred, true),
+                    "truth_2x_family": half.report[quantity]["family"],
+                    "truth_2x_mape": mape(pred2, true2),
+                    "truth_2x_worst": worst(pred2, true2),
+                    "fit_seconds": fit_s,
+                }
+            )
         mb = group.max_batch(np.array(SIZES, dtype=float))
-        rows.append({"seed": seed, "quantity": "max_batch", "predicted": mb.tolist(),
-                     "true": CURVE.max_batch(np.array(SIZES)).tolist(),
-                     "smallest_oom": [dict(group.oom_batches).get(s) for s in SIZES]})
+        rows.append(
+            {
+                "seed": seed,
+                "quantity": "max_batch",
+                "predicted": mb.tolist(),
+                "true": CURVE.max_batch(np.array(SIZES)).tolist(),
+                "smallest_oom": [dict(group.oom_batches).get(s) for s in SIZES],
+            }
+        )
     return rows
 
 
@@ -117,16 +130,24 @@ def shipped() -> list[dict]:
             for quantity in QUANTITIES:
                 report = group.report[quantity]
                 extrapolation = report.get("extrapolation", {})
-                rows.append({
-                    "profile": path.name, "group": group.name, "quantity": quantity, "family": report["family"],
-                    "features": report.get("features"), "rows": report.get("rows"),
-                    "batch_sizes": list(group.batch_sizes), "input_sizes": list(group.input_sizes),
-                    "cv_mape": report.get("cv_mape"), "cv_max_error": report.get("cv_max_error"),
-                    "selection": {k: v["lobo_mape"] for k, v in report.get("selection", {}).items()},
-                    **{f"{k}_mape": v.get("mape") for k, v in extrapolation.items()},
-                    **{f"{k}_worst": v.get("max_error") for k, v in extrapolation.items()},
-                    "fit_seconds": fit_s,
-                })
+                rows.append(
+                    {
+                        "profile": path.name,
+                        "group": group.name,
+                        "quantity": quantity,
+                        "family": report["family"],
+                        "features": report.get("features"),
+                        "rows": report.get("rows"),
+                        "batch_sizes": list(group.batch_sizes),
+                        "input_sizes": list(group.input_sizes),
+                        "cv_mape": report.get("cv_mape"),
+                        "cv_max_error": report.get("cv_max_error"),
+                        "selection": {k: v["lobo_mape"] for k, v in report.get("selection", {}).items()},
+                        **{f"{k}_mape": v.get("mape") for k, v in extrapolation.items()},
+                        **{f"{k}_worst": v.get("max_error") for k, v in extrapolation.items()},
+                        "fit_seconds": fit_s,
+                    }
+                )
     return rows
 
 
@@ -158,9 +179,18 @@ def speed(repeats: int) -> list[dict]:
                     t0 = time.perf_counter()
                     call()
                     times.append(time.perf_counter() - t0)
-                rows.append({"family": family, "query": name, "queries": N_QUERIES, "median_s": float(np.median(times)),
-                             "min_s": float(np.min(times)), "repeats": repeats, "load_ms": load_ms,
-                             "features": group.report["latency_ms"]["features"]})
+                rows.append(
+                    {
+                        "family": family,
+                        "query": name,
+                        "queries": N_QUERIES,
+                        "median_s": float(np.median(times)),
+                        "min_s": float(np.min(times)),
+                        "repeats": repeats,
+                        "load_ms": load_ms,
+                        "features": group.report["latency_ms"]["features"],
+                    }
+                )
     return rows
 
 
@@ -173,6 +203,7 @@ def _selection(families=None, **options):
         if families is not None:
             options["families"] = families
         return fit_quantity(b, s, y, **options).estimator.evaluate
+
     return fitter
 
 
@@ -181,12 +212,17 @@ def _family(name):
 
     def fitter(b, s, y):
         return FAMILIES[name]().fit(np.column_stack([b, s]), y).evaluate
+
     return fitter
 
 
-METHODS = {"perfmodel (default selection)": _selection(), "roofline family": _family("roofline"),
-           "lowest cross-validated error alone (no preference)": _selection(preference=1.0),
-           "previous default (linear, piecewise, tree)": _selection(PREVIOUS_DEFAULT), "line a + c*b": linear_baseline}
+METHODS = {
+    "perfmodel (default selection)": _selection(),
+    "roofline family": _family("roofline"),
+    "lowest cross-validated error alone (no preference)": _selection(preference=1.0),
+    "previous default (linear, piecewise, tree)": _selection(PREVIOUS_DEFAULT),
+    "line a + c*b": linear_baseline,
+}
 
 
 def split_tables(frame: pd.DataFrame, label: str) -> tuple[pd.DataFrame, list[dict]]:
@@ -203,8 +239,11 @@ def launch_bound_splits(seeds: list[int]) -> tuple[pd.DataFrame, list[dict]]:
     frames = []
     for seed in seeds:
         curve = LaunchBoundCurve(floor_ms=3.0 + 2 * seed, image_ms=0.1 + 0.1 * seed, sharpness=2.0 + seed)
-        frames.append(gpu_like_profile(curve, batch_sizes=POWERS, input_sizes=(224,), noise=0.01, seed=seed,
-                                       hardware=f"launch-bound-{seed}"))
+        frames.append(
+            gpu_like_profile(
+                curve, batch_sizes=POWERS, input_sizes=(224,), noise=0.01, seed=seed, hardware=f"launch-bound-{seed}"
+            )
+        )
     return split_tables(pd.concat(frames, ignore_index=True), "launch-bound synthetic")
 
 
@@ -220,15 +259,22 @@ def fmt(value, digits=2) -> str:
 def write_markdown(results: dict) -> str:
     lines = ["# 003 fit accuracy: results", "", f"machine: {results['machine']}", ""]
     lines += [f"load average (1, 5, 15 min) before: {results['load_before']}, after: {results['load_after']}", ""]
-    lines += ["## Synthetic GPU-like curve (1% noise), per seed", "",
-              "| quantity | seed | family | features | CV MAPE % | CV worst % | report x2 MAPE % | truth inside MAPE % | truth inside worst % | truth 2x MAPE % | truth 2x worst % |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "## Synthetic GPU-like curve (1% noise), per seed",
+        "",
+        "| quantity | seed | family | features | CV MAPE % | CV worst % | report x2 MAPE % | truth inside MAPE % | "
+        "truth inside worst % | truth 2x MAPE % | truth 2x worst % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results["synthetic"]:
         if r["quantity"] == "max_batch":
             continue
-        lines.append(f"| {r['quantity']} | {r['seed']} | {r['family']} | {' + '.join(r['features']) or '-'} | {fmt(r['cv_mape'])} | "
-                     f"{fmt(r['cv_max_error'])} | {fmt(r['report_batch_2x_mape'])} | {fmt(r['truth_inside_mape'])} | "
-                     f"{fmt(r['truth_inside_worst'])} | {fmt(r['truth_2x_mape'])} | {fmt(r['truth_2x_worst'])} |")
+        lines.append(
+            f"| {r['quantity']} | {r['seed']} | {r['family']} | {' + '.join(r['features']) or '-'} | "
+            f"{fmt(r['cv_mape'])} | "
+            f"{fmt(r['cv_max_error'])} | {fmt(r['report_batch_2x_mape'])} | {fmt(r['truth_inside_mape'])} | "
+            f"{fmt(r['truth_inside_worst'])} | {fmt(r['truth_2x_mape'])} | {fmt(r['truth_2x_worst'])} |"
+        )
     lines += ["", "max_batch at 160, 224, 288 px (predicted / true / smallest measured oom):", ""]
     for r in results["synthetic"]:
         if r["quantity"] == "max_batch":
@@ -237,45 +283,87 @@ def write_markdown(results: dict) -> str:
     if not results["shipped"]:
         lines.append("(no profiles/cpu-*.csv found)")
     else:
-        lines += ["| profile | quantity | family | features | rows | CV MAPE % | CV worst % | batch x2 MAPE % | batch x2 worst % | batch half MAPE % | input size MAPE % |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "| profile | quantity | family | features | rows | CV MAPE % | CV worst % | batch x2 MAPE % | batch x2 "
+            "worst % | batch half MAPE % | input size MAPE % |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in results["shipped"]:
-            lines.append(f"| {r['profile']} | {r['quantity']} | {r['family']} | {' + '.join(r['features'] or []) or '-'} | {r['rows']} | "
-                         f"{fmt(r['cv_mape'])} | {fmt(r['cv_max_error'])} | {fmt(r.get('batch_2x_mape'))} | {fmt(r.get('batch_2x_worst'))} | "
-                         f"{fmt(r.get('batch_half_mape'))} | {fmt(r.get('input_size_mape'))} |")
-    for title, key in (("Real GPU curves (profiles/reference/)", "reference"),
-                       ("Launch-bound synthetic curves (1% noise)", "launch_bound")):
-        lines += ["", f"## Held-out splits: {title}", "",
-                  *(f"- {name}: {text}" for name, text in SPLITS.items()), "",
-                  "| split | method | median % | mean % | p90 % | worst % | points |", "|---|---|---|---|---|---|---|"]
+            lines.append(
+                f"| {r['profile']} | {r['quantity']} | {r['family']} | {' + '.join(r['features'] or []) or '-'} | "
+                f"{r['rows']} | "
+                f"{fmt(r['cv_mape'])} | {fmt(r['cv_max_error'])} | {fmt(r.get('batch_2x_mape'))} | "
+                f"{fmt(r.get('batch_2x_worst'))} | "
+                f"{fmt(r.get('batch_half_mape'))} | {fmt(r.get('input_size_mape'))} |"
+            )
+    for title, key in (
+        ("Real GPU curves (profiles/reference/)", "reference"),
+        ("Launch-bound synthetic curves (1% noise)", "launch_bound"),
+    ):
+        lines += [
+            "",
+            f"## Held-out splits: {title}",
+            "",
+            *(f"- {name}: {text}" for name, text in SPLITS.items()),
+            "",
+            "| split | method | median % | mean % | p90 % | worst % | points |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in results[key]:
-            lines.append(f"| {r['split']} | {r['method']} | {r['median']:.2f} | {r['mean']:.2f} | {r['p90']:.1f} | "
-                         f"{r['worst']:.1f} | {r['points']} |")
+            lines.append(
+                f"| {r['split']} | {r['method']} | {r['median']:.2f} | {r['mean']:.2f} | {r['p90']:.1f} | "
+                f"{r['worst']:.1f} | {r['points']} |"
+            )
     if results.get("reference_worst_curves"):
-        lines += ["", "Worst held-out error per reference curve, perfmodel (default selection), %:", "",
-                  "| curve | between | beyond |", "|---|---|---|"]
+        lines += [
+            "",
+            "Worst held-out error per reference curve, perfmodel (default selection), %:",
+            "",
+            "| curve | between | beyond |",
+            "|---|---|---|",
+        ]
         for r in results["reference_worst_curves"]:
             lines.append(f"| {r['curve']} | {fmt(r.get('between'), 1)} | {fmt(r.get('beyond'), 1)} |")
     logo = results.get("transfer", [])
     if logo:
-        lines += ["", "## GPUs never profiled: leave one GPU out (profiles/reference/)", "",
-                  "| model | backend | precision family | GPU left out (precision) | predicted from | points | median % | worst % |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## GPUs never profiled: leave one GPU out (profiles/reference/)",
+            "",
+            "| model | backend | precision family | GPU left out (precision) | predicted from | points | median % "
+            "| worst % |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for r in logo:
-            lines.append(f"| {r['model']} | {r['backend']} | {r['family']} | {r['hardware']} ({r['precision']}) | "
-                         f"{', '.join(r['from'])} | {r['points']} | {r['median_pct']:.1f} | {r['max_pct']:.1f} |")
+            lines.append(
+                f"| {r['model']} | {r['backend']} | {r['family']} | {r['hardware']} ({r['precision']}) | "
+                f"{', '.join(r['from'])} | {r['points']} | {r['median_pct']:.1f} | {r['max_pct']:.1f} |"
+            )
         errors = np.abs(np.concatenate([r["errors_pct"] for r in logo]))
-        lines += ["", f"All points: median {np.median(errors):.1f}%, mean {np.mean(errors):.1f}%, "
-                      f"worst {np.max(errors):.1f}% ({len(errors)} points); median of the per-GPU-and-way medians "
-                      f"{np.median([r['median_pct'] for r in logo]):.1f}%.", "",
-                  "| GPU | median of its medians % | ways of serving |", "|---|---|---|"]
+        lines += [
+            "",
+            f"All points: median {np.median(errors):.1f}%, mean {np.mean(errors):.1f}%, "
+            f"worst {np.max(errors):.1f}% ({len(errors)} points); median of the per-GPU-and-way medians "
+            f"{np.median([r['median_pct'] for r in logo]):.1f}%.",
+            "",
+            "| GPU | median of its medians % | ways of serving |",
+            "|---|---|---|",
+        ]
         for hardware in sorted({r["hardware"] for r in logo}):
             mine = [r["median_pct"] for r in logo if r["hardware"] == hardware]
             lines.append(f"| {hardware} | {np.median(mine):.1f} | {len(mine)} |")
-    lines += ["", f"## Speed: {N_QUERIES:,} queries on a loaded predictor (numpy, one thread)", "",
-              "| family | query | median s | min s | repeats | load ms |", "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        f"## Speed: {N_QUERIES:,} queries on a loaded predictor (numpy, one thread)",
+        "",
+        "| family | query | median s | min s | repeats | load ms |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in results["speed"]:
-        lines.append(f"| {r['family']} | {r['query']} | {r['median_s']:.3f} | {r['min_s']:.3f} | {r['repeats']} | {r['load_ms']:.1f} |")
+        lines.append(
+            f"| {r['family']} | {r['query']} | {r['median_s']:.3f} | {r['min_s']:.3f} | {r['repeats']} | "
+            f"{r['load_ms']:.1f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -294,15 +382,18 @@ def main() -> None:
     worst = chosen.groupby(["curve", "split"])["error_pct"].max().unstack()
     logo = transfer_logo()
     pd.DataFrame([{k: v for k, v in r.items() if k != "errors_pct"} for r in logo]).to_csv(
-        HERE / "transfer_logo.csv", index=False, float_format="%.4g")
+        HERE / "transfer_logo.csv", index=False, float_format="%.4g"
+    )
     results = {
         "machine": f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}",
         "load_before": load_before,
         "synthetic": synthetic([0, 1] if args.quick else [0, 1, 2, 3, 4]),
         "shipped": shipped(),
         "reference": reference_table,
-        "reference_worst_curves": [{"curve": c, **{k: (None if pd.isna(v) else float(v)) for k, v in row.items()}}
-                                   for c, row in worst.iterrows()],
+        "reference_worst_curves": [
+            {"curve": c, **{k: (None if pd.isna(v) else float(v)) for k, v in row.items()}}
+            for c, row in worst.iterrows()
+        ],
         "launch_bound": launch_table,
         "transfer": logo,
         "speed": speed(3 if args.quick else 7),

@@ -1,7 +1,7 @@
 """Planning with the shipped profiles: how many GPUs 100 000 images need as the deadline shrinks,
 soft real-time versus relaxed, and what a safety margin (or planning on p99) costs.
 
-For every deadline on a grid, perfmodel.plan.make_plan (the same code as `perfmodel plan`) solves:
+For every deadline on a grid, perfmodel.planning.batch.make_plan (the same code as `perfmodel plan`) solves:
   soft, margin 0 / 5% / 10%, on the median latency, and soft, margin 0, on the p99 latency:
       the fewest GPUs that finish every image by the deadline;
   relaxed with a fixed pool (--pool-size of each type): the most images finished by the deadline.
@@ -22,35 +22,78 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perfmodel.plan import NoPlanError, make_plan
+from perfmodel.planning.batch import NoPlanError, make_plan
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
 
-def solve_grid(profiles: list[str], model: str, size: int, images: int, deadlines: np.ndarray, pool_size: int) -> pd.DataFrame:
+def solve_grid(
+    profiles: list[str], model: str, size: int, images: int, deadlines: np.ndarray, pool_size: int
+) -> pd.DataFrame:
     rows = []
     for deadline in deadlines:
-        for label, margin, use in (("soft", 0.0, "p50"), ("soft, margin 5%", 0.05, "p50"),
-                                   ("soft, margin 10%", 0.10, "p50"), ("soft, p99", 0.0, "p99")):
+        for label, margin, use in (
+            ("soft", 0.0, "p50"),
+            ("soft, margin 5%", 0.05, "p50"),
+            ("soft, margin 10%", 0.10, "p50"),
+            ("soft, p99", 0.0, "p99"),
+        ):
             try:
-                plan = make_plan(images, float(deadline), input_size=size, profiles=profiles, model=model,
-                                 margin=margin, use=use)
-                rows.append({"input_size": size, "deadline_s": deadline, "plan": label, "gpus": plan.total_gpus,
-                             "images_planned": plan.total_images, "makespan_s": plan.makespan_s,
-                             "solve_ms": plan.solve_time_s * 1e3, "batch_sizes": _batches(plan)})
+                plan = make_plan(
+                    images, float(deadline), input_size=size, profiles=profiles, model=model, margin=margin, use=use
+                )
+                rows.append(
+                    {
+                        "input_size": size,
+                        "deadline_s": deadline,
+                        "plan": label,
+                        "gpus": plan.total_gpus,
+                        "images_planned": plan.total_images,
+                        "makespan_s": plan.makespan_s,
+                        "solve_ms": plan.solve_time_s * 1e3,
+                        "batch_sizes": _batches(plan),
+                    }
+                )
             except NoPlanError:
-                rows.append({"input_size": size, "deadline_s": deadline, "plan": label, "gpus": np.nan,
-                             "images_planned": 0, "makespan_s": np.nan, "solve_ms": np.nan, "batch_sizes": ""})
+                rows.append(
+                    {
+                        "input_size": size,
+                        "deadline_s": deadline,
+                        "plan": label,
+                        "gpus": np.nan,
+                        "images_planned": 0,
+                        "makespan_s": np.nan,
+                        "solve_ms": np.nan,
+                        "batch_sizes": "",
+                    }
+                )
         types = _hardware_types(profiles, model)
         try:
-            plan = make_plan(None, float(deadline), input_size=size, profiles=profiles, model=model, mode="relaxed",
-                             pool={t: pool_size for t in types})
+            plan = make_plan(
+                None,
+                float(deadline),
+                input_size=size,
+                profiles=profiles,
+                model=model,
+                mode="relaxed",
+                pool={t: pool_size for t in types},
+            )
             done, gpus, makespan = plan.total_images, plan.total_gpus, plan.makespan_s
         except NoPlanError:
             done, gpus, makespan = 0, 0, np.nan
-        rows.append({"input_size": size, "deadline_s": deadline, "plan": f"relaxed, {pool_size} per type",
-                     "gpus": gpus, "images_planned": done, "makespan_s": makespan, "solve_ms": np.nan, "batch_sizes": ""})
+        rows.append(
+            {
+                "input_size": size,
+                "deadline_s": deadline,
+                "plan": f"relaxed, {pool_size} per type",
+                "gpus": gpus,
+                "images_planned": done,
+                "makespan_s": makespan,
+                "solve_ms": np.nan,
+                "batch_sizes": "",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -75,19 +118,34 @@ def figure(results: pd.DataFrame, images: int, path: Path) -> None:
     for col, size in enumerate(sizes):
         r = results[results["input_size"] == size]
         ax = axes[0, col]
-        for label, style in (("soft", "-o"), ("soft, margin 5%", "--s"), ("soft, margin 10%", ":^"), ("soft, p99", "-.d")):
+        for label, style in (
+            ("soft", "-o"),
+            ("soft, margin 5%", "--s"),
+            ("soft, margin 10%", ":^"),
+            ("soft, p99", "-.d"),
+        ):
             s = r[r["plan"] == label]
             ax.plot(s["deadline_s"], s["gpus"], style, ms=4, label=label)
-        ax.set(xscale="log", yscale="log", xlabel="deadline (s, log scale)", ylabel="devices needed (log scale)",
-               title=f"{images:,} images at {size} px: devices needed")
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="deadline (s, log scale)",
+            ylabel="devices needed (log scale)",
+            title=f"{images:,} images at {size} px: devices needed",
+        )
         ax.grid(alpha=0.3, which="both")
         ax.legend()
         ax = axes[1, col]
         relaxed = r[r["plan"].str.startswith("relaxed")]
         ax.plot(relaxed["deadline_s"], relaxed["images_planned"], "-o", ms=4, label=relaxed["plan"].iloc[0])
         ax.axhline(images, color="grey", ls=":", label=f"{images:,} images (the soft target)")
-        ax.set(xscale="log", yscale="log", xlabel="deadline (s, log scale)", ylabel="images finished (log scale)",
-               title=f"relaxed: images a fixed pool finishes by the deadline ({size} px)")
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="deadline (s, log scale)",
+            ylabel="images finished (log scale)",
+            title=f"relaxed: images a fixed pool finishes by the deadline ({size} px)",
+        )
         ax.grid(alpha=0.3, which="both")
         ax.legend()
     fig.tight_layout()
@@ -106,13 +164,18 @@ def main() -> None:
     profiles = args.profile or sorted(str(p) for p in (ROOT / "profiles").glob("cpu-*.csv"))
     deadlines = np.array([float(d) for d in args.deadlines.split(",")])
     results = pd.concat(
-        [solve_grid(profiles, args.model, size, args.images, deadlines, args.pool_size) for size in (args.input_size or [224, 64])],
+        [
+            solve_grid(profiles, args.model, size, args.images, deadlines, args.pool_size)
+            for size in (args.input_size or [224, 64])
+        ],
         ignore_index=True,
     )
     results.to_csv(HERE / "results.csv", index=False)
     figure(results, args.images, HERE / "planning.png")
     pd.set_option("display.width", 200)
-    print(f"profiles: {', '.join(os.path.relpath(p, ROOT) for p in profiles)}; model {args.model}; {args.images:,} images")
+    print(
+        f"profiles: {', '.join(os.path.relpath(p, ROOT) for p in profiles)}; model {args.model}; {args.images:,} images"
+    )
     for size, r in results.groupby("input_size"):
         table = r.pivot_table(index="deadline_s", columns="plan", values="gpus", aggfunc="first")
         relaxed = r[r["plan"].str.startswith("relaxed")].set_index("deadline_s")["images_planned"]
@@ -124,9 +187,14 @@ def main() -> None:
         other = results[results["plan"] == label].dropna(subset=["gpus"])
         merged = soft.merge(other, on=["input_size", "deadline_s"], suffixes=("", "_other"))
         extra = (merged["gpus_other"] / merged["gpus"] - 1) * 100
-        print(f"{label}: {extra.median():.1f}% more devices than margin 0 (median over deadlines; range "
-              f"{extra.min():.1f}% to {extra.max():.1f}%)")
-    print(f"solve time per soft plan: median {results['solve_ms'].median():.1f} ms, max {results['solve_ms'].max():.1f} ms")
+        print(
+            f"{label}: {extra.median():.1f}% more devices than margin 0 (median over deadlines; range "
+            f"{extra.min():.1f}% to {extra.max():.1f}%)"
+        )
+    print(
+        f"solve time per soft plan: median {results['solve_ms'].median():.1f} ms, max "
+        f"{results['solve_ms'].max():.1f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -63,7 +63,7 @@ def large_pool(seed: int, count: int = 1000) -> list[GpuType]:
     for k in range(8):
         speed, memory = rng.uniform(0.5, 4.0), rng.uniform(0.25, 1.0)
         cands = [curve(rng, speed, s, int(np.clip(2048 * memory / (s / 224) ** 2, 1, 2048))) for s in SIZES]
-        price = round(float(rng.uniform(0.6, 1.4) * 2.0 * speed ** 0.8), 2)
+        price = round(float(rng.uniform(0.6, 1.4) * 2.0 * speed**0.8), 2)
         types.append(GpuType(f"gpu{k}", count, cands, cost_per_hour=price, load_s=float(rng.uniform(2, 5))))
     return types
 
@@ -75,7 +75,9 @@ def large(seed: int, fill: float = 1.0, **changes) -> Problem:
     probe = Problem(types, {s: 1 for s in SIZES}, DEADLINE_S)
     cap = Columns(probe).capacity(DEADLINE_S)
     counts = np.array([t.count for t in types])
-    images = {s: int(fill * rng.uniform(0.35, 0.65) * (counts * cap[:, i]).sum() / len(SIZES)) for i, s in enumerate(SIZES)}
+    images = {
+        s: int(fill * rng.uniform(0.35, 0.65) * (counts * cap[:, i]).sum() / len(SIZES)) for i, s in enumerate(SIZES)
+    }
     return Problem(types, images, DEADLINE_S, **changes)
 
 
@@ -86,10 +88,22 @@ def breakdown(problem: Problem, strengthen: bool = True) -> dict:
     cap = columns.capacity(problem.usable_s)
     t1 = time.perf_counter()
     need = needs(problem)
-    result = milp.min_gpus(clip(cap, need), need, availability(problem), np.ones(len(problem.gpu_types)),
-                           strengthen=strengthen, time_limit=60)
-    return {"capacity_s": t1 - t0, "build_s": result.build_s, "pyomo_call_s": result.call_s,
-            "highs_s": result.solve_s, "gap": result.gap, "gpus": result.objective}
+    result = milp.min_gpus(
+        clip(cap, need),
+        need,
+        availability(problem),
+        np.ones(len(problem.gpu_types)),
+        strengthen=strengthen,
+        time_limit=60,
+    )
+    return {
+        "capacity_s": t1 - t0,
+        "build_s": result.build_s,
+        "pyomo_call_s": result.call_s,
+        "highs_s": result.solve_s,
+        "gap": result.gap,
+        "gpus": result.objective,
+    }
 
 
 def timed_solve(problem: Problem) -> dict:
@@ -97,9 +111,17 @@ def timed_solve(problem: Problem) -> dict:
         plan = solve(problem)
     except InfeasibleProblem as exc:
         return {"status": "infeasible", "reason": exc.diagnosis.reason}
-    return {"status": plan.status, "gap": plan.gap, "total_s": plan.solve_time_s, "build_s": plan.build_time_s,
-            "highs_s": plan.solver_time_s, "gpus": plan.total_gpus, "images": plan.total_images,
-            "objective": plan.objective_value, "makespan_s": plan.makespan_s}
+    return {
+        "status": plan.status,
+        "gap": plan.gap,
+        "total_s": plan.solve_time_s,
+        "build_s": plan.build_time_s,
+        "highs_s": plan.solver_time_s,
+        "gpus": plan.total_gpus,
+        "images": plan.total_images,
+        "objective": plan.objective_value,
+        "makespan_s": plan.makespan_s,
+    }
 
 
 def timed_infeasible(problem: Problem) -> dict:
@@ -108,8 +130,13 @@ def timed_infeasible(problem: Problem) -> dict:
         solve(problem)
     except InfeasibleProblem as exc:
         d = exc.diagnosis
-        return {"status": "infeasible", "total_s": time.perf_counter() - t0, "max_images": d.max_images,
-                "min_deadline_s": d.min_deadline_s, "extra_gpus": d.extra_gpus}
+        return {
+            "status": "infeasible",
+            "total_s": time.perf_counter() - t0,
+            "max_images": d.max_images,
+            "min_deadline_s": d.min_deadline_s,
+            "extra_gpus": d.extra_gpus,
+        }
     raise AssertionError("the infeasible case was feasible")
 
 
@@ -125,8 +152,19 @@ def median_runs(run, repeats: int) -> dict:
 
 def cli_seconds(profile: str, repeats: int) -> dict:
     """Wall time of the whole `perfmodel plan` command (Python start, imports, profile, solve, output)."""
-    command = [sys.executable, "-m", "perfmodel", "plan", "--images", "100k", "--deadline", "60s", "--profile", profile,
-               "--json"]
+    command = [
+        sys.executable,
+        "-m",
+        "perfmodel",
+        "plan",
+        "--images",
+        "100k",
+        "--deadline",
+        "60s",
+        "--profile",
+        profile,
+        "--json",
+    ]
     env = dict(os.environ, PYTHONPATH=str(HERE.parents[1]))
     times = []
     for _ in range(repeats):
@@ -160,7 +198,8 @@ def main() -> None:
         "large-relaxed": lambda seed: median_runs(lambda: timed_solve(large(seed, 3.0, mode="relaxed")), args.repeats),
         "large-cost": lambda seed: median_runs(lambda: timed_solve(large(seed, objective="cost")), args.repeats),
         "large-cost-gap0": lambda seed: median_runs(
-            lambda: timed_solve(large(seed, objective="cost", mip_rel_gap=0.0, time_limit_s=30.0)), 1),
+            lambda: timed_solve(large(seed, objective="cost", mip_rel_gap=0.0, time_limit_s=30.0)), 1
+        ),
         "infeasible": lambda seed: median_runs(lambda: timed_infeasible(large(seed, 3.0)), max(1, args.repeats // 3)),
     }
     results = {}
@@ -169,8 +208,14 @@ def main() -> None:
         print(name, json.dumps(summarise(results[name])), flush=True)
 
     report = {
-        "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
-                    "pyomo": _version("pyomo"), "highspy": _version("highspy"), "numpy": np.__version__},
+        "machine": {
+            "cpu": cpu_name(),
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "pyomo": _version("pyomo"),
+            "highspy": _version("highspy"),
+            "numpy": np.__version__,
+        },
         "load_avg_before": load_before,
         "load_avg_after": os.getloadavg(),
         "pyomo_import_s": import_s,
@@ -204,29 +249,39 @@ def markdown(report: dict) -> str:
         "",
         f"Machine: {m['cpu']}, {m['cores']} cores (shared), Python {m['python']}, Pyomo {m['pyomo']}, "
         f"highspy {m['highspy']}. Load average before/after: "
-        f"{', '.join(f'{x:.2f}' for x in report['load_avg_before'])} / {', '.join(f'{x:.2f}' for x in report['load_avg_after'])}.",
+        f"{', '.join(f'{x:.2f}' for x in report['load_avg_before'])} / "
+        f"{', '.join(f'{x:.2f}' for x in report['load_avg_after'])}.",
         f"Median of {report['repeats']} solves per seed, over {report['seeds']} seeds: median (worst seed). "
         f"Pyomo import, once per process: {report['pyomo_import_s'] * 1000:.0f} ms (not in any figure below).",
         "",
-        "| case | status | gap (worst) | total ms | numpy capacity ms | Pyomo build ms | Pyomo solve call ms | HiGHS ms | GPUs |",
+        "| case | status | gap (worst) | total ms | numpy capacity ms | Pyomo build ms | Pyomo solve call ms | "
+        "HiGHS ms | GPUs |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, s in report["summary"].items():
+
         def cell(key, scale=1000.0):
             return f"{s[key]['median'] * scale:.1f} ({s[key]['max'] * scale:.1f})" if key in s else "-"
 
         status = ", ".join(s.get("status", ["-"])) if "status" in s else "-"
         gap = f"{s['gap']['max']:.2g}" if "gap" in s else "-"
         gpus = f"{s['gpus']['median']:,.0f}" if "gpus" in s else "-"
-        lines.append(f"| {name} | {status} | {gap} | {cell('total_s')} | {cell('capacity_s')} | {cell('build_s')} | "
-                     f"{cell('pyomo_call_s')} | {cell('highs_s')} | {gpus} |")
+        lines.append(
+            f"| {name} | {status} | {gap} | {cell('total_s')} | {cell('capacity_s')} | {cell('build_s')} | "
+            f"{cell('pyomo_call_s')} | {cell('highs_s')} | {gpus} |"
+        )
     if "cli" in report:
         c = report["cli"]
-        lines += ["", f"End to end, `{c.get('command', '')}`: "
-                  + (f"{c['wall_s']:.2f} s wall (median of 3), of which the solve {c['solve_s'] * 1000:.0f} ms."
-                     if "wall_s" in c else c.get("error", ""))]
+        lines += [
+            "",
+            f"End to end, `{c.get('command', '')}`: "
+            + (
+                f"{c['wall_s']:.2f} s wall (median of 3), of which the solve {c['solve_s'] * 1000:.0f} ms."
+                if "wall_s" in c
+                else c.get("error", "")
+            ),
+        ]
     return "\n".join(lines) + "\n"
-
 
 
 def _version(name: str) -> str:

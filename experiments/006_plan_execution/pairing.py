@@ -59,8 +59,20 @@ def time_batches(model: str, size: int, batch: int, start_at: float, seconds: fl
 
 def plain(count: int, args) -> list[dict]:
     start_at = time.time() + LOAD_S
-    child = [sys.executable, __file__, "--child", str(start_at), "--model", args.model, "--size", str(args.size),
-             "--batch", str(args.batch), "--seconds", str(args.seconds)]
+    child = [
+        sys.executable,
+        __file__,
+        "--child",
+        str(start_at),
+        "--model",
+        args.model,
+        "--size",
+        str(args.size),
+        "--batch",
+        str(args.batch),
+        "--seconds",
+        str(args.seconds),
+    ]
     procs = [subprocess.Popen(child, stdout=subprocess.PIPE, text=True) for _ in range(count)]
     try:
         return [json.loads(p.communicate()[0]) for p in procs]
@@ -131,15 +143,23 @@ def main() -> None:
                 workers = [summary(w["times"]) for w in (with_ray if "Ray" in way else plain)(count, args)]
             for k, w in enumerate(workers):
                 rows.append({"round": r, "way": way, "worker": k, **w, "load_avg_1m": load})
-                print(f"round {r} {way:13s} worker {k}: {w['median_ms']:6.1f} ms median of {w['batches']} batches, "
-                      f"load {load:.2f}", flush=True)
+                print(
+                    f"round {r} {way:13s} worker {k}: {w['median_ms']:6.1f} ms median of {w['batches']} batches, "
+                    f"load {load:.2f}",
+                    flush=True,
+                )
     frame = pd.DataFrame(rows)
     frame.to_csv(args.results / "pairing.csv", index=False)
     alone = frame[frame.way == "1 process"].median_ms.median()
-    lines = [f"# Two workers together vs one alone: {args.model} {args.size} px batch {args.batch}, 1 thread each",
-             "", f"{args.rounds} rounds, {args.seconds:.0f} s of batches per way per round, interleaved. "
-             f"Machine: {os.cpu_count()} cores. Ratio = median batch / median of '1 process'.", "",
-             "| way | median batch (ms), per round and worker | median | ratio |", "|---|---|---|---|"]
+    lines = [
+        f"# Two workers together vs one alone: {args.model} {args.size} px batch {args.batch}, 1 thread each",
+        "",
+        f"{args.rounds} rounds, {args.seconds:.0f} s of batches per way per round, interleaved. "
+        f"Machine: {os.cpu_count()} cores. Ratio = median batch / median of '1 process'.",
+        "",
+        "| way | median batch (ms), per round and worker | median | ratio |",
+        "|---|---|---|---|",
+    ]
     for way in ways:
         part = frame[frame.way == way]
         each = ", ".join(f"{v:.1f}" for v in part.median_ms)

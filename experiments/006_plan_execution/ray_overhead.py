@@ -33,8 +33,12 @@ from perfmodel.run import RunOptions, read_run_plan, run_plan  # noqa: E402
 SAMPLE_S = 0.25
 PHASES = ["Ray starting", "actors starting", "models loading", "batches", "stopping"]
 # How each phase's event text begins (perfmodel.run.execute's "phase" events).
-PHASE_EVENTS = {"starting a local Ray": "Ray starting", "starting ": "actors starting", "loading": "models loading",
-                "running": "batches"}
+PHASE_EVENTS = {
+    "starting a local Ray": "Ray starting",
+    "starting ": "actors starting",
+    "loading": "models loading",
+    "running": "batches",
+}
 
 KINDS = [  # (kind, test on the lowered command line), first match wins; the driver and the workers by PID
     ("raylet", lambda c: "raylet" in c.split(" ")[0]),
@@ -122,18 +126,29 @@ def one_run(plan_path: Path) -> tuple[list[dict], dict]:
     for (phase, kind), cpu in seconds.items():
         i = names.index(phase)
         rows.append({"phase": phase, "kind": kind, "cpu_s": cpu, "phase_s": bounds[i + 1] - bounds[i]})
-    return rows, {"predicted_makespan_s": data["predicted_makespan_s"], "measured_makespan_s": data["measured_makespan_s"],
-                  "error_rel": data["error_rel"], "workers": len(data["workers"])}
+    return rows, {
+        "predicted_makespan_s": data["predicted_makespan_s"],
+        "measured_makespan_s": data["measured_makespan_s"],
+        "error_rel": data["error_rel"],
+        "workers": len(data["workers"]),
+    }
 
 
 def table(frame: pd.DataFrame) -> str:
     """CPU cores used by each kind of process in each phase (CPU seconds over the phase's length), median of runs."""
     frame = frame.assign(cores=frame.cpu_s / frame.phase_s)
-    cores = frame.groupby(["phase", "kind"]).cores.median().unstack("phase").reindex(columns=[p for p in PHASES if p in set(frame.phase)])
+    cores = (
+        frame.groupby(["phase", "kind"])
+        .cores.median()
+        .unstack("phase")
+        .reindex(columns=[p for p in PHASES if p in set(frame.phase)])
+    )
     cores = cores[(cores > 0.005).any(axis=1)].sort_values(cores.columns[-1], ascending=False)
     length = frame.groupby("phase").phase_s.median()
-    lines = ["| process | " + " | ".join(f"{p} ({length[p]:.1f} s)" for p in cores.columns) + " |",
-             "|---|" + "---|" * len(cores.columns)]
+    lines = [
+        "| process | " + " | ".join(f"{p} ({length[p]:.1f} s)" for p in cores.columns) + " |",
+        "|---|" + "---|" * len(cores.columns),
+    ]
     for kind, row in cores.iterrows():
         lines.append(f"| {kind} | " + " | ".join(f"{v:.2f}" for v in row) + " |")
     total = cores.sum()
@@ -154,18 +169,28 @@ def main() -> None:
         found, summary = one_run(args.plan)
         rows += [dict(r, run=k) for r in found]
         runs.append(dict(summary, run=k, load_avg_before=load, load_avg_after=os.getloadavg()[0]))
-        print(f"run {k + 1}/{args.runs}: predicted {summary['predicted_makespan_s']:.2f} s, measured "
-              f"{summary['measured_makespan_s']:.2f} s ({summary['error_rel']:+.1%}); load {load:.2f}", flush=True)
+        print(
+            f"run {k + 1}/{args.runs}: predicted {summary['predicted_makespan_s']:.2f} s, measured "
+            f"{summary['measured_makespan_s']:.2f} s ({summary['error_rel']:+.1%}); load {load:.2f}",
+            flush=True,
+        )
     frame = pd.DataFrame(rows)
     frame.to_csv(args.results / "ray-overhead.csv", index=False, float_format="%.4g")
     runs = pd.DataFrame(runs)
-    text = (f"# Where the CPU went during `perfmodel run {args.plan.name} --synthetic` ({args.runs} runs, "
-            f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {psutil.cpu_count()} cores, perfmodel {perfmodel.__version__})\n\n"
-            "CPU cores used by each kind of process in each phase (CPU seconds over the phase's length; median of runs). "
-            "The plan's clock starts with `models loading`.\n\n" + table(frame) + "\n\n"
-            "| run | predicted s | measured s | error | load avg before-after |\n|---|---|---|---|---|\n"
-            + "\n".join(f"| {r.run + 1} | {r.predicted_makespan_s:.2f} | {r.measured_makespan_s:.2f} | {r.error_rel:+.1%} | "
-                        f"{r.load_avg_before:.2f}-{r.load_avg_after:.2f} |" for r in runs.itertuples()) + "\n")
+    text = (
+        f"# Where the CPU went during `perfmodel run {args.plan.name} --synthetic` ({args.runs} runs, "
+        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {psutil.cpu_count()} cores, perfmodel "
+        f"{perfmodel.__version__})\n\n"
+        "CPU cores used by each kind of process in each phase (CPU seconds over the phase's length; median of runs). "
+        "The plan's clock starts with `models loading`.\n\n" + table(frame) + "\n\n"
+        "| run | predicted s | measured s | error | load avg before-after |\n|---|---|---|---|---|\n"
+        + "\n".join(
+            f"| {r.run + 1} | {r.predicted_makespan_s:.2f} | {r.measured_makespan_s:.2f} | {r.error_rel:+.1%} | "
+            f"{r.load_avg_before:.2f}-{r.load_avg_after:.2f} |"
+            for r in runs.itertuples()
+        )
+        + "\n"
+    )
     (args.results / "ray-overhead.md").write_text(text)
     print(text)
 

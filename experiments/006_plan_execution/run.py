@@ -97,8 +97,20 @@ def log(message: str) -> None:
 
 def profile_args(model: str, size: int, device: str, out: Path) -> list:
     batches = CPU_BATCHES if device == "cpu" else GPU_BATCHES
-    return ["profile", "--model", model, "--device", device, "--input-sizes", size, "--batch-sizes", batches,
-            "--out", out, "--resume"]
+    return [
+        "profile",
+        "--model",
+        model,
+        "--device",
+        device,
+        "--input-sizes",
+        size,
+        "--batch-sizes",
+        batches,
+        "--out",
+        out,
+        "--resume",
+    ]
 
 
 def profiles(model: str, size: int, device: str, work: Path) -> dict[str, Path]:
@@ -116,8 +128,22 @@ def profiles(model: str, size: int, device: str, work: Path) -> dict[str, Path]:
 
 def capacity(profile_csv: Path, size: int, deadline: float, hardware: str, decode: list) -> int:
     """What one worker finishes by the deadline (a relaxed plan with a pool of one); 0 if not even a batch."""
-    done = perfmodel("plan", "--mode", "relaxed", "--deadline", f"{deadline}s", "--pool", f"{hardware}=1",
-                     "--profile", profile_csv, "--input-size", size, "--json", *decode, allow=(3,))
+    done = perfmodel(
+        "plan",
+        "--mode",
+        "relaxed",
+        "--deadline",
+        f"{deadline}s",
+        "--pool",
+        f"{hardware}=1",
+        "--profile",
+        profile_csv,
+        "--input-size",
+        size,
+        "--json",
+        *decode,
+        allow=(3,),
+    )
     return 0 if done.returncode == 3 else int(json.loads(done.stdout)["images_planned"])
 
 
@@ -187,15 +213,35 @@ def plan_and_run(args, work: Path, out: Path) -> list[dict]:
         for deadline in deadlines:
             middle = deadline == deadlines[len(deadlines) // 2]
             for case in cases(args.device, devices, files=middle and not args.no_files):
-                row = run_case(case, model, size, deadline, hardware, measured[case.profile], decode_s, work, out,
-                               args.decode_threads)
+                row = run_case(
+                    case,
+                    model,
+                    size,
+                    deadline,
+                    hardware,
+                    measured[case.profile],
+                    decode_s,
+                    work,
+                    out,
+                    args.decode_threads,
+                )
                 if row is not None:
                     rows.append(row)
     return rows
 
 
-def run_case(case: Case, model: str, size: int, deadline: float, hardware: str, profile_csv: Path, decode_s: float,
-             work: Path, out: Path, decode_threads: int) -> dict | None:
+def run_case(
+    case: Case,
+    model: str,
+    size: int,
+    deadline: float,
+    hardware: str,
+    profile_csv: Path,
+    decode_s: float,
+    work: Path,
+    out: Path,
+    decode_threads: int,
+) -> dict | None:
     decode = ["--decode-time", f"{decode_s * 1000:.4f}ms"] if case.decode else []
     images = int(SHARE[case.workers] * capacity(profile_csv, size, deadline, hardware, decode))
     plan_id = f"{model}-{size}px-{deadline}s-{case.name}"
@@ -203,16 +249,31 @@ def run_case(case: Case, model: str, size: int, deadline: float, hardware: str, 
         log(f"{plan_id}: skipped, no worker finishes a batch by {deadline} s on this profile")
         return None
     plan_path = out / "plans" / f"{plan_id}.json"
-    made = perfmodel("plan", "--images", images, "--deadline", f"{deadline}s", "--profile", profile_csv,
-                     "--input-size", size, "--pool", f"{hardware}={case.workers}", "--json", *decode)
+    made = perfmodel(
+        "plan",
+        "--images",
+        images,
+        "--deadline",
+        f"{deadline}s",
+        "--profile",
+        profile_csv,
+        "--input-size",
+        size,
+        "--pool",
+        f"{hardware}={case.workers}",
+        "--json",
+        *decode,
+    )
     plan_path.write_text(made.stdout)
     run_args = ["run", plan_path, "--json", "--decode-threads", decode_threads]
     run_args += ["--images", image_folder(work, images)] if case.inputs == "files" else ["--synthetic"]
     log(f"{plan_id}: {images:,} images on {case.workers} worker(s)")
     run = json.loads(perfmodel(*run_args).stdout)
     (out / "runs" / f"{plan_id}.json").write_text(json.dumps(run, indent=1))
-    log(f"  predicted {run['predicted_makespan_s']:.2f} s, measured {run['measured_makespan_s']:.2f} s "
-        f"({run['error_rel']:+.1%})")
+    log(
+        f"  predicted {run['predicted_makespan_s']:.2f} s, measured {run['measured_makespan_s']:.2f} s "
+        f"({run['error_rel']:+.1%})"
+    )
     return summary_row(plan_id, run, json.loads(made.stdout))
 
 
@@ -221,14 +282,24 @@ def summary_row(plan_id: str, run: dict, plan: dict) -> dict:
     model, size, deadline, workers_, profile, inputs = plan_id.split("-")[:6]
     workers = run["workers"]
     return {
-        "plan": plan_id, "model": model, "input_size": int(size[:-2]), "deadline_s": int(deadline[:-1]),
-        "profile": profile, "inputs": inputs, "decode_time_ms": plan.get("decode_s_per_image", 0.0) * 1000,
-        "workers": len(workers), "images": run["images_planned"],
+        "plan": plan_id,
+        "model": model,
+        "input_size": int(size[:-2]),
+        "deadline_s": int(deadline[:-1]),
+        "profile": profile,
+        "inputs": inputs,
+        "decode_time_ms": plan.get("decode_s_per_image", 0.0) * 1000,
+        "workers": len(workers),
+        "images": run["images_planned"],
         "batch_sizes": ",".join(str(w["batch_size"]) for w in workers),
-        "predicted_s": run["predicted_makespan_s"], "measured_s": run["measured_makespan_s"],
-        "error_rel": run["error_rel"], "met_deadline": run["met_deadline"],
+        "predicted_s": run["predicted_makespan_s"],
+        "measured_s": run["measured_makespan_s"],
+        "error_rel": run["error_rel"],
+        "met_deadline": run["met_deadline"],
         "decode_ms_per_image": None if run["decode_s_per_image"] is None else run["decode_s_per_image"] * 1000,
-        "bottleneck": run["bottleneck"], "load_avg_start": run["load_avg_1m"][0], "load_avg_end": run["load_avg_1m"][1],
+        "bottleneck": run["bottleneck"],
+        "load_avg_start": run["load_avg_1m"][0],
+        "load_avg_end": run["load_avg_1m"][1],
     }
 
 
@@ -248,49 +319,80 @@ def worker_rows(out: Path, plans: set[str]) -> pd.DataFrame:
         barrier = max(w["load_s"]["measured"] for w in run["workers"])
         for w in run["workers"]:
             batches = w["timeline"]["batches"]
-            rows.append({
-                "plan": plan_id, "worker": w["worker"], "batch_size": w["batch_size"], "batches": w["batches"],
-                **{f"{q}_{k}": w[f"{q}_s"][k] for q in ("load", "warmup", "batch", "finish")
-                   for k in ("predicted", "measured")},
-                "model_s_median": w["model_s_median"],
-                "barrier_wait_s": barrier - w["load_s"]["measured"],
-                "start_after_barrier_s": (batches[0][0] - max(v["timeline"]["load"][1] for v in run["workers"])
-                                          if batches else None),
-                "wait_s": w["wait_s"], "decode_ms_per_image": (w["decode_s_per_image"] or 0) * 1000,
-                "bottleneck": w["bottleneck"],
-            })
+            rows.append(
+                {
+                    "plan": plan_id,
+                    "worker": w["worker"],
+                    "batch_size": w["batch_size"],
+                    "batches": w["batches"],
+                    **{
+                        f"{q}_{k}": w[f"{q}_s"][k]
+                        for q in ("load", "warmup", "batch", "finish")
+                        for k in ("predicted", "measured")
+                    },
+                    "model_s_median": w["model_s_median"],
+                    "barrier_wait_s": barrier - w["load_s"]["measured"],
+                    "start_after_barrier_s": (
+                        batches[0][0] - max(v["timeline"]["load"][1] for v in run["workers"]) if batches else None
+                    ),
+                    "wait_s": w["wait_s"],
+                    "decode_ms_per_image": (w["decode_s_per_image"] or 0) * 1000,
+                    "bottleneck": w["bottleneck"],
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def markdown(summary: pd.DataFrame, workers: pd.DataFrame, meta: dict) -> str:
-    lines = [f"Machine: {meta['machine']}; {meta['started']} to {meta['ended']} ({meta['minutes']:.0f} min); "
-             f"load average {meta['load_avg_start']:.2f} at the start, {meta['load_avg_end']:.2f} at the end.", "",
-             "| plan | workers | profile | inputs | batch | images | predicted s | measured s | error | deadline | met | load avg |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Machine: {meta['machine']}; {meta['started']} to {meta['ended']} ({meta['minutes']:.0f} min); "
+        f"load average {meta['load_avg_start']:.2f} at the start, {meta['load_avg_end']:.2f} at the end.",
+        "",
+        "| plan | workers | profile | inputs | batch | images | predicted s | measured s | error | deadline | met "
+        "| load avg |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in summary.itertuples():
         inputs = r.inputs + (f" (+{r.decode_time_ms:.2f} ms decode in plan)" if r.decode_time_ms else "")
-        lines.append(f"| {r.model} {r.input_size} px, {r.deadline_s} s | {r.workers} | {r.profile} | {inputs} | "
-                     f"{r.batch_sizes} | {r.images:,} | {r.predicted_s:.2f} | {r.measured_s:.2f} | {r.error_rel:+.1%} | "
-                     f"{r.deadline_s} s | {'yes' if r.met_deadline else 'NO'} | {r.load_avg_start:.1f}-{r.load_avg_end:.1f} |")
-    lines += ["", "Makespan error by kind of run (median |error|, worst error, within 5%, deadline met):", "",
-              "| workers | profile | inputs | runs | median abs error | worst | within 5% | met deadline |",
-              "|---|---|---|---|---|---|---|---|"]
-    summary = summary.assign(kind_inputs=summary["inputs"] + np.where(summary["decode_time_ms"] > 0, " + decode in plan", ""))
+        lines.append(
+            f"| {r.model} {r.input_size} px, {r.deadline_s} s | {r.workers} | {r.profile} | {inputs} | "
+            f"{r.batch_sizes} | {r.images:,} | {r.predicted_s:.2f} | {r.measured_s:.2f} | {r.error_rel:+.1%} | "
+            f"{r.deadline_s} s | {'yes' if r.met_deadline else 'NO'} | {r.load_avg_start:.1f}-{r.load_avg_end:.1f} |"
+        )
+    lines += [
+        "",
+        "Makespan error by kind of run (median |error|, worst error, within 5%, deadline met):",
+        "",
+        "| workers | profile | inputs | runs | median abs error | worst | within 5% | met deadline |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    summary = summary.assign(
+        kind_inputs=summary["inputs"] + np.where(summary["decode_time_ms"] > 0, " + decode in plan", "")
+    )
     for (n, prof, inputs), g in summary.groupby(["workers", "profile", "kind_inputs"], sort=False):
         worst = g.loc[g["error_rel"].abs().idxmax(), "error_rel"]
-        lines.append(f"| {n} | {prof} | {inputs} | {len(g)} | {g['error_rel'].abs().median():.1%} | {worst:+.1%} | "
-                     f"{int((g['error_rel'].abs() <= 0.05).sum())} of {len(g)} | {int(g['met_deadline'].sum())} of {len(g)} |")
-    lines += ["", "Per worker, measured / predicted (median over the workers of that kind of run), the wait for the "
-              "slowest load, Ray's start of the batches after it, and decoding:", "",
-              "| workers | profile | inputs | load | warm-up | steady batch | finish | wait for all loads s | "
-              "batches start after s | decode ms/image |", "|---|---|---|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {n} | {prof} | {inputs} | {len(g)} | {g['error_rel'].abs().median():.1%} | {worst:+.1%} | "
+            f"{int((g['error_rel'].abs() <= 0.05).sum())} of {len(g)} | {int(g['met_deadline'].sum())} of {len(g)} |"
+        )
+    lines += [
+        "",
+        "Per worker, measured / predicted (median over the workers of that kind of run), the wait for the "
+        "slowest load, Ray's start of the batches after it, and decoding:",
+        "",
+        "| workers | profile | inputs | load | warm-up | steady batch | finish | wait for all loads s | "
+        "batches start after s | decode ms/image |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     kinds = summary.set_index("plan")[["workers", "profile", "kind_inputs"]]
     joined = workers.join(kinds, on="plan")
     for (n, prof, inputs), g in joined.groupby(["workers", "profile", "kind_inputs"], sort=False):
         ratio = {q: (g[f"{q}_measured"] / g[f"{q}_predicted"]).median() for q in ("load", "warmup", "batch", "finish")}
-        lines.append(f"| {n} | {prof} | {inputs} | {ratio['load']:.2f} | {ratio['warmup']:.2f} | {ratio['batch']:.2f} | "
-                     f"{ratio['finish']:.2f} | {g['barrier_wait_s'].median():.2f} | {g['start_after_barrier_s'].median():.3f} | "
-                     f"{g['decode_ms_per_image'].median():.2f} |")
+        lines.append(
+            f"| {n} | {prof} | {inputs} | {ratio['load']:.2f} | {ratio['warmup']:.2f} | {ratio['batch']:.2f} | "
+            f"{ratio['finish']:.2f} | {g['barrier_wait_s'].median():.2f} | {g['start_after_barrier_s'].median():.3f} | "
+            f"{g['decode_ms_per_image'].median():.2f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -299,12 +401,19 @@ def main() -> int:
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--quick", action="store_true", help="shorter deadlines")
     parser.add_argument("--no-files", action="store_true", help="random inputs only (no JPEG files)")
-    parser.add_argument("--decode-threads", type=int, help="image-decoding threads per worker (default: 1 on a "
-                        "CPU, where each worker has one core; the spare cores on a GPU machine)")
+    parser.add_argument(
+        "--decode-threads",
+        type=int,
+        help="image-decoding threads per worker (default: 1 on a "
+        "CPU, where each worker has one core; the spare cores on a GPU machine)",
+    )
     parser.add_argument("--work", default=str(HERE / "work"), help="generated images and profiles (reused)")
     parser.add_argument("--results", help="where the plans, runs and tables go (default: results/<device>/ here)")
-    parser.add_argument("--tables-only", action="store_true",
-                        help="only rebuild summary.csv, workers.csv and results.md from the plans and runs written")
+    parser.add_argument(
+        "--tables-only",
+        action="store_true",
+        help="only rebuild summary.csv, workers.csv and results.md from the plans and runs written",
+    )
     args = parser.parse_args()
     if args.decode_threads is None:
         args.decode_threads = 1 if args.device == "cpu" else max(1, (os.cpu_count() or 2) - 2)
@@ -312,16 +421,26 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     started, load_start, t0 = time.strftime("%Y-%m-%d %H:%M"), os.getloadavg()[0], time.time()
     if args.tables_only:
-        rows = [summary_row(p.stem, json.loads(p.read_text()), json.loads((out / "plans" / p.name).read_text()))
-                for p in sorted((out / "runs").glob("*.json"))]
+        rows = [
+            summary_row(p.stem, json.loads(p.read_text()), json.loads((out / "plans" / p.name).read_text()))
+            for p in sorted((out / "runs").glob("*.json"))
+        ]
         started = json.loads(sorted((out / "runs").glob("*.json"))[0].read_text())["started_at"][:16].replace("T", " ")
     else:
         rows = plan_and_run(args, work, out)
     summary = pd.DataFrame(rows)
     workers = worker_rows(out, set(summary["plan"]))
-    meta = {"machine": _machine(args.device), "started": started, "ended": time.strftime("%Y-%m-%d %H:%M"),
-            "minutes": (time.time() - t0) / 60, "load_avg_start": load_start, "load_avg_end": os.getloadavg()[0],
-            "quick": args.quick, "decode_threads": args.decode_threads, "command": " ".join(sys.argv)}
+    meta = {
+        "machine": _machine(args.device),
+        "started": started,
+        "ended": time.strftime("%Y-%m-%d %H:%M"),
+        "minutes": (time.time() - t0) / 60,
+        "load_avg_start": load_start,
+        "load_avg_end": os.getloadavg()[0],
+        "quick": args.quick,
+        "decode_threads": args.decode_threads,
+        "command": " ".join(sys.argv),
+    }
     summary.to_csv(out / "summary.csv", index=False)
     workers.to_csv(out / "workers.csv", index=False)
     (out / "meta.json").write_text(json.dumps(meta, indent=2))

@@ -54,7 +54,7 @@ from perfmodel.fitting.synthetic import GpuLikeCurve  # noqa: E402
 from perfmodel.profile.provenance import cpu_name  # noqa: E402
 from perfmodel.schema import load_profile, write_profile  # noqa: E402
 from solvers.batcher import Batcher  # noqa: E402
-from solvers.online import OnlineGpuType, OnlineProblem, ServiceTimes, solve_online  # noqa: E402
+from solvers.online_solve import OnlineGpuType, OnlineProblem, ServiceTimes, solve_online  # noqa: E402
 from solvers.simulate import poisson_arrivals, simulate_gpu  # noqa: E402
 
 MODEL, SIZE = "tiny", 64
@@ -91,15 +91,31 @@ def batching_server(max_batch: int, cpus: tuple[int, ...]):
     from perfmodel.profile.backends.triton_client import ServerConnection, Workload, random_batches
     from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings
 
-    settings = ServerSettings(MODEL, max_batch_size=max_batch, dynamic_batching=True, max_queue_delay_us=0,
-                              preferred_batch_sizes=(max_batch,), threads=1, cpus=cpus)
+    settings = ServerSettings(
+        MODEL,
+        max_batch_size=max_batch,
+        dynamic_batching=True,
+        max_queue_delay_us=0,
+        preferred_batch_sizes=(max_batch,),
+        threads=1,
+        cpus=cpus,
+    )
     with pinned_apart_from(cpus), LocalTritonServer(settings) as server:
         info = server.info
         url = info.url("grpc")
         with ServerConnection("grpc", url, info.access_token) as conn:
             model_input = conn.check_model(info.model_name)
-        work = Workload("grpc", url, info.model_name, model_input.name, model_input.datatype, "async", 1,
-                        random_batches(1, SIZE, np.float32), 60.0)
+        work = Workload(
+            "grpc",
+            url,
+            info.model_name,
+            model_input.name,
+            model_input.datatype,
+            "async",
+            1,
+            random_batches(1, SIZE, np.float32),
+            60.0,
+        )
 
         def statistics() -> dict | None:
             with ServerConnection("grpc", url, info.access_token) as conn:
@@ -128,8 +144,11 @@ def calibrate(max_batch: int, seconds: float) -> Path:
 
         for rate in CALIBRATION_RATES:
             result = run_open_loop(work, rate, 2.0, seconds, seed=rate, on_window=snapshot)
-            print(f"{rate}/s: answered {result.achieved_per_s:.0f}/s, p50 {result.latency.median_ms:.2f} ms, "
-                  f"p99 {result.latency.p99_ms:.2f} ms", flush=True)
+            print(
+                f"{rate}/s: answered {result.achieved_per_s:.0f}/s, p50 {result.latency.median_ms:.2f} ms, "
+                f"p99 {result.latency.p99_ms:.2f} ms",
+                flush=True,
+            )
             if light is None:
                 light = (result, server_request_ms(stats.get((rate, "start")), stats.get((rate, "end"))))
     per_size = execution_by_size([(stats.get((r, "start")), stats.get((r, "end"))) for r in CALIBRATION_RATES])
@@ -140,24 +159,60 @@ def calibrate(max_batch: int, seconds: float) -> Path:
     for m, (count, mean_ms) in sorted(per_size.items()):
         if count < 20 and m != 1:
             continue  # too few executions to say
-        median = mean_ms * math.exp(-spread**2 / 2) + round_trip
-        rows.append({
-            "hardware": "cpu", "model": MODEL, "backend": "triton-grpc", "precision": "fp32", "input_size": SIZE,
-            "batch_size": m, "latency_ms": median, "latency_p99_ms": median * math.exp(2.3263478740408408 * spread),
-            "latency_mean_ms": mean_ms + round_trip, "warmup_ms": math.nan, "memory_mb": math.nan, "status": "ok",
-            "samples": count, "architecture": "local-server", "protocol": "grpc", "mode": "dynamic-batch",
-            "server_compute_ms": mean_ms, "load_avg_1m": (before + load()) / 2, "threads": 1, "device_name": cpu_name(),
-            "host": platform.node(), "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "schema_version": 1,
-        })
+        median = mean_ms * math.exp(-(spread**2) / 2) + round_trip
+        rows.append(
+            {
+                "hardware": "cpu",
+                "model": MODEL,
+                "backend": "triton-grpc",
+                "precision": "fp32",
+                "input_size": SIZE,
+                "batch_size": m,
+                "latency_ms": median,
+                "latency_p99_ms": median * math.exp(2.3263478740408408 * spread),
+                "latency_mean_ms": mean_ms + round_trip,
+                "warmup_ms": math.nan,
+                "memory_mb": math.nan,
+                "status": "ok",
+                "samples": count,
+                "architecture": "local-server",
+                "protocol": "grpc",
+                "mode": "dynamic-batch",
+                "server_compute_ms": mean_ms,
+                "load_avg_1m": (before + load()) / 2,
+                "threads": 1,
+                "device_name": cpu_name(),
+                "host": platform.node(),
+                "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "schema_version": 1,
+            }
+        )
     path = RESULTS / "service-profile.csv"
     write_profile(pd.DataFrame(rows), path)
     print(f"service profile: {len(rows)} batch sizes, spread {spread:.3f}, round trip {round_trip:.2f} ms", flush=True)
     ordinary = RESULTS / "ordinary-profile.csv"  # one request of m images at a time, no dynamic batching
     ordinary.unlink(missing_ok=True)
     sizes = [2**i for i in range(int(math.log2(max_batch)) + 1)]
-    perfmodel("profile", "--model", MODEL, "--backend", "triton", "--batch-sizes", ",".join(map(str, sizes)),
-              "--input-sizes", str(SIZE), "--warmup", "in-process", "--threads", "1",
-              "--max-time-per-point", f"{seconds:g}", "--out", str(ordinary), *placement())
+    perfmodel(
+        "profile",
+        "--model",
+        MODEL,
+        "--backend",
+        "triton",
+        "--batch-sizes",
+        ",".join(map(str, sizes)),
+        "--input-sizes",
+        str(SIZE),
+        "--warmup",
+        "in-process",
+        "--threads",
+        "1",
+        "--max-time-per-point",
+        f"{seconds:g}",
+        "--out",
+        str(ordinary),
+        *placement(),
+    )
     return path
 
 
@@ -205,9 +260,29 @@ def server_request_ms(before, after) -> float:
 # validate
 
 
-def plan(rate: float, slo: str, directory: Path | None, profile: str = "service-profile.csv", margin: str = "0") -> dict:
-    args = ["plan", "--mode", "online", "--rate", f"{rate:.6g}/s", "--slo", slo, "--percentile", "99",
-            "--profile", str(RESULTS / profile), "--input-size", str(SIZE), "--pool", "cpu=1", "--margin", margin, "--json"]
+def plan(
+    rate: float, slo: str, directory: Path | None, profile: str = "service-profile.csv", margin: str = "0"
+) -> dict:
+    args = [
+        "plan",
+        "--mode",
+        "online",
+        "--rate",
+        f"{rate:.6g}/s",
+        "--slo",
+        slo,
+        "--percentile",
+        "99",
+        "--profile",
+        str(RESULTS / profile),
+        "--input-size",
+        str(SIZE),
+        "--pool",
+        "cpu=1",
+        "--margin",
+        margin,
+        "--json",
+    ]
     if directory is not None:
         args += ["--triton-config", str(directory)]
     done = perfmodel(*args, check=False)
@@ -217,9 +292,27 @@ def plan(rate: float, slo: str, directory: Path | None, profile: str = "service-
 
 
 def measure(rate: float, directory: Path, duration: float, out: Path) -> dict:
-    perfmodel("profile", "--model", MODEL, "--backend", "triton", "--rate", f"{rate:.6g}/s", "--triton-config",
-              str(directory), "--input-sizes", str(SIZE), "--duration", f"{duration:g}s", "--threads", "1",
-              "--out", str(out), "--resume", *placement())
+    perfmodel(
+        "profile",
+        "--model",
+        MODEL,
+        "--backend",
+        "triton",
+        "--rate",
+        f"{rate:.6g}/s",
+        "--triton-config",
+        str(directory),
+        "--input-sizes",
+        str(SIZE),
+        "--duration",
+        f"{duration:g}s",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+        "--resume",
+        *placement(),
+    )
     df = load_profile(out)
     row = df[np.isclose(df["rate_per_s"].astype(float), float(f"{rate:.6g}"))].iloc[-1]
     return row.to_dict()
@@ -229,8 +322,9 @@ def placement() -> list[str]:
     return ["--server-cpus", ",".join(map(str, SERVER_CPUS))] if SERVER_CPUS else []
 
 
-def predict(service: ServiceTimes, rate: float, max_batch: int, delay_s: float, seed: int = 0,
-            slower: float = 1.0) -> tuple[float, float]:
+def predict(
+    service: ServiceTimes, rate: float, max_batch: int, delay_s: float, seed: int = 0, slower: float = 1.0
+) -> tuple[float, float]:
     """p50 and p99 (seconds, the round trip included) of one GPU with these settings at this rate, by the
     simulation, with every batch's server time `slower` times the calibrated one."""
     median, sigma = service.per_request(1, max_batch)
@@ -257,13 +351,16 @@ def validate(slo: str, loads: list[float], over: float, duration: float, margin:
     if probe["status"] == "infeasible":
         raise SystemExit(f"no plan at 1/s: {probe['reason']}")
     capacity, share_slower = probe["capacity_per_s"], probe["margin"]
-    print(f"one server holds {capacity:.1f} requests/s within {slo} at p99 (margin {share_slower * 100:g}%)", flush=True)
+    print(
+        f"one server holds {capacity:.1f} requests/s within {slo} at p99 (margin {share_slower * 100:g}%)", flush=True
+    )
     capacities = {"service-profile.csv": capacity}
     if (RESULTS / "ordinary-profile.csv").exists():  # what a plan from the ordinary profile would promise
         ordinary = plan(1.0, slo, None, "ordinary-profile.csv", margin=margin)
         capacities["ordinary-profile.csv"] = ordinary.get("capacity_per_s")
-    (RESULTS / "capacity.json").write_text(json.dumps({"slo": slo, "margin": share_slower, "capacity_per_s": capacities},
-                                                      indent=2) + "\n")
+    (RESULTS / "capacity.json").write_text(
+        json.dumps({"slo": slo, "margin": share_slower, "capacity_per_s": capacities}, indent=2) + "\n"
+    )
     measured = RESULTS / "measured.csv"
     service = _service(profile)
     rows = []
@@ -278,44 +375,98 @@ def validate(slo: str, loads: list[float], over: float, duration: float, margin:
         (directory.parent / "plan.json").write_text(json.dumps(answer, indent=2) + "\n")
         a = answer["assignments"][0]
         m = measure(rate, directory, duration, measured)
-        rows.append(_compare("planned", share, rate, a["max_batch"], a["max_queue_delay_ms"], a["predicted_p50_ms"],
-                             a["predicted_p99_ms"], m, slo, before, share_slower, a["slowed_ms_at_percentile"],
-                             at_served_speed(service, rate, a["max_batch"], a["max_queue_delay_ms"], m)))
+        rows.append(
+            _compare(
+                "planned",
+                share,
+                rate,
+                a["max_batch"],
+                a["max_queue_delay_ms"],
+                a["predicted_p50_ms"],
+                a["predicted_p99_ms"],
+                m,
+                slo,
+                before,
+                share_slower,
+                a["slowed_ms_at_percentile"],
+                at_served_speed(service, rate, a["max_batch"], a["max_queue_delay_ms"], m),
+            )
+        )
         last = (directory, a)
     directory, a = last
     rate = round(capacity * over, 1)
     before = load()
     p50, p99 = predict(service, rate, a["max_batch"], a["max_queue_delay_ms"] / 1000)
     m = measure(rate, directory, duration, measured)
-    rows.append(_compare("above capacity", over, rate, a["max_batch"], a["max_queue_delay_ms"], p50 * 1000, p99 * 1000,
-                         m, slo, before, share_slower))
+    rows.append(
+        _compare(
+            "above capacity",
+            over,
+            rate,
+            a["max_batch"],
+            a["max_queue_delay_ms"],
+            p50 * 1000,
+            p99 * 1000,
+            m,
+            slo,
+            before,
+            share_slower,
+        )
+    )
     table = pd.DataFrame(rows)
     table.to_csv(RESULTS / "validation.csv", index=False, float_format="%.4g")
     return table
 
 
 def _service(profile: pd.DataFrame) -> ServiceTimes:
-    from perfmodel.online import service_options
+    from perfmodel.planning.online import service_options
 
     return service_options([RESULTS / "service-profile.csv"], [], MODEL, SIZE)["cpu"][0]
 
 
-def _compare(case, share, rate, max_batch, delay_ms, p50, p99, m: dict, slo: str, before: float, margin: float = 0.0,
-             slowed_p99: float = math.nan, served_p99: float = math.nan) -> dict:
+def _compare(
+    case,
+    share,
+    rate,
+    max_batch,
+    delay_ms,
+    p50,
+    p99,
+    m: dict,
+    slo: str,
+    before: float,
+    margin: float = 0.0,
+    slowed_p99: float = math.nan,
+    served_p99: float = math.nan,
+) -> dict:
     from perfmodel.units import parse_duration
 
     slo_ms = parse_duration(slo) * 1000
     return {
-        "case": case, "load_share": share, "rate_per_s": rate, "margin": margin, "max_batch": max_batch,
-        "max_queue_delay_ms": delay_ms, "predicted_p50_ms": p50, "measured_p50_ms": m["latency_ms"], "predicted_p99_ms": p99,
-        "slowed_p99_ms": slowed_p99, "p99_at_served_speed_ms": served_p99,
-        "measured_p99_ms": m["latency_p99_ms"], "p99_error": m["latency_p99_ms"] / p99 - 1 if math.isfinite(p99) else math.nan,
-        "predicted_meets_slo": bool(p99 <= slo_ms), "measured_meets_slo": bool(m["latency_p99_ms"] <= slo_ms),
-        "achieved_rate_per_s": m["achieved_rate_per_s"], "kept_up": m["kept_up"], "server_batch_mean": m["server_batch_mean"],
+        "case": case,
+        "load_share": share,
+        "rate_per_s": rate,
+        "margin": margin,
+        "max_batch": max_batch,
+        "max_queue_delay_ms": delay_ms,
+        "predicted_p50_ms": p50,
+        "measured_p50_ms": m["latency_ms"],
+        "predicted_p99_ms": p99,
+        "slowed_p99_ms": slowed_p99,
+        "p99_at_served_speed_ms": served_p99,
+        "measured_p99_ms": m["latency_p99_ms"],
+        "p99_error": m["latency_p99_ms"] / p99 - 1 if math.isfinite(p99) else math.nan,
+        "predicted_meets_slo": bool(p99 <= slo_ms),
+        "measured_meets_slo": bool(m["latency_p99_ms"] <= slo_ms),
+        "achieved_rate_per_s": m["achieved_rate_per_s"],
+        "kept_up": m["kept_up"],
+        "server_batch_mean": m["server_batch_mean"],
         "server_compute_ms": m.get("server_compute_ms", math.nan),
         "calibrated_compute_ms": calibrated_compute_ms(m["server_batch_mean"]),
         "server_busy_share": m.get("server_busy_share", math.nan),
-        "sender_lag_p99_ms": m["sender_lag_p99_ms"], "requests": m["samples"], "load_avg_before": before,
+        "sender_lag_p99_ms": m["sender_lag_p99_ms"],
+        "requests": m["samples"],
+        "load_avg_before": before,
         "load_avg_after": load(),
     }
 
@@ -362,17 +513,33 @@ def accuracy(requests: int) -> pd.DataFrame:
                         model = Batcher(rate, bm, delay, median, sigma)
                         a50, a99 = model.quantile(50), model.quantile(99)
                         analytic_s = time.perf_counter() - t0
-                        count = int(requests * (1 if rho <= 0.8 else 3 if rho <= 0.9 else 5))  # long queues need longer runs
-                        sims = [simulate_gpu(poisson_arrivals(rate, count, seed), bm, delay, median, sigma, seed + 100)
-                                for seed in range(3)]
+                        count = int(
+                            requests * (1 if rho <= 0.8 else 3 if rho <= 0.9 else 5)
+                        )  # long queues need longer runs
+                        sims = [
+                            simulate_gpu(poisson_arrivals(rate, count, seed), bm, delay, median, sigma, seed + 100)
+                            for seed in range(3)
+                        ]
                         s50 = float(np.median([s.quantile(50) for s in sims]))
                         s99s = [s.quantile(99) for s in sims]
                         s99 = float(np.median(s99s))
-                        rows.append({"curve": name, "spread": spread, "max_batch": bm, "delay_ms": delay * 1000, "load": rho,
-                                     "analytic_p50_ms": a50 * 1000, "simulated_p50_ms": s50 * 1000,
-                                     "analytic_p99_ms": a99 * 1000, "simulated_p99_ms": s99 * 1000,
-                                     "simulated_p99_seed_spread": (max(s99s) - min(s99s)) / s99,
-                                     "p50_error": a50 / s50 - 1, "p99_error": a99 / s99 - 1, "analytic_s": analytic_s})
+                        rows.append(
+                            {
+                                "curve": name,
+                                "spread": spread,
+                                "max_batch": bm,
+                                "delay_ms": delay * 1000,
+                                "load": rho,
+                                "analytic_p50_ms": a50 * 1000,
+                                "simulated_p50_ms": s50 * 1000,
+                                "analytic_p99_ms": a99 * 1000,
+                                "simulated_p99_ms": s99 * 1000,
+                                "simulated_p99_seed_spread": (max(s99s) - min(s99s)) / s99,
+                                "p50_error": a50 / s50 - 1,
+                                "p99_error": a99 / s99 - 1,
+                                "analytic_s": analytic_s,
+                            }
+                        )
                 print(f"{name} spread {spread} max_batch {bm}: done", flush=True)
     table = pd.DataFrame(rows)
     table.to_csv(RESULTS / "accuracy.csv", index=False, float_format="%.4g")
@@ -423,14 +590,28 @@ def curve(slo_s: float, rates: list[float]) -> pd.DataFrame:
         a = p.assignments[0]
         ma_gpus = math.ceil(rate / ma_throughput)
         per_gpu = rate / ma_gpus
-        ma_p99 = (simulate_gpu(poisson_arrivals(per_gpu, 50_000, 1), ma_batch, 0.0, median, sigma, 2).quantile(99)
-                  if Batcher(per_gpu, ma_batch, 0.0, median, sigma).stable else math.inf)
-        rows.append({"rate_per_s": rate, "perfmodel_gpus": p.total_gpus, "perfmodel_max_batch": a.max_batch,
-                     "perfmodel_delay_ms": a.max_queue_delay_s * 1000, "perfmodel_p99_ms": a.predicted_p99_s * 1000,
-                     "perfmodel_solve_s": took, "model_analyzer_gpus": ma_gpus, "model_analyzer_max_batch": ma_batch,
-                     "model_analyzer_concurrency": ma_c, "model_analyzer_throughput_per_gpu": ma_throughput,
-                     "model_analyzer_p99_ms_poisson": ma_p99 * 1000, "model_analyzer_meets_slo": bool(ma_p99 <= slo_s),
-                     "model_analyzer_measurements": measurements})
+        ma_p99 = (
+            simulate_gpu(poisson_arrivals(per_gpu, 50_000, 1), ma_batch, 0.0, median, sigma, 2).quantile(99)
+            if Batcher(per_gpu, ma_batch, 0.0, median, sigma).stable
+            else math.inf
+        )
+        rows.append(
+            {
+                "rate_per_s": rate,
+                "perfmodel_gpus": p.total_gpus,
+                "perfmodel_max_batch": a.max_batch,
+                "perfmodel_delay_ms": a.max_queue_delay_s * 1000,
+                "perfmodel_p99_ms": a.predicted_p99_s * 1000,
+                "perfmodel_solve_s": took,
+                "model_analyzer_gpus": ma_gpus,
+                "model_analyzer_max_batch": ma_batch,
+                "model_analyzer_concurrency": ma_c,
+                "model_analyzer_throughput_per_gpu": ma_throughput,
+                "model_analyzer_p99_ms_poisson": ma_p99 * 1000,
+                "model_analyzer_meets_slo": bool(ma_p99 <= slo_s),
+                "model_analyzer_measurements": measurements,
+            }
+        )
         print(f"{rate:g}/s: perfmodel {p.total_gpus} GPUs ({took:.2f} s), Model Analyzer's way {ma_gpus}", flush=True)
     table = pd.DataFrame(rows)
     table.to_csv(RESULTS / "gpu_curve.csv", index=False, float_format="%.4g")
@@ -447,10 +628,21 @@ def _plot_curve(table: pd.DataFrame, slo_s: float) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.2))
     ax.plot(table["rate_per_s"], table["perfmodel_gpus"], "o-", label="perfmodel (open-loop Poisson, p99 checked)")
     ok = table["model_analyzer_meets_slo"]
-    ax.plot(table["rate_per_s"], table["model_analyzer_gpus"], "s--", color="tab:orange",
-            label="Model Analyzer's way (closed-loop best, scaled)")
-    ax.plot(table.loc[~ok, "rate_per_s"], table.loc[~ok, "model_analyzer_gpus"], "x", color="red", ms=10,
-            label="... misses the SLO under Poisson arrivals")
+    ax.plot(
+        table["rate_per_s"],
+        table["model_analyzer_gpus"],
+        "s--",
+        color="tab:orange",
+        label="Model Analyzer's way (closed-loop best, scaled)",
+    )
+    ax.plot(
+        table.loc[~ok, "rate_per_s"],
+        table.loc[~ok, "model_analyzer_gpus"],
+        "x",
+        color="red",
+        ms=10,
+        label="... misses the SLO under Poisson arrivals",
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("requests/s (1 image each)")
@@ -489,8 +681,9 @@ def speed(repeats: int) -> dict:
     for name, problem in {
         "1 type, any number, 1M requests/s": OnlineProblem([gpu], 1e6, 0.1, 99),
         "1 type, Poisson at 20k requests/s, p99 <= 50 ms": OnlineProblem([gpu], 2e4, 0.05, 99),
-        "1 type, a trace alternating 30k/s and 10k/s every 5 s (40 s, mean 20k/s), p99 <= 50 ms":
-            OnlineProblem([gpu], None, 0.05, 99, arrivals_s=bursty_trace()),
+        "1 type, a trace alternating 30k/s and 10k/s every 5 s (40 s, mean 20k/s), p99 <= 50 ms": OnlineProblem(
+            [gpu], None, 0.05, 99, arrivals_s=bursty_trace()
+        ),
         "8 types x 1000 GPUs, 2M requests/s, fewest GPUs": OnlineProblem(types, 2e6, 0.1, 99),
         "8 types x 1000 GPUs, 2M requests/s, lowest cost": OnlineProblem(types, 2e6, 0.1, 99, objective="cost"),
     }.items():
@@ -499,8 +692,12 @@ def speed(repeats: int) -> dict:
             t0 = time.perf_counter()
             plan_ = solve_online(problem)
             times.append(time.perf_counter() - t0)
-        out[name] = {"median_s": float(np.median(times)), "max_s": float(max(times)), "gpus": plan_.total_gpus,
-                     "status": plan_.status}
+        out[name] = {
+            "median_s": float(np.median(times)),
+            "max_s": float(max(times)),
+            "gpus": plan_.total_gpus,
+            "status": plan_.status,
+        }
         print(f"{name}: {out[name]}", flush=True)
     (RESULTS / "speed.json").write_text(json.dumps(out, indent=2) + "\n")
     return out
@@ -511,9 +708,13 @@ def speed(repeats: int) -> dict:
 
 
 def summary(machine: dict) -> str:
-    lines = ["# Experiment 007 results (written by run.py)", "",
-             f"Machine: {machine['cpu']}, {machine['cores']} cores, Python {platform.python_version()}; "
-             f"load average (1 min) per part in the tables and below. {_placement_text(machine)}", ""]
+    lines = [
+        "# Experiment 007 results (written by run.py)",
+        "",
+        f"Machine: {machine['cpu']}, {machine['cores']} cores, Python {platform.python_version()}; "
+        f"load average (1 min) per part in the tables and below. {_placement_text(machine)}",
+        "",
+    ]
     for part, loads in machine["load"].items():
         lines.append(f"- {part}: load average {loads[0]} before, {loads[1]} after, {loads[2]:.0f} s")
     lines.append("")
@@ -522,87 +723,149 @@ def summary(machine: dict) -> str:
         v = pd.read_csv(path)
         margin = float(v["margin"].iloc[0]) if "margin" in v else 0.0
         pct = f"{margin * 100:g}%"
-        held = (f"; planned with --margin {pct}: the SLO holds with every batch {pct} slower, loads are shares of "
-                "that capacity" if margin else "")
-        lines += [f"## Predicted against measured (one server, the plan's config.pbtxt, open-loop Poisson load{held})", "",
-                  "| case | load | rate/s | max batch | delay ms | p50 pred | p50 meas | p99 pred | p99 meas | p99 meas/pred - 1 | "
-                  "SLO met pred/meas | answered/s | server batch | load avg |", "|" + "---|" * 14]
+        held = (
+            f"; planned with --margin {pct}: the SLO holds with every batch {pct} slower, loads are shares of "
+            "that capacity"
+            if margin
+            else ""
+        )
+        lines += [
+            f"## Predicted against measured (one server, the plan's config.pbtxt, open-loop Poisson load{held})",
+            "",
+            "| case | load | rate/s | max batch | delay ms | p50 pred | p50 meas | p99 pred | p99 meas | p99 "
+            "meas/pred - 1 | "
+            "SLO met pred/meas | answered/s | server batch | load avg |",
+            "|" + "---|" * 14,
+        ]
         for r in v.itertuples():
-            lines.append(f"| {r.case} | {r.load_share:g} | {r.rate_per_s:g} | {r.max_batch} | {r.max_queue_delay_ms:g} | "
-                         f"{r.predicted_p50_ms:.3g} | {r.measured_p50_ms:.3g} | {r.predicted_p99_ms:.3g} | "
-                         f"{r.measured_p99_ms:.3g} | {r.p99_error:+.0%} | {_yes(r.predicted_meets_slo)}/"
-                         f"{_yes(r.measured_meets_slo)} | {r.achieved_rate_per_s:.4g} | {r.server_batch_mean:.3g} | "
-                         f"{r.load_avg_before:g}-{r.load_avg_after:g} |")
+            lines.append(
+                f"| {r.case} | {r.load_share:g} | {r.rate_per_s:g} | {r.max_batch} | {r.max_queue_delay_ms:g} | "
+                f"{r.predicted_p50_ms:.3g} | {r.measured_p50_ms:.3g} | {r.predicted_p99_ms:.3g} | "
+                f"{r.measured_p99_ms:.3g} | {r.p99_error:+.0%} | {_yes(r.predicted_meets_slo)}/"
+                f"{_yes(r.measured_meets_slo)} | {r.achieved_rate_per_s:.4g} | {r.server_batch_mean:.3g} | "
+                f"{r.load_avg_before:g}-{r.load_avg_after:g} |"
+            )
         lines.append("")
         if margin:
             planned = v[v["case"] == "planned"]
-            lines += [f"p99 predicted with every batch {pct} slower (what the plan holds within the SLO): "
-                      + ", ".join(f"{r.slowed_p99_ms:.3g} ms at {r.load_share:g}" for r in planned.itertuples()) + ".", ""]
+            lines += [
+                f"p99 predicted with every batch {pct} slower (what the plan holds within the SLO): "
+                + ", ".join(f"{r.slowed_p99_ms:.3g} ms at {r.load_share:g}" for r in planned.itertuples())
+                + ".",
+                "",
+            ]
         if "server_busy_share" in v:
-            lines += ["The server during each run: its busy time per execution (Triton's compute input + infer + output) "
-                      "against the calibration's at the same mean batch, and the share of the run it was busy.", "",
-                      "| case | load | server batch | busy ms/execution, measured | calibrated | ratio | busy share |",
-                      "|---|---|---|---|---|---|---|"]
+            lines += [
+                "The server during each run: its busy time per execution (Triton's compute input + infer + output) "
+                "against the calibration's at the same mean batch, and the share of the run it was busy.",
+                "",
+                "| case | load | server batch | busy ms/execution, measured | calibrated | ratio | busy share |",
+                "|---|---|---|---|---|---|---|",
+            ]
             for r in v.itertuples():
-                lines.append(f"| {r.case} | {r.load_share:g} | {r.server_batch_mean:.3g} | {r.server_compute_ms:.3g} | "
-                             f"{r.calibrated_compute_ms:.3g} | {r.server_compute_ms / r.calibrated_compute_ms:.2f} | "
-                             f"{r.server_busy_share:.0%} |")
+                lines.append(
+                    f"| {r.case} | {r.load_share:g} | {r.server_batch_mean:.3g} | {r.server_compute_ms:.3g} | "
+                    f"{r.calibrated_compute_ms:.3g} | {r.server_compute_ms / r.calibrated_compute_ms:.2f} | "
+                    f"{r.server_busy_share:.0%} |"
+                )
             lines.append("")
         if "p99_at_served_speed_ms" in v:
             planned = v[v["case"] == "planned"]
-            lines += ["The prediction again with every batch's server time scaled by that ratio (the speed the server "
-                      "ran at, not the one calibrated): the error left is the model's own, not the machine's drift.", "",
-                      "| load | p99 pred at served speed | p99 meas | meas/pred - 1 |", "|---|---|---|---|"]
+            lines += [
+                "The prediction again with every batch's server time scaled by that ratio (the speed the server "
+                "ran at, not the one calibrated): the error left is the model's own, not the machine's drift.",
+                "",
+                "| load | p99 pred at served speed | p99 meas | meas/pred - 1 |",
+                "|---|---|---|---|",
+            ]
             for r in planned.itertuples():
-                lines.append(f"| {r.load_share:g} | {r.p99_at_served_speed_ms:.3g} | {r.measured_p99_ms:.3g} | "
-                             f"{r.measured_p99_ms / r.p99_at_served_speed_ms - 1:+.0%} |")
+                lines.append(
+                    f"| {r.load_share:g} | {r.p99_at_served_speed_ms:.3g} | {r.measured_p99_ms:.3g} | "
+                    f"{r.measured_p99_ms / r.p99_at_served_speed_ms - 1:+.0%} |"
+                )
             lines.append("")
     path = RESULTS / "capacity.json"
     if path.exists():
         c = json.loads(path.read_text())
-        lines += [f"One server's capacity within {c['slo']} at p99 (margin {c.get('margin', 0) * 100:g}%), as planned from each profile: "
-                  + "; ".join(f"{name}: {value:,.0f} requests/s" for name, value in c["capacity_per_s"].items()
-                              if value is not None) + ".", ""]
+        lines += [
+            f"One server's capacity within {c['slo']} at p99 (margin {c.get('margin', 0) * 100:g}%), as planned "
+            "from each profile: "
+            + "; ".join(
+                f"{name}: {value:,.0f} requests/s" for name, value in c["capacity_per_s"].items() if value is not None
+            )
+            + ".",
+            "",
+        ]
     path, ordinary = RESULTS / "service-profile.csv", RESULTS / "ordinary-profile.csv"
     if path.exists() and ordinary.exists():
         d, o = load_profile(path).set_index("batch_size"), load_profile(ordinary).set_index("batch_size")
-        lines += ["## Service time of a batch (ms, median): m one-image requests batched by Triton, or one request of m images",
-                  "", "| m | m requests, dynamic batch | its server compute | one request of m images | its server compute | ratio |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            "## Service time of a batch (ms, median): m one-image requests batched by Triton, or one request of m "
+            "images",
+            "",
+            "| m | m requests, dynamic batch | its server compute | one request of m images | its server compute | "
+            "ratio |",
+            "|---|---|---|---|---|---|",
+        ]
         for m in d.index:
             if m in o.index:
-                lines.append(f"| {m} | {d.latency_ms[m]:.3g} | {d.server_compute_ms[m]:.3g} | {o.latency_ms[m]:.3g} | "
-                             f"{o.server_compute_ms[m]:.3g} | {d.latency_ms[m] / o.latency_ms[m]:.2f} |")
+                lines.append(
+                    f"| {m} | {d.latency_ms[m]:.3g} | {d.server_compute_ms[m]:.3g} | {o.latency_ms[m]:.3g} | "
+                    f"{o.server_compute_ms[m]:.3g} | {d.latency_ms[m] / o.latency_ms[m]:.2f} |"
+                )
         lines.append("")
     path = RESULTS / "accuracy.csv"
     if path.exists():
         a = pd.read_csv(path)
-        lines += ["## Analytic model against the simulation (error = analytic / simulated - 1)", "",
-                  "| load | p50 median abs error | p50 worst | p99 median abs error | p99 worst | cases |", "|---|---|---|---|---|---|"]
+        lines += [
+            "## Analytic model against the simulation (error = analytic / simulated - 1)",
+            "",
+            "| load | p50 median abs error | p50 worst | p99 median abs error | p99 worst | cases |",
+            "|---|---|---|---|---|---|",
+        ]
         for rho, g in a.groupby("load"):
-            lines.append(f"| {rho:g} | {g.p50_error.abs().median():.1%} | {_worst(g.p50_error)} | "
-                         f"{g.p99_error.abs().median():.1%} | {_worst(g.p99_error)} | {len(g)} |")
-        lines.append(f"| all | {a.p50_error.abs().median():.1%} | {_worst(a.p50_error)} | {a.p99_error.abs().median():.1%} "
-                     f"| {_worst(a.p99_error)} | {len(a)} |")
+            lines.append(
+                f"| {rho:g} | {g.p50_error.abs().median():.1%} | {_worst(g.p50_error)} | "
+                f"{g.p99_error.abs().median():.1%} | {_worst(g.p99_error)} | {len(g)} |"
+            )
+        lines.append(
+            f"| all | {a.p50_error.abs().median():.1%} | {_worst(a.p50_error)} | {a.p99_error.abs().median():.1%} "
+            f"| {_worst(a.p99_error)} | {len(a)} |"
+        )
         within = [(a.p99_error.abs() <= x).mean() for x in (0.05, 0.10, 0.15)]
-        lines += ["", f"p99 within 5% of the simulation in {within[0]:.0%} of the cases, within 10% in {within[1]:.0%}, "
-                  f"within 15% in {within[2]:.0%}. Seed-to-seed spread of the simulated p99 (3 seeds): median "
-                  f"{a.simulated_p99_seed_spread.median():.1%}, worst {a.simulated_p99_seed_spread.max():.1%}. Analytic "
-                  f"p50 + p99 per case: median {a.analytic_s.median() * 1000:.0f} ms.", ""]
+        lines += [
+            "",
+            f"p99 within 5% of the simulation in {within[0]:.0%} of the cases, within 10% in {within[1]:.0%}, "
+            f"within 15% in {within[2]:.0%}. Seed-to-seed spread of the simulated p99 (3 seeds): median "
+            f"{a.simulated_p99_seed_spread.median():.1%}, worst {a.simulated_p99_seed_spread.max():.1%}. Analytic "
+            f"p50 + p99 per case: median {a.analytic_s.median() * 1000:.0f} ms.",
+            "",
+        ]
     path = RESULTS / "gpu_curve.csv"
     if path.exists():
         c = pd.read_csv(path)
-        lines += ["## GPUs needed against the rate (synthetic GPU, p99 SLO)", "",
-                  "| requests/s | perfmodel GPUs | max batch | p99 ms | Model Analyzer's way GPUs | its p99 under Poisson ms | meets SLO |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "## GPUs needed against the rate (synthetic GPU, p99 SLO)",
+            "",
+            "| requests/s | perfmodel GPUs | max batch | p99 ms | Model Analyzer's way GPUs | its p99 under "
+            "Poisson ms | meets SLO |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in c.itertuples():
-            lines.append(f"| {r.rate_per_s:,.0f} | {r.perfmodel_gpus} | {r.perfmodel_max_batch} | {r.perfmodel_p99_ms:.3g} | "
-                         f"{r.model_analyzer_gpus} | {r.model_analyzer_p99_ms_poisson:.3g} | {_yes(r.model_analyzer_meets_slo)} |")
+            lines.append(
+                f"| {r.rate_per_s:,.0f} | {r.perfmodel_gpus} | {r.perfmodel_max_batch} | {r.perfmodel_p99_ms:.3g} | "
+                f"{r.model_analyzer_gpus} | {r.model_analyzer_p99_ms_poisson:.3g} | "
+                f"{_yes(r.model_analyzer_meets_slo)} |"
+            )
         r0 = c.iloc[0]
-        lines += ["", f"Model Analyzer's way: {int(r0.model_analyzer_measurements)} measurements (max_batch x delay x "
-                  f"concurrency) on one GPU; best max_batch {int(r0.model_analyzer_max_batch)} at concurrency "
-                  f"{int(r0.model_analyzer_concurrency)}, {r0.model_analyzer_throughput_per_gpu:,.0f} requests/s per GPU. "
-                  f"perfmodel: median solve {c.perfmodel_solve_s.median():.2f} s, worst {c.perfmodel_solve_s.max():.2f} s.", ""]
+        lines += [
+            "",
+            f"Model Analyzer's way: {int(r0.model_analyzer_measurements)} measurements (max_batch x delay x "
+            f"concurrency) on one GPU; best max_batch {int(r0.model_analyzer_max_batch)} at concurrency "
+            f"{int(r0.model_analyzer_concurrency)}, {r0.model_analyzer_throughput_per_gpu:,.0f} requests/s per GPU. "
+            f"perfmodel: median solve {c.perfmodel_solve_s.median():.2f} s, worst {c.perfmodel_solve_s.max():.2f} s.",
+            "",
+        ]
     path = RESULTS / "speed.json"
     if path.exists():
         s = json.loads(path.read_text())
@@ -637,16 +900,22 @@ def main() -> None:
     p.add_argument("--slo", default="100ms", help="the p99 objective of the validation (default: 100ms)")
     p.add_argument("--loads", default="0.3,0.55,0.8", help="planned rates, as shares of one server's capacity")
     p.add_argument("--over", type=float, default=1.2, help="the rate above capacity, as a share of it (default: 1.2)")
-    p.add_argument("--margin", default="0", help="validate: perfmodel plan --margin for every plan, e.g. 10%% (default: 0)")
+    p.add_argument(
+        "--margin", default="0", help="validate: perfmodel plan --margin for every plan, e.g. 10%% (default: 0)"
+    )
     p.add_argument("--duration", type=float, default=60.0, help="seconds counted per measured rate (default: 60)")
     p.add_argument("--max-batch", type=int, default=32, help="largest dynamic batch calibrated (default: 32)")
     p.add_argument("--calibration-seconds", type=float, default=10.0, help="per calibration rate (default: 10)")
     p.add_argument("--accuracy-requests", type=int, default=100_000)
     p.add_argument("--curve-slo", default="50ms")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--server-cpus", default=None, metavar="LIST",
-                   help="calibrate and validate with the server on these cores and the load generator on the others "
-                        "(perfmodel profile --server-cpus; default: both anywhere)")
+    p.add_argument(
+        "--server-cpus",
+        default=None,
+        metavar="LIST",
+        help="calibrate and validate with the server on these cores and the load generator on the others "
+        "(perfmodel profile --server-cpus; default: both anywhere)",
+    )
     p.add_argument("--results", default=str(RESULTS), help="where the results go (default: results/ beside this file)")
     args = p.parse_args()
     RESULTS = Path(args.results)

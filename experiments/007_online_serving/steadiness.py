@@ -62,8 +62,14 @@ def main() -> None:
                 t0 = time.perf_counter()
                 model(x)
                 times.append(time.perf_counter() - t0)
-            rows.append({"second": second, "calls": len(times), "median_ms": float(np.median(times) * 1000),
-                         "steal_share": (steal_s(args.core) - steal0) / 1.0})
+            rows.append(
+                {
+                    "second": second,
+                    "calls": len(times),
+                    "median_ms": float(np.median(times) * 1000),
+                    "steal_share": (steal_s(args.core) - steal0) / 1.0,
+                }
+            )
     frame = pd.DataFrame(rows)
     frame["ratio"] = frame.median_ms / frame.median_ms.median()
     args.results.mkdir(parents=True, exist_ok=True)
@@ -72,14 +78,17 @@ def main() -> None:
     slow = frame.ratio > 1.15 * q[1]  # slower than the machine's fast state (its fastest tenth) by 15%
     runs = (slow != slow.shift()).cumsum()[slow]
     longest = int(runs.value_counts().max()) if slow.any() else 0
-    text = (f"# One core's speed, second by second: tiny CNN, batch 8 at 64 px, 1 thread on core {args.core}, "
-            f"{args.seconds} s alone ({time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, load average {load:.2f})\n\n"
-            f"Median call {frame.median_ms.median():.3f} ms. Each second's median over the median of all seconds: "
-            f"min {q[0]:.2f}, 10th percentile {q[1]:.2f}, median {q[2]:.2f}, 90th {q[3]:.2f}, max {q[4]:.2f}; "
-            f"the 90th over the 10th: {q[3] / q[1]:.2f}. {int(slow.sum())} of {len(frame)} seconds ran more than "
-            f"15% slower than the 10th percentile, the longest stretch of them {longest} s. Steal time of the core (hypervisor): {frame.steal_share.mean():.1%} of the seconds on "
-            f"average, at most {frame.steal_share.max():.1%}.\n\n"
-            "Per second (ratio to the median):\n\n" + " ".join(f"{r:.2f}" for r in frame.ratio) + "\n")
+    text = (
+        f"# One core's speed, second by second: tiny CNN, batch 8 at 64 px, 1 thread on core {args.core}, "
+        f"{args.seconds} s alone ({time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, load average {load:.2f})\n\n"
+        f"Median call {frame.median_ms.median():.3f} ms. Each second's median over the median of all seconds: "
+        f"min {q[0]:.2f}, 10th percentile {q[1]:.2f}, median {q[2]:.2f}, 90th {q[3]:.2f}, max {q[4]:.2f}; "
+        f"the 90th over the 10th: {q[3] / q[1]:.2f}. {int(slow.sum())} of {len(frame)} seconds ran more than "
+        f"15% slower than the 10th percentile, the longest stretch of them {longest} s. Steal time of the core "
+        f"(hypervisor): {frame.steal_share.mean():.1%} of the seconds on "
+        f"average, at most {frame.steal_share.max():.1%}.\n\n"
+        "Per second (ratio to the median):\n\n" + " ".join(f"{r:.2f}" for r in frame.ratio) + "\n"
+    )
     (args.results / "steadiness.md").write_text(text)
     print(text)
 

@@ -41,13 +41,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 from run import _batch_stats, batching_server, server_request_ms  # noqa: E402
+
 from solvers.simulate import poisson_arrivals, simulate_gpu  # noqa: E402
 
 MODEL, SIZE, WARMUP_S = "tiny", 64, 3.0
 
 
 def service(results: Path):
-    from perfmodel.online import service_options
+    from perfmodel.planning.online import service_options
 
     return service_options([results / "service-profile.csv"], [], MODEL, SIZE)["cpu"][0]
 
@@ -67,26 +68,41 @@ def measure(rate: float, max_batch: int, seconds: float, cpus: tuple[int, ...]) 
         watcher = threading.Thread(target=every_second, args=(stop,), daemon=True)
         watcher.start()
         try:
-            requests = send_open_loop(work, rate, WARMUP_S, seconds, seed=int(rate),
-                                      on_window=lambda when: stats.__setitem__(when, statistics()))
+            requests = send_open_loop(
+                work,
+                rate,
+                WARMUP_S,
+                seconds,
+                seed=int(rate),
+                on_window=lambda when: stats.__setitem__(when, statistics()),
+            )
         finally:
             stop.set()
             watcher.join()
-    return {"stats": stats, "per_second": seconds_stats, "schedule": requests.schedule, "sent": requests.sent,
-            "answered": requests.answered, "failed": requests.failed}
+    return {
+        "stats": stats,
+        "per_second": seconds_stats,
+        "schedule": requests.schedule,
+        "sent": requests.sent,
+        "answered": requests.answered,
+        "failed": requests.failed,
+    }
 
 
 def server_means(before: dict, after: dict) -> dict:
     """Per request, over the window: mean ms in the server (queue + compute) and in its queue, from Triton's
     cumulative statistics; and the model's executions."""
+
     def queue(stats: dict) -> tuple[int, int]:
         q = stats["model_stats"][0]["inference_stats"].get("queue", {})
         return int(q.get("count", 0)), int(q.get("ns", 0))
 
     (c0, n0), (c1, n1) = queue(before), queue(after)
-    return {"server_request_ms": server_request_ms(before, after),
-            "server_queue_ms": (n1 - n0) / max(1, c1 - c0) / 1e6,
-            "executions": _busy(after)[0] - _busy(before)[0]}
+    return {
+        "server_request_ms": server_request_ms(before, after),
+        "server_queue_ms": (n1 - n0) / max(1, c1 - c0) / 1e6,
+        "executions": _busy(after)[0] - _busy(before)[0],
+    }
 
 
 def per_second(m: dict, calibration: pd.DataFrame) -> pd.DataFrame:
@@ -105,10 +121,17 @@ def per_second(m: dict, calibration: pd.DataFrame) -> pd.DataFrame:
         batch = (ib - ia) / (eb - ea)
         busy_ms = (bb - ba) / (eb - ea) / 1e6
         sent = (m["sent"] >= t_a) & (m["sent"] < t_b) & np.isfinite(latency)
-        rows.append({"second": t_a, "executions": eb - ea, "batch_mean": batch, "busy_ms_per_execution": busy_ms,
-                     "speed_ratio": busy_ms / float(np.interp(batch, curve.batch_size, curve.server_compute_ms)),
-                     "busy_share": (bb - ba) / 1e9 / (t_b - t_a),
-                     "p99_ms": float(np.percentile(latency[sent], 99)) if sent.any() else math.nan})
+        rows.append(
+            {
+                "second": t_a,
+                "executions": eb - ea,
+                "batch_mean": batch,
+                "busy_ms_per_execution": busy_ms,
+                "speed_ratio": busy_ms / float(np.interp(batch, curve.batch_size, curve.server_compute_ms)),
+                "busy_share": (bb - ba) / 1e9 / (t_b - t_a),
+                "p99_ms": float(np.percentile(latency[sent], 99)) if sent.any() else math.nan,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -116,8 +139,11 @@ def _busy(stats: dict) -> tuple[int, int, int]:
     """Executions, images and busy ns (compute input + infer + output) so far, from Triton's statistics per
     batch size (each execution once; the per-request statistics count a batch's time once per request)."""
     sizes = _batch_stats(stats)
-    return (sum(count for count, _ in sizes.values()), sum(size * count for size, (count, _) in sizes.items()),
-            sum(ns for _, ns in sizes.values()))
+    return (
+        sum(count for count, _ in sizes.values()),
+        sum(size * count for size, (count, _) in sizes.items()),
+        sum(ns for _, ns in sizes.values()),
+    )
 
 
 def main() -> None:
@@ -147,17 +173,21 @@ def main() -> None:
         server = server_means(m["stats"]["start"], m["stats"]["end"])
         gaps = np.diff(sent[(sent >= WARMUP_S)])
         row = {
-            "rate_per_s": rate, "requests": int(window.sum()),
+            "rate_per_s": rate,
+            "requests": int(window.sum()),
             "gap_cv": float(gaps.std() / gaps.mean()),  # 1 for Poisson; above: burstier
             "gaps_under_0.1ms": float((gaps < 1e-4).mean()),
-            "measured_p50_ms": float(np.percentile(latency, 50)), "measured_p99_ms": float(np.percentile(latency, 99)),
+            "measured_p50_ms": float(np.percentile(latency, 50)),
+            "measured_p99_ms": float(np.percentile(latency, 99)),
             "measured_mean_ms": float(latency.mean()),
-            "sim_poisson_p50_ms": float(np.percentile(poisson, 50)), "sim_poisson_p99_ms": float(np.percentile(poisson, 99)),
+            "sim_poisson_p50_ms": float(np.percentile(poisson, 50)),
+            "sim_poisson_p99_ms": float(np.percentile(poisson, 99)),
             "sim_poisson_mean_ms": float(poisson.mean()),
             "sim_actual_sends_p50_ms": float(np.percentile(replay, 50)),
             "sim_actual_sends_p99_ms": float(np.percentile(replay, 99)),
             "sim_actual_sends_mean_ms": float(replay.mean()),
-            "overhead_ms": overhead_ms, **server,
+            "overhead_ms": overhead_ms,
+            **server,
             "server_batch_mean": float(window.sum()) / max(1, server["executions"]),
         }
         row["round_trip_under_load_ms"] = row["measured_mean_ms"] - row["server_request_ms"]
@@ -167,32 +197,49 @@ def main() -> None:
         if len(seconds):
             q = seconds.speed_ratio.quantile([0.1, 0.5, 0.9])
             slow = seconds.speed_ratio > 1.15 * q[0.1]
-            row.update(speed_p10=q[0.1], speed_p50=q[0.5], speed_p90=q[0.9], slow_seconds=int(slow.sum()),
-                       seconds=len(seconds), p99_slow_seconds_ms=seconds.p99_ms[slow].median(),
-                       p99_other_seconds_ms=seconds.p99_ms[~slow].median())
+            row.update(
+                speed_p10=q[0.1],
+                speed_p50=q[0.5],
+                speed_p90=q[0.9],
+                slow_seconds=int(slow.sum()),
+                seconds=len(seconds),
+                p99_slow_seconds_ms=seconds.p99_ms[slow].median(),
+                p99_other_seconds_ms=seconds.p99_ms[~slow].median(),
+            )
         rows.append(row)
         print(", ".join(f"{k} {v:.4g}" for k, v in row.items()), flush=True)
     frame = pd.DataFrame(rows)
     frame.to_csv(args.results / "tail.csv", index=False, float_format="%.5g")
     pd.concat(all_seconds).to_csv(args.results / "tail-seconds.csv", index=False, float_format="%.5g")
-    lines = [f"# Where the p99 goes: tiny {SIZE} px, max_batch {args.max_batch}, no delay, server on core(s) "
-             f"{args.server_cpus} ({time.strftime('%Y-%m-%d %H:%M')} UTC)", "",
-             "| rate/s | gap CV | p99 meas | p99 sim Poisson | p99 sim actual sends | p50 meas | p50 sim | mean meas | "
-             "mean in server (Triton) | of it queued | round trip under load | calibrated round trip |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Where the p99 goes: tiny {SIZE} px, max_batch {args.max_batch}, no delay, server on core(s) "
+        f"{args.server_cpus} ({time.strftime('%Y-%m-%d %H:%M')} UTC)",
+        "",
+        "| rate/s | gap CV | p99 meas | p99 sim Poisson | p99 sim actual sends | p50 meas | p50 sim | mean meas | "
+        "mean in server (Triton) | of it queued | round trip under load | calibrated round trip |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in frame.itertuples():
-        lines.append(f"| {r.rate_per_s:g} | {r.gap_cv:.2f} | {r.measured_p99_ms:.1f} | {r.sim_poisson_p99_ms:.1f} | "
-                     f"{r.sim_actual_sends_p99_ms:.1f} | {r.measured_p50_ms:.1f} | {r.sim_poisson_p50_ms:.1f} | "
-                     f"{r.measured_mean_ms:.1f} | {r.server_request_ms:.1f} | {r.server_queue_ms:.1f} | "
-                     f"{r.round_trip_under_load_ms:.1f} | {r.overhead_ms:.1f} |")
-    lines += ["", "The server's speed second by second (its busy time per execution over the calibration's at that "
-              "second's mean batch; above 1: slower), and the p99 of the requests sent in the seconds more than 15% "
-              "slower than its fast state (10th percentile) against the other seconds (median over seconds):", "",
-              "| rate/s | speed p10 | p50 | p90 | slow seconds | p99 in slow seconds | p99 in the others |",
-              "|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {r.rate_per_s:g} | {r.gap_cv:.2f} | {r.measured_p99_ms:.1f} | {r.sim_poisson_p99_ms:.1f} | "
+            f"{r.sim_actual_sends_p99_ms:.1f} | {r.measured_p50_ms:.1f} | {r.sim_poisson_p50_ms:.1f} | "
+            f"{r.measured_mean_ms:.1f} | {r.server_request_ms:.1f} | {r.server_queue_ms:.1f} | "
+            f"{r.round_trip_under_load_ms:.1f} | {r.overhead_ms:.1f} |"
+        )
+    lines += [
+        "",
+        "The server's speed second by second (its busy time per execution over the calibration's at that "
+        "second's mean batch; above 1: slower), and the p99 of the requests sent in the seconds more than 15% "
+        "slower than its fast state (10th percentile) against the other seconds (median over seconds):",
+        "",
+        "| rate/s | speed p10 | p50 | p90 | slow seconds | p99 in slow seconds | p99 in the others |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in frame.itertuples():
-        lines.append(f"| {r.rate_per_s:g} | {r.speed_p10:.2f} | {r.speed_p50:.2f} | {r.speed_p90:.2f} | "
-                     f"{r.slow_seconds} of {r.seconds} | {r.p99_slow_seconds_ms:.1f} | {r.p99_other_seconds_ms:.1f} |")
+        lines.append(
+            f"| {r.rate_per_s:g} | {r.speed_p10:.2f} | {r.speed_p50:.2f} | {r.speed_p90:.2f} | "
+            f"{r.slow_seconds} of {r.seconds} | {r.p99_slow_seconds_ms:.1f} | {r.p99_other_seconds_ms:.1f} |"
+        )
     (args.results / "tail.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -24,7 +24,9 @@ POINT_OVERHEAD_S = 0.3  # writing the CSV, the monitor's summary, freeing memory
 OOM_POINT_S = 1.5  # a batch that does not fit fails at its first call, then memory is freed
 FRESH_PROCESS_S = 8.0  # python + import torch/torchvision + CUDA context + building the model (assumed)
 STEP_START_S = 10.0  # per perfmodel profile command: imports, CUDA context, the long-lived worker
-CHECK_S = 240.0  # check: environment, the GPU tests (the profiler bounds them within 10 min; assumed 3 min) and the suite
+CHECK_S = (
+    240.0  # check: environment, the GPU tests (the profiler bounds them within 10 min; assumed 3 min) and the suite
+)
 VALIDATE_PLAN_S = 35.0  # a local Ray start (~5 s), loading the model (~8 s), a 10-15 s deadline, Ray's stop
 VALIDATE_FIT_S = 0.0  # perfmodel fit runs on the CPU before the validate call (30 s more if validate fits)
 
@@ -53,14 +55,16 @@ class Option:
 OPTIONS = {
     "resnet50": [
         Option("torch-fp16", images_per_s=9000, batch1_ms=3.0, max_batch_224=13000),
-        Option("torch-channels-last-cuda-graphs-fp16", images_per_s=14000, batch1_ms=1.0, max_batch_224=13000,
-               cap=2048),
+        Option(
+            "torch-channels-last-cuda-graphs-fp16", images_per_s=14000, batch1_ms=1.0, max_batch_224=13000, cap=2048
+        ),
         Option("torch-tf32", images_per_s=4000, batch1_ms=3.0, max_batch_224=6500, fresh=False),
     ],
     "efficientnet_b0": [
         Option("torch-fp16", images_per_s=12000, batch1_ms=5.0, max_batch_224=10000),
-        Option("torch-channels-last-cuda-graphs-fp16", images_per_s=16000, batch1_ms=1.0, max_batch_224=10000,
-               cap=2048),
+        Option(
+            "torch-channels-last-cuda-graphs-fp16", images_per_s=16000, batch1_ms=1.0, max_batch_224=10000, cap=2048
+        ),
         Option("torch-tf32", images_per_s=7000, batch1_ms=5.0, max_batch_224=5000, fresh=False),
     ],
 }

@@ -29,9 +29,23 @@ def perfmodel(*args: str) -> subprocess.CompletedProcess:
 
 
 def plan(args: argparse.Namespace, images: int) -> tuple[int, dict]:
-    done = perfmodel("plan", "--predictor", args.predictor, "--model", args.model, "--pool", f"{args.hardware}=1",
-                     "--input-size", str(args.input_size), "--images", str(images), "--deadline", args.deadline,
-                     *args.plan_args, "--json")
+    done = perfmodel(
+        "plan",
+        "--predictor",
+        args.predictor,
+        "--model",
+        args.model,
+        "--pool",
+        f"{args.hardware}=1",
+        "--input-size",
+        str(args.input_size),
+        "--images",
+        str(images),
+        "--deadline",
+        args.deadline,
+        *args.plan_args,
+        "--json",
+    )
     if done.returncode not in (0, 3):
         raise SystemExit(f"perfmodel plan failed (exit {done.returncode}): {done.stderr.strip()}")
     return done.returncode, json.loads(done.stdout)
@@ -71,10 +85,18 @@ def main() -> int:
         return 124 if done.returncode in (130, 143) else done.returncode  # interrupted, as timeout(1) says
     measured = json.loads(done.stdout)
     keys = ("predicted_makespan_s", "measured_makespan_s", "error_rel", "deadline_s", "met_deadline", "images_done")
-    line = {"name": args.name, "model": args.model, "hardware": args.hardware, "input_size": args.input_size,
-            "images": planned.get("images"), "batch_size": [a["batch_size"] for a in planned.get("assignments", [])],
-            "extrapolated": extrapolated(planned, Path(args.predictor)),
-            **{k: measured.get(k) for k in keys}, "plan": planned, "run": measured}
+    line = {
+        "name": args.name,
+        "model": args.model,
+        "hardware": args.hardware,
+        "input_size": args.input_size,
+        "images": planned.get("images"),
+        "batch_size": [a["batch_size"] for a in planned.get("assignments", [])],
+        "extrapolated": extrapolated(planned, Path(args.predictor)),
+        **{k: measured.get(k) for k in keys},
+        "plan": planned,
+        "run": measured,
+    }
     with open(args.results, "a") as f:  # one line per plan, appended whole
         f.write(json.dumps(line) + "\n")
         f.flush()
@@ -89,8 +111,9 @@ def extrapolated(planned: dict, predictor: Path) -> bool:
     for group in json.loads(predictor.read_text())["groups"]:
         option = (group["key"].get("backend"), group["key"].get("precision"))
         largest[option] = max(largest.get(option, 0), max(group["batch_sizes"]))
-    return any(a["batch_size"] > largest.get((a.get("backend"), a.get("precision")), 0)
-               for a in planned.get("assignments", []))
+    return any(
+        a["batch_size"] > largest.get((a.get("backend"), a.get("precision")), 0) for a in planned.get("assignments", [])
+    )
 
 
 def summary(path: Path) -> int:
@@ -101,8 +124,10 @@ def summary(path: Path) -> int:
         met = "met" if r["met_deadline"] else "MISSED"
         measured = "-" if r["measured_makespan_s"] is None else f"{r['measured_makespan_s']:.2f}"
         batch = ",".join(map(str, r["batch_size"])) + ("*" if r.get("extrapolated") else "")
-        print(f"{r['name']:34} {r['images'] or 0:>8} {batch:>7} "
-              f"{r['predicted_makespan_s']:>12.2f} {measured:>11} {error:>7} {met:>9}")
+        print(
+            f"{r['name']:34} {r['images'] or 0:>8} {batch:>7} "
+            f"{r['predicted_makespan_s']:>12.2f} {measured:>11} {error:>7} {met:>9}"
+        )
     if any(r.get("extrapolated") for r in rows):
         print("* a batch larger than its option was measured at: the prediction is the fit's extrapolation")
     return 0

@@ -21,17 +21,44 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-WHEELS = ("pyomo==6.10.1", "highspy==1.15.1", "ray==2.60.0", "jsonschema==4.26.0",
-          "jsonschema-specifications==2025.9.1", "referencing==0.37.0", "rpds-py==2026.9.1")
-PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64", "manylinux_2_17_x86_64",
-             "manylinux2014_x86_64", "manylinux1_x86_64")
+WHEELS = (
+    "pyomo==6.10.1",
+    "highspy==1.15.1",
+    "ray==2.60.0",
+    "jsonschema==4.26.0",
+    "jsonschema-specifications==2025.9.1",
+    "referencing==0.37.0",
+    "rpds-py==2026.9.1",
+)
+PLATFORMS = (
+    "manylinux_2_28_x86_64",
+    "manylinux_2_27_x86_64",
+    "manylinux_2_24_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux1_x86_64",
+)
 DROP = ("ray/jars/",)  # Java workers only
 LIMIT_MIB = 64
 
 
 def download(spec: str, dest: Path, python: str) -> None:
-    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-           "--python-version", python, "--implementation", "cp", "-d", str(dest), spec]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        python,
+        "--implementation",
+        "cp",
+        "-d",
+        str(dest),
+        spec,
+    ]
     for platform in PLATFORMS:
         cmd += ["--platform", platform]
     subprocess.run(cmd, check=True)
@@ -59,8 +86,12 @@ def slim(wheel: Path) -> None:
 
 def tree_bytes() -> int:
     """What travels besides the wheels: tracked and untracked-not-ignored files."""
-    names = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           check=True, capture_output=True).stdout.split(b"\0")
+    names = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout.split(b"\0")
     return sum((ROOT / n.decode()).stat().st_size for n in names if n and (ROOT / n.decode()).is_file())
 
 
@@ -83,8 +114,10 @@ def main() -> int:
     for w in wheels:
         print(f"{w.stat().st_size / 2**20:7.1f} MiB  {w.name}")
     tree = tree_bytes()
-    print(f"{total / 2**20:7.1f} MiB  wheels\n{tree / 2**20:7.1f} MiB  working tree\n"
-          f"{(total + tree) / 2**20:7.1f} MiB  in all, of {LIMIT_MIB} MiB a call may carry")
+    print(
+        f"{total / 2**20:7.1f} MiB  wheels\n{tree / 2**20:7.1f} MiB  working tree\n"
+        f"{(total + tree) / 2**20:7.1f} MiB  in all, of {LIMIT_MIB} MiB a call may carry"
+    )
     return 0 if total + tree <= LIMIT_MIB * 2**20 else 1
 
 

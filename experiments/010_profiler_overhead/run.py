@@ -89,8 +89,9 @@ class _InProcessSampler:
 def run_bare(model_name: str, size: int, batch: int, calls: int, monitor_thread: bool) -> dict:
     request = json.dumps([model_name, size, batch, calls, monitor_thread])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    done = subprocess.run([sys.executable, __file__, "--bare-loop", request], capture_output=True, text=True,
-                          check=True, env=env)
+    done = subprocess.run(
+        [sys.executable, __file__, "--bare-loop", request], capture_output=True, text=True, check=True, env=env
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -115,23 +116,46 @@ def overhead(model_name: str, size: int, batch: int, calls: int, rounds: int) ->
         order = list(arms) if r % 2 == 0 else list(reversed(arms))
         measured = {arm: arms[arm]() for arm in order}
         for arm in ("profiler", "bare+thread"):
-            rows.append({"model": model_name, "input_size": size, "batch_size": batch, "calls": calls, "round": r,
-                         "arm": arm, **{f"bare_{s}_ms": measured["bare"][s] for s in STATS},
-                         **{f"{s}_ms": measured[arm][s] for s in STATS},
-                         **{f"{s}_ratio": measured[arm][s] / measured["bare"][s] for s in STATS}})
-        print(f"{model_name} {size}px b{batch} round {r}: " + ", ".join(
-            f"{arm} p50/p90/p99 x{measured[arm]['p50'] / measured['bare']['p50']:.3f}/"
-            f"{measured[arm]['p90'] / measured['bare']['p90']:.3f}/{measured[arm]['p99'] / measured['bare']['p99']:.3f}"
-            for arm in ("profiler", "bare+thread")), flush=True)
+            rows.append(
+                {
+                    "model": model_name,
+                    "input_size": size,
+                    "batch_size": batch,
+                    "calls": calls,
+                    "round": r,
+                    "arm": arm,
+                    **{f"bare_{s}_ms": measured["bare"][s] for s in STATS},
+                    **{f"{s}_ms": measured[arm][s] for s in STATS},
+                    **{f"{s}_ratio": measured[arm][s] / measured["bare"][s] for s in STATS},
+                }
+            )
+        print(
+            f"{model_name} {size}px b{batch} round {r}: "
+            + ", ".join(
+                f"{arm} p50/p90/p99 x{measured[arm]['p50'] / measured['bare']['p50']:.3f}/"
+                f"{measured[arm]['p90'] / measured['bare']['p90']:.3f}/"
+                f"{measured[arm]['p99'] / measured['bare']['p99']:.3f}"
+                for arm in ("profiler", "bare+thread")
+            ),
+            flush=True,
+        )
     return rows
 
 
 def summarise(rounds: pd.DataFrame) -> pd.DataFrame:
     out = []
-    for (model, size, batch, calls, arm), g in rounds.groupby(["model", "input_size", "batch_size", "calls", "arm"],
-                                                              sort=False):
-        row = {"model": model, "input px": size, "batch": batch, "calls": calls, "arm": arm, "rounds": len(g),
-               "bare median ms": g["bare_p50_ms"].median()}
+    for (model, size, batch, calls, arm), g in rounds.groupby(
+        ["model", "input_size", "batch_size", "calls", "arm"], sort=False
+    ):
+        row = {
+            "model": model,
+            "input px": size,
+            "batch": batch,
+            "calls": calls,
+            "arm": arm,
+            "rounds": len(g),
+            "bare median ms": g["bare_p50_ms"].median(),
+        }
         for s in STATS:
             row[f"{s} ratio"] = g[f"{s}_ratio"].median()
             row[f"{s} range"] = f"{g[f'{s}_ratio'].min():.3f}-{g[f'{s}_ratio'].max():.3f}"
@@ -144,15 +168,36 @@ def time_auto(model_name: str, size: int) -> dict:
         out = Path(tmp) / "auto.csv"
         t0 = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "perfmodel", "profile", "--model", model_name, "--batch-sizes", "auto",
-             "--input-sizes", str(size), "--out", str(out)],
-            check=True, capture_output=True, text=True, cwd=ROOT,
+            [
+                sys.executable,
+                "-m",
+                "perfmodel",
+                "profile",
+                "--model",
+                model_name,
+                "--batch-sizes",
+                "auto",
+                "--input-sizes",
+                str(size),
+                "--out",
+                str(out),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
         )
         seconds = time.perf_counter() - t0
         df = pd.read_csv(out)
     ok = df[df["status"] == "ok"]
-    return {"model": model_name, "input_size": size, "wall_s": seconds, "points": len(df),
-            "largest_batch": int(ok["batch_size"].max()), "statuses": ",".join(sorted(set(df["status"])))}
+    return {
+        "model": model_name,
+        "input_size": size,
+        "wall_s": seconds,
+        "points": len(df),
+        "largest_batch": int(ok["batch_size"].max()),
+        "statuses": ",".join(sorted(set(df["status"]))),
+    }
 
 
 def markdown(df: pd.DataFrame) -> str:
@@ -173,7 +218,9 @@ def main() -> None:
         print(json.dumps(bare_loop(*json.loads(args.bare_loop))))
         return
     load_before = os.getloadavg()
-    rounds = pd.DataFrame([row for m, s, b, n in CASES for row in overhead(m, s, b, n, 3 if args.quick else args.rounds)])
+    rounds = pd.DataFrame(
+        [row for m, s, b, n in CASES for row in overhead(m, s, b, n, 3 if args.quick else args.rounds)]
+    )
     load_after = os.getloadavg()
     table = summarise(rounds)
     if args.skip_auto and (HERE / "auto_results.csv").exists():
@@ -183,8 +230,10 @@ def main() -> None:
     import torch
 
     machine = f"{cpu_name()}, {os.cpu_count()} cores, torch {torch.__version__}, 1 thread"
-    loads = (f"load average (1/5/15 min) before {load_before[0]:.2f}/{load_before[1]:.2f}/{load_before[2]:.2f}, "
-             f"after {load_after[0]:.2f}/{load_after[1]:.2f}/{load_after[2]:.2f}")
+    loads = (
+        f"load average (1/5/15 min) before {load_before[0]:.2f}/{load_before[1]:.2f}/{load_before[2]:.2f}, "
+        f"after {load_after[0]:.2f}/{load_after[1]:.2f}/{load_after[2]:.2f}"
+    )
     print(machine)
     print(loads)
     print(table.to_string(index=False))
@@ -199,8 +248,11 @@ def main() -> None:
             "Ratios to a bare loop in its own process (median over rounds, and range), for the median (p50), p90 "
             "and p99 of N calls. `profiler`: the sweep's measuring worker with the hardware monitor on (its own "
             "process); `bare+thread`: the bare loop with the monitor's readings on a thread of the timing process "
-            "(the earlier design):\n\n" + markdown(table) +
-            "\n\n`perfmodel profile --batch-sizes auto` (CPU defaults):\n\n" + markdown(autos) + "\n"
+            "(the earlier design):\n\n"
+            + markdown(table)
+            + "\n\n`perfmodel profile --batch-sizes auto` (CPU defaults):\n\n"
+            + markdown(autos)
+            + "\n"
         )
 
 

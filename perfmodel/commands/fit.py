@@ -34,19 +34,36 @@ def add_parser(sub) -> None:
     p.add_argument("--out", required=True, metavar="FILE", help="the predictor JSON file to write")
     p.add_argument("--report", action="store_true", help="print the error report as tables")
     p.add_argument("--json", action="store_true", help="print the result (and the report) as JSON on stdout")
-    p.add_argument("--target-hardware", metavar="LIST", help="GPUs to predict from the other GPUs' profiles and their "
-                   "specifications, e.g. h100 or v100,a10")
-    p.add_argument("--gpu-specs", metavar="FILE", help="GPU specification table for --target-hardware "
-                   "(default: perfmodel/data/gpu_specs.csv)")
-    p.add_argument("--families", default="roofline,linear,piecewise,tree", metavar="LIST",
-                   help="model families to choose from by cross-validation (default: roofline,linear,piecewise,tree)")
+    p.add_argument(
+        "--target-hardware",
+        metavar="LIST",
+        help="GPUs to predict from the other GPUs' profiles and their specifications, e.g. h100 or v100,a10",
+    )
+    p.add_argument(
+        "--gpu-specs",
+        metavar="FILE",
+        help="GPU specification table for --target-hardware (default: perfmodel/data/gpu_specs.csv)",
+    )
+    p.add_argument(
+        "--families",
+        default="roofline,linear,piecewise,tree",
+        metavar="LIST",
+        help="model families to choose from by cross-validation (default: roofline,linear,piecewise,tree)",
+    )
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
     from perfmodel.files import check_writable
     from perfmodel.fitting.report import (
-        MAX_BATCH_HEADERS, QUANTITY_HEADERS, REPORT_LEGEND, max_batch_rows, noise_note, quantity_rows, report_json, transfer_note,
+        MAX_BATCH_HEADERS,
+        QUANTITY_HEADERS,
+        REPORT_LEGEND,
+        max_batch_rows,
+        noise_note,
+        quantity_rows,
+        report_json,
+        transfer_note,
     )
     from perfmodel.fitting.train import fit
 
@@ -60,8 +77,9 @@ def run(args) -> int:
             update(count[0], None, f"{group}: {quantity}")
 
         targets = [t.strip() for t in (args.target_hardware or "").split(",") if t.strip()]
-        predictor = fit(args.profiles, families=families, on_progress=on_progress, target_hardware=targets,
-                        gpu_specs=args.gpu_specs)
+        predictor = fit(
+            args.profiles, families=families, on_progress=on_progress, target_hardware=targets, gpu_specs=args.gpu_specs
+        )
     predictor.save(args.out)
     if args.json:
         console.print_json(console.clean_for_json({"out": args.out, "groups": report_json(predictor)}))
@@ -82,7 +100,9 @@ def run(args) -> int:
         console.note(f"not transferred: {skipped}")
     left_out = predictor.provenance.get("open_loop_rows_left_out")
     if left_out:
-        console.note(f"left out {left_out} open-loop row(s) (profile --rate): they time queueing at a rate, "
-                     "not a batch; plan --mode online models the queueing itself")
+        console.note(
+            f"left out {left_out} open-loop row(s) (profile --rate): they time queueing at a rate, "
+            "not a batch; plan --mode online models the queueing itself"
+        )
     console.note(f"wrote {len(predictor.groups)} group(s) to {args.out}")
     return 0

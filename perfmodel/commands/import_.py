@@ -11,9 +11,11 @@ IMPORT_EXAMPLES = """examples:
   perfmodel import perf-analyzer pa-b1.csv pa-b8.csv --batch-size 1,8 --hardware a100 --model resnet50 \\
                    --backend triton-grpc --precision fp16 --input-size 224 --out /tmp/a100-pa.csv
   perfmodel import model-analyzer results/metrics-model-inference.csv --model-config resnet50_config_2 \\
-                   --hardware t4 --model resnet50 --backend triton-http --precision fp16 --input-size 224 --out /tmp/t4.csv
+                   --hardware t4 --model resnet50 --backend triton-http --precision fp16 --input-size 224 \\
+                   --out /tmp/t4.csv
   perfmodel import table nvidia.csv --hardware v100 --model resnet50 --backend torch --precision fp32 \\
-                   --input-size 224 --source "https://github.com/NVIDIA/DeepLearningExamples README @ 729963d" --out /tmp/v100.csv
+                   --input-size 224 --source "https://github.com/NVIDIA/DeepLearningExamples README @ 729963d" \\
+                   --out /tmp/v100.csv
 
 formats:
   perf-analyzer    Triton perf_analyzer -f FILE (a concurrency sweep; times in microseconds). The file does not
@@ -51,11 +53,18 @@ def add_parser(sub) -> None:
     p.add_argument("--input-size", metavar="PX", help="side of the square input images in pixels, e.g. 224")
     p.add_argument("--batch-size", metavar="N[,N...]", help="perf_analyzer: the batch size (-b) of each file")
     p.add_argument("--model-config", metavar="NAME", help="Model Analyzer: which model configuration to import")
-    p.add_argument("--source", metavar="TEXT", help="where the figures come from (default: the file's path), "
-                   "e.g. a URL and its version")
+    p.add_argument(
+        "--source",
+        metavar="TEXT",
+        help="where the figures come from (default: the file's path), e.g. a URL and its version",
+    )
     p.add_argument("--device-name", metavar="NAME", help="the device's full name, e.g. 'A100-SXM4-40GB'")
-    p.add_argument("--latency-from", default="auto", choices=list(LATENCY_FROM),
-                   help="what latency_ms is taken from (default: auto = p50, else throughput, else mean)")
+    p.add_argument(
+        "--latency-from",
+        default="auto",
+        choices=list(LATENCY_FROM),
+        help="what latency_ms is taken from (default: auto = p50, else throughput, else mean)",
+    )
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
     p.set_defaults(run=run)
 
@@ -68,21 +77,36 @@ def run(args) -> int:
 
     check_writable(args.out, inputs=args.files)
     settings = ImportSettings(
-        hardware=args.hardware, model=args.model, backend=args.backend, precision=args.precision,
+        hardware=args.hardware,
+        model=args.model,
+        backend=args.backend,
+        precision=args.precision,
         input_size=None if args.input_size is None else parse_input_size(args.input_size, "--input-size"),
-        batch_sizes=_batch_sizes(args.batch_size), source=args.source, latency_from=args.latency_from,
-        model_config=args.model_config, device_name=args.device_name,
+        batch_sizes=_batch_sizes(args.batch_size),
+        source=args.source,
+        latency_from=args.latency_from,
+        model_config=args.model_config,
+        device_name=args.device_name,
     )
     frame = import_profile(args.format, args.files, settings)
     write_profile(frame, args.out)
     groups = frame.groupby(["hardware", "model", "backend", "precision"]).size()
     if args.json:
-        console.print_json({"out": args.out, "rows": len(frame),
-                            "groups": [{"hardware": h, "model": m, "backend": b, "precision": p, "rows": int(n)}
-                                       for (h, m, b, p), n in groups.items()]})
+        console.print_json(
+            {
+                "out": args.out,
+                "rows": len(frame),
+                "groups": [
+                    {"hardware": h, "model": m, "backend": b, "precision": p, "rows": int(n)}
+                    for (h, m, b, p), n in groups.items()
+                ],
+            }
+        )
         return 0
-    console.note(f"wrote {len(frame)} row(s) in {len(groups)} group(s) to {args.out} "
-                 f"(latency from {', '.join(sorted(set(frame['latency_basis'])))}; no warm-up or memory measured).")
+    console.note(
+        f"wrote {len(frame)} row(s) in {len(groups)} group(s) to {args.out} "
+        f"(latency from {', '.join(sorted(set(frame['latency_basis'])))}; no warm-up or memory measured)."
+    )
     return 0
 
 
@@ -94,6 +118,8 @@ def _batch_sizes(text: str | None) -> tuple[int, ...]:
         return ()
     items = [part.strip() for part in text.split(",")]
     if not all(re.fullmatch(r"[0-9]{1,7}", part) and 1 <= int(part) <= MAX_BATCH_SIZE for part in items):
-        raise InputError(f"--batch-size takes one whole number from 1 to {MAX_BATCH_SIZE:,} per file, separated by "
-                         f"commas, e.g. 1,8,32; not {shown(text)}.")
+        raise InputError(
+            f"--batch-size takes one whole number from 1 to {MAX_BATCH_SIZE:,} per file, separated by "
+            f"commas, e.g. 1,8,32; not {shown(text)}."
+        )
     return tuple(int(part) for part in items)

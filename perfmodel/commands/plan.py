@@ -44,35 +44,99 @@ def add_parser(sub) -> None:
         epilog=PLAN_EXAMPLES + "\n" + plan_online.ONLINE_EXAMPLES + "\n" + PLAN_EXIT_CODES,
         formatter_class=formatter,
     )
-    p.add_argument("--images", metavar="N", help="images to finish, e.g. 100000, 100k, 1.5M (relaxed mode: an upper limit)")
+    p.add_argument(
+        "--images", metavar="N", help="images to finish, e.g. 100000, 100k, 1.5M (relaxed mode: an upper limit)"
+    )
     p.add_argument("--deadline", metavar="T", help="e.g. 60s, 1.5m, 250ms, 2h (soft and relaxed modes)")
     p.add_argument("--input-size", metavar="PX", help="side of the square images in pixels (default: 224)")
-    p.add_argument("--mix", metavar="SIZE=N,...", help="several input sizes: 224=70000,512=30000, or 224=70%%,512=30%% of --images")
-    p.add_argument("--mode", default="soft", choices=["soft", "relaxed", "online"],
-                   help="soft: all images by the deadline; relaxed: as many as possible; online: requests at a rate "
-                   "within a latency SLO (default: soft)")
-    p.add_argument("--objective", default="gpus", choices=["gpus", "cost"], help="fewest GPUs, or lowest cost (needs --price) (default: gpus)")
-    p.add_argument("--pool", metavar="TYPE=N,...", help="GPUs available, e.g. h100=8,a100=4 (default: any number of every type found)")
+    p.add_argument(
+        "--mix", metavar="SIZE=N,...", help="several input sizes: 224=70000,512=30000, or 224=70%%,512=30%% of --images"
+    )
+    p.add_argument(
+        "--mode",
+        default="soft",
+        choices=["soft", "relaxed", "online"],
+        help="soft: all images by the deadline; relaxed: as many as possible; online: requests at a rate "
+        "within a latency SLO (default: soft)",
+    )
+    p.add_argument(
+        "--objective",
+        default="gpus",
+        choices=["gpus", "cost"],
+        help="fewest GPUs, or lowest cost (needs --price) (default: gpus)",
+    )
+    p.add_argument(
+        "--pool",
+        metavar="TYPE=N,...",
+        help="GPUs available, e.g. h100=8,a100=4 (default: any number of every type found)",
+    )
     p.add_argument("--price", metavar="TYPE=P,...", help="price per GPU-hour, e.g. h100=4.5,a100=2.2")
-    p.add_argument("--profile", action="append", default=[], metavar="FILE", help="a profile CSV: plan over its measured batch sizes (repeatable)")
-    p.add_argument("--predictor", action="append", default=[], metavar="FILE", help="a predictor JSON: plan over every batch size up to max_batch (repeatable)")
-    p.add_argument("--model", help="which model of the profiles or predictors (default: the only one, else resnet50); "
-                   "a TorchScript file plans for the model named by its stem and records the file for `perfmodel run`")
+    p.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a profile CSV: plan over its measured batch sizes (repeatable)",
+    )
+    p.add_argument(
+        "--predictor",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a predictor JSON: plan over every batch size up to max_batch (repeatable)",
+    )
+    p.add_argument(
+        "--model",
+        help="which model of the profiles or predictors (default: the only one, else resnet50); "
+        "a TorchScript file plans for the model named by its stem and records the file for `perfmodel run`",
+    )
     p.add_argument("--backend", help="only this backend (default: every backend measured; the solver picks)")
     p.add_argument("--precision", help="only this precision (default: every precision measured)")
-    p.add_argument("--use", default="p50", choices=["p50", "p99"], help="plan on the median or the 99th-percentile latency (default: p50)")
-    p.add_argument("--margin", default="0", metavar="PCT", help="safety margin, e.g. 5%% (default: 0); batch modes: finish "
-                   "by deadline x (1 - margin); online: the SLO holds with every batch's server time that much longer")
-    p.add_argument("--load-time", metavar="T", help="model load time per GPU (default: the profile's or predictor's load_ms, else 0)")
-    p.add_argument("--extrapolate", action="store_true", help="let predictors go past 2x the largest batch measured "
-                   "(up to their max_batch), where their error was never measured")
-    p.add_argument("--confidence", type=float, metavar="P", help="predictors only: multiply each predicted time by 1 + "
-                   "the P quantile (e.g. 0.99) of the predictor's measured error")
-    p.add_argument("--decode-time", metavar="T", help="time to decode one image, added to every batch (batch x T), "
-                   "for workers whose image decoding shares their CPU cores, e.g. 2ms (`perfmodel run` measures it: "
-                   "decode_s_per_image)")
+    p.add_argument(
+        "--use",
+        default="p50",
+        choices=["p50", "p99"],
+        help="plan on the median or the 99th-percentile latency (default: p50)",
+    )
+    p.add_argument(
+        "--margin",
+        default="0",
+        metavar="PCT",
+        help="safety margin, e.g. 5%% (default: 0); batch modes: finish "
+        "by deadline x (1 - margin); online: the SLO holds with every batch's server time that much longer",
+    )
+    p.add_argument(
+        "--load-time",
+        metavar="T",
+        help="model load time per GPU (default: the profile's or predictor's load_ms, else 0)",
+    )
+    p.add_argument(
+        "--extrapolate",
+        action="store_true",
+        help="let predictors go past 2x the largest batch measured "
+        "(up to their max_batch), where their error was never measured",
+    )
+    p.add_argument(
+        "--confidence",
+        type=float,
+        metavar="P",
+        help="predictors only: multiply each predicted time by 1 + "
+        "the P quantile (e.g. 0.99) of the predictor's measured error",
+    )
+    p.add_argument(
+        "--decode-time",
+        metavar="T",
+        help="time to decode one image, added to every batch (batch x T), "
+        "for workers whose image decoding shares their CPU cores, e.g. 2ms (`perfmodel run` measures it: "
+        "decode_s_per_image)",
+    )
     p.add_argument("--max-batches", metavar="N", help="at most N batches per GPU, the first included")
-    p.add_argument("--gap", type=float, metavar="REL", help="relative optimality gap the solver may stop at (default: 0, or 1e-4 for cost)")
+    p.add_argument(
+        "--gap",
+        type=float,
+        metavar="REL",
+        help="relative optimality gap the solver may stop at (default: 0, or 1e-4 for cost)",
+    )
     p.add_argument("--time-limit", default="10s", metavar="T", help="solver time limit (default: 10s)")
     p.add_argument("--json", action="store_true", help="print the plan (or why there is none) as JSON")
     plan_online.add_arguments(p)
@@ -85,8 +149,10 @@ def run_mode(args) -> int:
 
     wrong = plan_online.wrong_mode_flags(args)
     if wrong:
-        raise InputError(f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not for --mode {args.mode}; leave "
-                         f"{'it' if len(wrong) == 1 else 'them'} out{'' if args.mode == 'online' else ', or add --mode online'}.")
+        raise InputError(
+            f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not for --mode {args.mode}; leave "
+            f"{'it' if len(wrong) == 1 else 'them'} out{'' if args.mode == 'online' else ', or add --mode online'}."
+        )
     if args.mode == "online":
         return plan_online.run_online(args)
     if args.deadline is None:
@@ -96,13 +162,15 @@ def run_mode(args) -> int:
 
 def run(args) -> int:
     from perfmodel.errors import InputError
-    from perfmodel.plan import MAX_GPUS, MAX_IMAGES, PLAN_COLUMNS, NoPlanError, make_plan, plan_rows, summary
-    from perfmodel.plan_basis import notes
-    from perfmodel.plan_context import PLAN_FORMAT, PLAN_SCHEMA_VERSION, describe
+    from perfmodel.planning.basis import notes
+    from perfmodel.planning.batch import MAX_GPUS, MAX_IMAGES, PLAN_COLUMNS, NoPlanError, make_plan, plan_rows, summary
+    from perfmodel.planning.context import PLAN_FORMAT, PLAN_SCHEMA_VERSION, describe
     from perfmodel.units import parse_count, parse_duration, parse_input_size, parse_mix, parse_pool, parse_prices
 
     images = None if args.images is None else parse_count(args.images, "--images", maximum=MAX_IMAGES)
-    max_batches = None if args.max_batches is None else parse_count(args.max_batches, "--max-batches", "batches", MAX_IMAGES)
+    max_batches = (
+        None if args.max_batches is None else parse_count(args.max_batches, "--max-batches", "batches", MAX_IMAGES)
+    )
     if max_batches is not None and max_batches < 1:
         raise InputError("--max-batches must be a whole number >= 1 (the first batch counts).")
     if args.gap is not None and not 0 <= args.gap < 1:

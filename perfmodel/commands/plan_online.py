@@ -22,22 +22,58 @@ GPU runs Triton's dynamic batcher; latency = queueing + batching delay + batch s
 """
 
 # Flags of the batch modes, with the value they have when not given.
-BATCH_ONLY = {"images": None, "mix": None, "deadline": None, "use": "p50", "load_time": None,
-              "max_batches": None, "gap": None, "time_limit": "10s"}  # --margin serves both
-ONLINE_ONLY = {"rate": None, "slo": None, "percentile": None, "request_size": None, "arrivals": None,
-               "triton_config": None, "max_queue_delay": None, "no_simulation": False}
+BATCH_ONLY = {
+    "images": None,
+    "mix": None,
+    "deadline": None,
+    "use": "p50",
+    "load_time": None,
+    "max_batches": None,
+    "gap": None,
+    "time_limit": "10s",
+}  # --margin serves both
+ONLINE_ONLY = {
+    "rate": None,
+    "slo": None,
+    "percentile": None,
+    "request_size": None,
+    "arrivals": None,
+    "triton_config": None,
+    "max_queue_delay": None,
+    "no_simulation": False,
+}
 
 
 def add_arguments(p) -> None:
     g = p.add_argument_group("--mode online", "Plan for requests arriving at a rate, answered within an SLO.")
-    g.add_argument("--rate", metavar="R", help="requests per second: 400/s, 20k/s, 24000/min (default with --arrivals: the trace's)")
+    g.add_argument(
+        "--rate",
+        metavar="R",
+        help="requests per second: 400/s, 20k/s, 24000/min (default with --arrivals: the trace's)",
+    )
     g.add_argument("--slo", metavar="T", help="latency objective per request, e.g. 100ms")
-    g.add_argument("--percentile", metavar="P", help="share of requests that must meet the SLO, in percent (default: 99)")
+    g.add_argument(
+        "--percentile", metavar="P", help="share of requests that must meet the SLO, in percent (default: 99)"
+    )
     g.add_argument("--request-size", metavar="K", help="images per request (default: 1)")
-    g.add_argument("--arrivals", metavar="FILE", help="a CSV of arrival times (column arrival_s, seconds) to plan and check with")
-    g.add_argument("--triton-config", metavar="DIR", help="write the config.pbtxt settings the plan assumes into this model directory")
-    g.add_argument("--max-queue-delay", metavar="LIST", help="max_queue_delay candidates, e.g. 0,0.5ms,2ms (default: 0 and 1/4, 1/2, 1 x one request's time)")
-    g.add_argument("--no-simulation", action="store_true", help="skip the simulation that checks the plan (faster; analytic figures only)")
+    g.add_argument(
+        "--arrivals", metavar="FILE", help="a CSV of arrival times (column arrival_s, seconds) to plan and check with"
+    )
+    g.add_argument(
+        "--triton-config",
+        metavar="DIR",
+        help="write the config.pbtxt settings the plan assumes into this model directory",
+    )
+    g.add_argument(
+        "--max-queue-delay",
+        metavar="LIST",
+        help="max_queue_delay candidates, e.g. 0,0.5ms,2ms (default: 0 and 1/4, 1/2, 1 x one request's time)",
+    )
+    g.add_argument(
+        "--no-simulation",
+        action="store_true",
+        help="skip the simulation that checks the plan (faster; analytic figures only)",
+    )
 
 
 def wrong_mode_flags(args) -> list[str]:
@@ -48,29 +84,50 @@ def wrong_mode_flags(args) -> list[str]:
 
 def run_online(args) -> int:
     from perfmodel.errors import InputError
-    from perfmodel.online import (ONLINE_COLUMNS, NoOnlinePlanError, make_online_plan, online_rows, online_summary,
-                                  triton_header, triton_settings)
-    from perfmodel.plan import MAX_GPUS
-    from perfmodel.units import (MAX_BATCH_SIZE, parse_duration, parse_input_size, parse_percentile, parse_pool, parse_prices,
-                                 parse_rate, shown)
+    from perfmodel.planning.batch import MAX_GPUS
+    from perfmodel.planning.online import (
+        ONLINE_COLUMNS,
+        NoOnlinePlanError,
+        make_online_plan,
+        online_rows,
+        online_summary,
+        triton_header,
+        triton_settings,
+    )
+    from perfmodel.units import (
+        MAX_BATCH_SIZE,
+        parse_duration,
+        parse_input_size,
+        parse_percentile,
+        parse_pool,
+        parse_prices,
+        parse_rate,
+        shown,
+    )
 
     if args.slo is None:
         raise InputError("--mode online needs --slo, the latency objective, e.g. --slo 100ms.")
     delays = None
     if args.max_queue_delay is not None:
-        delays = [parse_duration(d.strip(), "--max-queue-delay", allow_zero=True) for d in args.max_queue_delay.split(",")]
+        delays = [
+            parse_duration(d.strip(), "--max-queue-delay", allow_zero=True) for d in args.max_queue_delay.split(",")
+        ]
     request_size = 1
     if args.request_size is not None:
         text = str(args.request_size).strip()
         if not re.fullmatch(r"[0-9]{1,9}", text) or not 1 <= int(text) <= MAX_BATCH_SIZE:
-            raise InputError(f"--request-size {shown(args.request_size)} is not a whole number of images from 1 to "
-                             f"{MAX_BATCH_SIZE:,}.")
+            raise InputError(
+                f"--request-size {shown(args.request_size)} is not a whole number of images from 1 to "
+                f"{MAX_BATCH_SIZE:,}."
+            )
         request_size = int(text)
     triton_dir = None
     if args.triton_config is not None:
-        from perfmodel.triton_config import check_target
+        from perfmodel.planning.triton_config import check_target
 
-        triton_dir = check_target(args.triton_config, [*args.profile, *args.predictor, *([args.arrivals] if args.arrivals else [])])
+        triton_dir = check_target(
+            args.triton_config, [*args.profile, *args.predictor, *([args.arrivals] if args.arrivals else [])]
+        )
     try:
         plan = make_online_plan(
             rate=None if args.rate is None else parse_rate(args.rate),
@@ -97,7 +154,7 @@ def run_online(args) -> int:
         raise
     written = []
     if triton_dir is not None:
-        from perfmodel.triton_config import write_batching
+        from perfmodel.planning.triton_config import write_batching
 
         cpus = [a.hardware for a in plan.assignments if a.hardware.startswith("cpu")]
         written = write_batching(triton_dir, triton_settings(plan, cpus), triton_header(plan))
@@ -107,14 +164,18 @@ def run_online(args) -> int:
     console.out.print(online_summary(plan), markup=False)
     console.table(None, ONLINE_COLUMNS, online_rows(plan))
     how = "the simulation" if any(a.simulated for a in plan.assignments) else "the analytic model"
-    console.note(f"p50 and p99 from {how} at each GPU's share of the rate; utilization = that share / the rate "
-                 "at which full batches keep the GPU busy.")
+    console.note(
+        f"p50 and p99 from {how} at each GPU's share of the rate; utilization = that share / the rate "
+        "at which full batches keep the GPU busy."
+    )
     if plan.margin:
-        from solvers.online_plan import percent
+        from solvers.online_solution import percent
 
         slowed = ", ".join(f"{a.hardware} {a.slowed_s * 1000:.3g} ms" for a in plan.assignments)
-        console.note(f"those are at the profile's speed; with every batch {percent(plan.margin)} slower, "
-                     f"p{plan.percentile:g}: {slowed} (the SLO {plan.slo_s * 1000:g} ms).")
+        console.note(
+            f"those are at the profile's speed; with every batch {percent(plan.margin)} slower, "
+            f"p{plan.percentile:g}: {slowed} (the SLO {plan.slo_s * 1000:g} ms)."
+        )
     for path in written:
         console.note(f"wrote {path}")
     if len(written) > 1:

@@ -59,75 +59,195 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--model", required=True, help="resnet50, efficientnet_b0, tiny, or a TorchScript file (.pt)")
     p.add_argument("--out", required=True, metavar="FILE", help="the profile CSV to write")
-    p.add_argument("--backend", default="torch", choices=["torch", "triton"],
-                   help="torch: called in-process; triton: through a Triton Inference Server (default: torch)")
+    p.add_argument(
+        "--backend",
+        default="torch",
+        choices=["torch", "triton"],
+        help="torch: called in-process; triton: through a Triton Inference Server (default: torch)",
+    )
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
-    p.add_argument("--batch-sizes", default=None, metavar="LIST",
-                   help="e.g. 1,2,4,8, or 'auto': double from 1 until a batch does not fit (out of memory), then "
-                        "bisect to the largest batch that does (default: 1,2,4,8); with --rate: images per request "
-                        "(default: 1)")
-    p.add_argument("--input-sizes", default="224", metavar="LIST", help="square image sides in pixels, e.g. 224,320 (default: 224)")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16", "bf16"],
-                   help="fp32 is true fp32 (TF32 off); tf32: fp32 tensors, TF32 tensor-core math (CUDA) (default: fp32)")
+    p.add_argument(
+        "--batch-sizes",
+        default=None,
+        metavar="LIST",
+        help="e.g. 1,2,4,8, or 'auto': double from 1 until a batch does not fit (out of memory), then "
+        "bisect to the largest batch that does (default: 1,2,4,8); with --rate: images per request "
+        "(default: 1)",
+    )
+    p.add_argument(
+        "--input-sizes", default="224", metavar="LIST", help="square image sides in pixels, e.g. 224,320 (default: 224)"
+    )
+    p.add_argument(
+        "--precision",
+        default="fp32",
+        choices=["fp32", "tf32", "fp16", "bf16"],
+        help="fp32 is true fp32 (TF32 off); tf32: fp32 tensors, TF32 tensor-core math (CUDA) (default: fp32)",
+    )
     p.add_argument("--channels-last", action="store_true", help="run in channels-last memory format")
     p.add_argument("--compile", action="store_true", help="torch.compile the model (compilation counts as warm-up)")
     p.add_argument("--cuda-graphs", action="store_true", help="replay a captured CUDA graph per batch size (CUDA only)")
-    p.add_argument("--warmup", default="fresh-process", choices=["fresh-process", "in-process"],
-                   help="measure the first call in a fresh worker process per point (default), or in the process "
-                        "that measures the steady state")
-    p.add_argument("--fresh-warmup-at", type=_batch_list, default=None, metavar="LIST",
-                   help="measure the warm-up in fresh processes only at these batch sizes, e.g. 1,16,256 (other "
-                        "points: steady state only, warmup_ms empty); the way to fit a GPU sweep into minutes")
-    p.add_argument("--threads", type=positive("", whole=True), default=None, metavar="N",
-                   help="torch threads (default: 1 on CPU, torch's default on CUDA)")
-    p.add_argument("--alongside", type=positive("", whole=True, allow_zero=True), default=0, metavar="N",
-                   help="CPU: time every point while N more workers run the same model and batch on this machine, as "
-                        "when a plan puts N + 1 workers on it (they share its cores and memory bandwidth) (default: 0)")
-    p.add_argument("--hardware", default=None, metavar="KEY", help="pool key for this device (default: from its name: h100, a100, cpu ...)")
-    p.add_argument("--max-batch-size", type=positive("", whole=True), default=None, metavar="N",
-                   help="auto: largest batch to try (default: 1024 on CPU, 16384 on CUDA); with --rate: the "
-                        "server's dynamic batcher's largest batch (default: 64)")
-    p.add_argument("--max-call-ms", type=positive("milliseconds"), default=None, metavar="MS",
-                   help="auto: stop growing after a call this slow (default: 2000 on CPU, no limit on CUDA)")
-    p.add_argument("--search-tolerance", type=_fraction, default=0.0, metavar="FRACTION",
-                   help="auto: stop bisecting once the largest batch that runs is known within this fraction, "
-                        "e.g. 10%% (default: 0, exact)")
-    p.add_argument("--memory-limit-mb", type=positive("MiB"), default=None, metavar="MB",
-                   help="the memory budget, over which a batch counts as out-of-memory: on a CPU the process's "
-                        "data (default: half the free memory); on CUDA the device memory each worker may use, "
-                        "to profile a smaller GPU (default: all of it)")
-    p.add_argument("--max-time-per-point", type=positive("seconds"), default=10.0, metavar="S",
-                   help="stop sampling a point after this many seconds (default: 10)")
-    p.add_argument("--call-timeout", type=positive("seconds"), default=300.0, metavar="S",
-                   help="a model call (or a point's set-up) that has not returned after this long fails its point, "
-                        "and the sweep goes on (default: 300)")
-    p.add_argument("--worker-timeout", type=positive("seconds"), default=900.0, metavar="S",
-                   help="longest a fresh warm-up process may take, from its start to its answer (default: 900)")
-    p.add_argument("--resume", action="store_true", help="continue the sweep already in --out, measuring only missing points")
-    p.add_argument("--estimate", action="store_true",
-                   help="print how many points the sweep has and how long it may take, then exit without measuring")
-    t = p.add_argument_group("--backend triton", "Without --url, perfmodel starts a Triton server on 127.0.0.1 and stops it "
-                             "afterwards; --warmup fresh-process starts a fresh one per input size and batch size.")
+    p.add_argument(
+        "--warmup",
+        default="fresh-process",
+        choices=["fresh-process", "in-process"],
+        help="measure the first call in a fresh worker process per point (default), or in the process "
+        "that measures the steady state",
+    )
+    p.add_argument(
+        "--fresh-warmup-at",
+        type=_batch_list,
+        default=None,
+        metavar="LIST",
+        help="measure the warm-up in fresh processes only at these batch sizes, e.g. 1,16,256 (other "
+        "points: steady state only, warmup_ms empty); the way to fit a GPU sweep into minutes",
+    )
+    p.add_argument(
+        "--threads",
+        type=positive("", whole=True),
+        default=None,
+        metavar="N",
+        help="torch threads (default: 1 on CPU, torch's default on CUDA)",
+    )
+    p.add_argument(
+        "--alongside",
+        type=positive("", whole=True, allow_zero=True),
+        default=0,
+        metavar="N",
+        help="CPU: time every point while N more workers run the same model and batch on this machine, as "
+        "when a plan puts N + 1 workers on it (they share its cores and memory bandwidth) (default: 0)",
+    )
+    p.add_argument(
+        "--hardware",
+        default=None,
+        metavar="KEY",
+        help="pool key for this device (default: from its name: h100, a100, cpu ...)",
+    )
+    p.add_argument(
+        "--max-batch-size",
+        type=positive("", whole=True),
+        default=None,
+        metavar="N",
+        help="auto: largest batch to try (default: 1024 on CPU, 16384 on CUDA); with --rate: the "
+        "server's dynamic batcher's largest batch (default: 64)",
+    )
+    p.add_argument(
+        "--max-call-ms",
+        type=positive("milliseconds"),
+        default=None,
+        metavar="MS",
+        help="auto: stop growing after a call this slow (default: 2000 on CPU, no limit on CUDA)",
+    )
+    p.add_argument(
+        "--search-tolerance",
+        type=_fraction,
+        default=0.0,
+        metavar="FRACTION",
+        help="auto: stop bisecting once the largest batch that runs is known within this fraction, "
+        "e.g. 10%% (default: 0, exact)",
+    )
+    p.add_argument(
+        "--memory-limit-mb",
+        type=positive("MiB"),
+        default=None,
+        metavar="MB",
+        help="the memory budget, over which a batch counts as out-of-memory: on a CPU the process's "
+        "data (default: half the free memory); on CUDA the device memory each worker may use, "
+        "to profile a smaller GPU (default: all of it)",
+    )
+    p.add_argument(
+        "--max-time-per-point",
+        type=positive("seconds"),
+        default=10.0,
+        metavar="S",
+        help="stop sampling a point after this many seconds (default: 10)",
+    )
+    p.add_argument(
+        "--call-timeout",
+        type=positive("seconds"),
+        default=300.0,
+        metavar="S",
+        help="a model call (or a point's set-up) that has not returned after this long fails its point, "
+        "and the sweep goes on (default: 300)",
+    )
+    p.add_argument(
+        "--worker-timeout",
+        type=positive("seconds"),
+        default=900.0,
+        metavar="S",
+        help="longest a fresh warm-up process may take, from its start to its answer (default: 900)",
+    )
+    p.add_argument(
+        "--resume", action="store_true", help="continue the sweep already in --out, measuring only missing points"
+    )
+    p.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print how many points the sweep has and how long it may take, then exit without measuring",
+    )
+    t = p.add_argument_group(
+        "--backend triton",
+        "Without --url, perfmodel starts a Triton server on 127.0.0.1 and stops it "
+        "afterwards; --warmup fresh-process starts a fresh one per input size and batch size.",
+    )
     t.add_argument("--protocol", default=None, metavar="LIST", help="http, grpc or http,grpc (default: grpc)")
     t.add_argument("--mode", default=None, metavar="LIST", help="sync, async or sync,async (default: sync)")
     t.add_argument("--concurrency", default=None, metavar="LIST", help="requests in flight, e.g. 1,4,16 (default: 1)")
     t.add_argument("--url", default=None, metavar="HOST:PORT", help="measure a running server instead of starting one")
-    t.add_argument("--architecture", default=None, choices=["local-server", "remote-server"],
-                   help="the profile's architecture (default: remote-server for a --url host off this machine)")
-    t.add_argument("--server-model", default=None, metavar="NAME", help="the model's name on the server (default: --model's)")
-    t.add_argument("--request-timeout", type=positive("seconds"), default=None, metavar="S",
-                   help="longest wait for one request (default: 60)")
-    t.add_argument("--server-timeout", type=positive("seconds"), default=None, metavar="S",
-                   help="longest wait for a local server to be ready (default: 180)")
-    t.add_argument("--rate", default=None, metavar="LIST", help="open-loop load instead of a concurrency: requests/s, e.g. 50,100,200/s; "
-                   "the local server batches dynamically")
-    t.add_argument("--duration", default=None, metavar="T", help="with --rate: time counted per rate, after a warm-up (default: 20s)")
-    t.add_argument("--max-queue-delay", default=None, metavar="T", help="with --rate: the dynamic batcher's delay, e.g. 1ms (default: 0)")
-    t.add_argument("--triton-config", default=None, metavar="DIR", help="with --rate: the batcher settings of DIR/config.pbtxt "
-                   "(e.g. written by perfmodel plan --mode online)")
-    t.add_argument("--server-cpus", default=None, metavar="LIST",
-                   help="run the local server on these CPU cores, e.g. 1 or 2-3, and the load generator on the others, "
-                        "so that the generator cannot slow the server (Linux; default: both anywhere)")
+    t.add_argument(
+        "--architecture",
+        default=None,
+        choices=["local-server", "remote-server"],
+        help="the profile's architecture (default: remote-server for a --url host off this machine)",
+    )
+    t.add_argument(
+        "--server-model", default=None, metavar="NAME", help="the model's name on the server (default: --model's)"
+    )
+    t.add_argument(
+        "--request-timeout",
+        type=positive("seconds"),
+        default=None,
+        metavar="S",
+        help="longest wait for one request (default: 60)",
+    )
+    t.add_argument(
+        "--server-timeout",
+        type=positive("seconds"),
+        default=None,
+        metavar="S",
+        help="longest wait for a local server to be ready (default: 180)",
+    )
+    t.add_argument(
+        "--rate",
+        default=None,
+        metavar="LIST",
+        help="open-loop load instead of a concurrency: requests/s, e.g. 50,100,200/s; "
+        "the local server batches dynamically",
+    )
+    t.add_argument(
+        "--duration",
+        default=None,
+        metavar="T",
+        help="with --rate: time counted per rate, after a warm-up (default: 20s)",
+    )
+    t.add_argument(
+        "--max-queue-delay",
+        default=None,
+        metavar="T",
+        help="with --rate: the dynamic batcher's delay, e.g. 1ms (default: 0)",
+    )
+    t.add_argument(
+        "--triton-config",
+        default=None,
+        metavar="DIR",
+        help="with --rate: the batcher settings of DIR/config.pbtxt (e.g. written by perfmodel plan --mode online)",
+    )
+    t.add_argument(
+        "--server-cpus",
+        default=None,
+        metavar="LIST",
+        help="run the local server on these CPU cores, e.g. 1 or 2-3, and the load generator on the others, "
+        "so that the generator cannot slow the server (Linux; default: both anywhere)",
+    )
     p.add_argument("--json", action="store_true", help="print the profile as JSON on stdout")
     p.set_defaults(run=run)
 
@@ -149,7 +269,9 @@ def run(args) -> int:
     config = ProfileConfig(
         model=args.model,
         device=args.device,
-        batch_sizes=parse_batch_sizes(args.batch_sizes if args.batch_sizes is not None else ("1" if args.rate else "1,2,4,8")),
+        batch_sizes=parse_batch_sizes(
+            args.batch_sizes if args.batch_sizes is not None else ("1" if args.rate else "1,2,4,8")
+        ),
         input_sizes=parse_input_sizes(args.input_sizes),
         precision=args.precision,
         channels_last=args.channels_last,
@@ -173,8 +295,15 @@ def run(args) -> int:
     if args.estimate:
         plan = estimate_profile(config)
         if args.json:
-            console.print_json({"points": plan.points, "points_is_bound": plan.bound, "fresh_workers": plan.fresh_workers,
-                                "sampling_s_max": plan.points * plan.per_point_s, "summary": plan.describe()})
+            console.print_json(
+                {
+                    "points": plan.points,
+                    "points_is_bound": plan.bound,
+                    "fresh_workers": plan.fresh_workers,
+                    "sampling_s_max": plan.points * plan.per_point_s,
+                    "summary": plan.describe(),
+                }
+            )
         else:
             console.note(f"{args.model}: {plan.describe()}")
         return 0
@@ -190,7 +319,9 @@ def run(args) -> int:
                     state = "from file" if event.resumed else event.status
                     load = f", {event.message}" if event.message else ""
                     eta = f" (about {duration_text(event.eta_s)} left)" if event.eta_s is not None else ""
-                    update(event.done, event.total, f"{event.input_size} px, batch {event.batch_size}{load}: {state}{eta}")
+                    update(
+                        event.done, event.total, f"{event.input_size} px, batch {event.batch_size}{load}: {state}{eta}"
+                    )
                     if not event.resumed:
                         new_points.append(event.status)
                 elif event.kind == "search":
@@ -231,8 +362,21 @@ def _saved(out: str, new: int) -> str:
     return f"{new} new point(s) were measured and {held}; run the same command with --resume to measure the rest."
 
 
-TRITON_ONLY = ("protocol", "mode", "concurrency", "url", "architecture", "server_model", "request_timeout", "server_timeout",
-               "rate", "duration", "max_queue_delay", "triton_config", "server_cpus")
+TRITON_ONLY = (
+    "protocol",
+    "mode",
+    "concurrency",
+    "url",
+    "architecture",
+    "server_model",
+    "request_timeout",
+    "server_timeout",
+    "rate",
+    "duration",
+    "max_queue_delay",
+    "triton_config",
+    "server_cpus",
+)
 
 
 def _triton_options(args):
@@ -240,12 +384,16 @@ def _triton_options(args):
     given = [f"--{name.replace('_', '-')}" for name in TRITON_ONLY if getattr(args, name) is not None]
     if args.backend != "triton":
         if given:
-            raise InputError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for --backend triton; "
-                             "add --backend triton, or leave them out.")
+            raise InputError(
+                f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for --backend triton; "
+                "add --backend triton, or leave them out."
+            )
         return None
     if args.alongside:
-        raise InputError("--alongside is for --backend torch (workers in processes of their own); leave it out with "
-                         "--backend triton.")
+        raise InputError(
+            "--alongside is for --backend torch (workers in processes of their own); leave it out with "
+            "--backend triton."
+        )
     from perfmodel.profile.affinity import parse_cpus
     from perfmodel.profile.backends.triton_backend import TritonOptions
     from perfmodel.profile.grid import parse_positive_ints
@@ -270,32 +418,47 @@ def _triton_options(args):
 
 def _rate_options(args) -> dict:
     """--rate and its settings, for TritonOptions (nothing without --rate)."""
-    given = [f"--{n.replace('_', '-')}" for n in ("duration", "max_queue_delay", "triton_config") if getattr(args, n) is not None]
+    given = [
+        f"--{n.replace('_', '-')}"
+        for n in ("duration", "max_queue_delay", "triton_config")
+        if getattr(args, n) is not None
+    ]
     if args.rate is None:
         if given:
-            raise InputError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for --rate; add --rate, or leave them out.")
+            raise InputError(
+                f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for --rate; add --rate, or leave them out."
+            )
         return {}
     from perfmodel.profile.backends.triton_rate import DEFAULT_MAX_BATCH, Batching
     from perfmodel.units import parse_duration, parse_rates
 
     closed = [f"--{n}" for n in ("mode", "concurrency") if getattr(args, n) is not None]
     if closed:
-        raise InputError(f"{' and '.join(closed)} set a closed loop; --rate sends open-loop: leave {' and '.join(closed)} out.")
+        raise InputError(
+            f"{' and '.join(closed)} set a closed loop; --rate sends open-loop: leave {' and '.join(closed)} out."
+        )
     if args.triton_config is not None:
         if args.max_batch_size is not None or args.max_queue_delay is not None:
             raise InputError("give either --triton-config or --max-batch-size/--max-queue-delay: both set the batcher.")
-        from perfmodel.triton_config import read_batching
+        from perfmodel.planning.triton_config import read_batching
 
         settings = read_batching(args.triton_config)
         batching = Batching(settings.max_batch_size, settings.max_queue_delay_us, settings.preferred_batch_sizes)
     else:
-        delay = 0.0 if args.max_queue_delay is None else parse_duration(args.max_queue_delay, "--max-queue-delay", allow_zero=True)
+        delay = (
+            0.0
+            if args.max_queue_delay is None
+            else parse_duration(args.max_queue_delay, "--max-queue-delay", allow_zero=True)
+        )
         largest = DEFAULT_MAX_BATCH if args.max_batch_size is None else args.max_batch_size
         if largest < 1:
             raise InputError("--max-batch-size must be a positive whole number.")
         batching = Batching(largest, int(round(delay * 1e6)))
-    return {"rates": parse_rates(args.rate), "batching": batching,
-            "duration_s": 20.0 if args.duration is None else parse_duration(args.duration, "--duration")}
+    return {
+        "rates": parse_rates(args.rate),
+        "batching": batching,
+        "duration_s": 20.0 if args.duration is None else parse_duration(args.duration, "--duration"),
+    }
 
 
 def _warn_late_sender(df, limit_ms: float = 10.0) -> None:
@@ -304,9 +467,11 @@ def _warn_late_sender(df, limit_ms: float = 10.0) -> None:
         return
     late = df[df["sender_lag_p99_ms"].astype(float) > limit_ms]
     if len(late):
-        console.note(f"warning: at {len(late)} rate(s) the sender was more than {limit_ms:g} ms behind its schedule for 1% of "
-                     f"the requests (worst {late['sender_lag_p99_ms'].max():.3g} ms; sender_lag_p99_ms): the client machine "
-                     "is too busy for those rates, so the requests came burstier than a Poisson process.")
+        console.note(
+            f"warning: at {len(late)} rate(s) the sender was more than {limit_ms:g} ms behind its schedule for 1% of "
+            f"the requests (worst {late['sender_lag_p99_ms'].max():.3g} ms; sender_lag_p99_ms): the client machine "
+            "is too busy for those rates, so the requests came burstier than a Poisson process."
+        )
 
 
 def _warn_unstable(df, max_time_s: float) -> None:
@@ -325,13 +490,49 @@ def _warn_unstable(df, max_time_s: float) -> None:
 
 
 def _print_profile(df) -> None:
-    columns = ["input_size", "batch_size", "mode", "concurrency", "rate_per_s", "status", "latency_ms", "latency_p99_ms",
-               "warmup_ms", "memory_mb", "throughput_ips", "achieved_rate_per_s", "server_batch_mean", "kept_up"]
-    headers = dict(zip(columns, ["size px", "batch", "mode", "in flight", "rate/s", "status", "median ms", "p99 ms",
-                                 "warm-up ms", "memory MiB", "images/s", "answered/s", "server batch", "kept up"]))
+    columns = [
+        "input_size",
+        "batch_size",
+        "mode",
+        "concurrency",
+        "rate_per_s",
+        "status",
+        "latency_ms",
+        "latency_p99_ms",
+        "warmup_ms",
+        "memory_mb",
+        "throughput_ips",
+        "achieved_rate_per_s",
+        "server_batch_mean",
+        "kept_up",
+    ]
+    headers = dict(
+        zip(
+            columns,
+            [
+                "size px",
+                "batch",
+                "mode",
+                "in flight",
+                "rate/s",
+                "status",
+                "median ms",
+                "p99 ms",
+                "warm-up ms",
+                "memory MiB",
+                "images/s",
+                "answered/s",
+                "server batch",
+                "kept up",
+            ],
+        )
+    )
     for key, group in df.groupby(["hardware", "model", "backend", "precision"], sort=False):
-        shown = [c for c in columns if c in group.columns and group[c].astype(str).str.strip().ne("").any()
-                 and not group[c].isna().all()]
+        shown = [
+            c
+            for c in columns
+            if c in group.columns and group[c].astype(str).str.strip().ne("").any() and not group[c].isna().all()
+        ]
         order = [c for c in ("input_size", "batch_size", "mode", "concurrency", "rate_per_s") if c in shown]
         rows = group.sort_values(order)[shown]
         console.table(" ".join(str(k) for k in key), [headers[c] for c in shown], rows.itertuples(index=False))

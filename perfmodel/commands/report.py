@@ -21,18 +21,31 @@ def add_parser(sub) -> None:
         help="draw profiles, predictors and a plan as figures and one HTML page",
         description="Draw latency, throughput, memory and warm-up against batch size for one or more profiles "
         "(several overlay for comparison), a predictor's fitted curves over the measured points with its error "
-        "report, a plan's per-GPU timeline against the deadline, and a run's measured timeline beside its plan; write PNGs "
+        "report, a plan's per-GPU timeline against the deadline, and a run's measured timeline beside its plan; "
+        "write PNGs "
         "and one self-contained HTML page.",
         epilog=REPORT_EXAMPLES + "\n" + EXIT_CODES,
         formatter_class=formatter,
     )
     p.add_argument("profiles", nargs="*", metavar="PROFILE.csv", help="profile CSV files (several overlay)")
-    p.add_argument("--predictor", action="append", default=[], metavar="FILE.json",
-                   help="a predictor from `perfmodel fit` (repeat for several)")
+    p.add_argument(
+        "--predictor",
+        action="append",
+        default=[],
+        metavar="FILE.json",
+        help="a predictor from `perfmodel fit` (repeat for several)",
+    )
     p.add_argument("--plan", default=None, metavar="PLAN.json", help="a plan from `perfmodel plan --json`")
-    p.add_argument("--run", dest="run_json", default=None, metavar="RUN.json",
-                   help="a run from `perfmodel run --json`: per worker, the predicted timeline beside the measured one")
-    p.add_argument("--out", required=True, metavar="DIR", help="directory for report.html and the PNGs (created if missing)")
+    p.add_argument(
+        "--run",
+        dest="run_json",
+        default=None,
+        metavar="RUN.json",
+        help="a run from `perfmodel run --json`: per worker, the predicted timeline beside the measured one",
+    )
+    p.add_argument(
+        "--out", required=True, metavar="DIR", help="directory for report.html and the PNGs (created if missing)"
+    )
     p.add_argument("--json", action="store_true", help="print what was written as JSON on stdout")
     p.set_defaults(run=run)
 
@@ -42,10 +55,14 @@ def run(args) -> int:
 
     report = make_report(args.profiles, args.predictor, args.plan, args.out, run=args.run_json)
     if args.json:
-        console.print_json({
-            "out": str(report.out_dir), "page": str(report.page),
-            "figures": [str(f) for f in report.figures], "notes": list(report.notes),
-        })
+        console.print_json(
+            {
+                "out": str(report.out_dir),
+                "page": str(report.page),
+                "figures": [str(f) for f in report.figures],
+                "notes": list(report.notes),
+            }
+        )
     else:
         for note in report.notes:
             console.note(f"note: {note}")

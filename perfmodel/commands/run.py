@@ -26,11 +26,18 @@ accelerator_type label). The clock starts when the workers are asked to load the
 runs exactly its share of the plan, its first batch being its warm-up.
 """
 
-RUN_EXIT_CODES = EXIT_CODES.replace("  3    no feasible plan (perfmodel plan)\n", "").replace(
-    "1    a failure while measuring (a worker or server died)",
-    "1    a worker died: the finished results are kept (--resume completes the rest)",
-).replace("130  interrupted (Ctrl-C); finished work is kept", "130  interrupted (Ctrl-C); finished results are kept").replace(
-    "143  terminated (SIGTERM, perfmodel profile); finished work is kept", "143  terminated (SIGTERM); finished results are kept")
+RUN_EXIT_CODES = (
+    EXIT_CODES.replace("  3    no feasible plan (perfmodel plan)\n", "")
+    .replace(
+        "1    a failure while measuring (a worker or server died)",
+        "1    a worker died: the finished results are kept (--resume completes the rest)",
+    )
+    .replace("130  interrupted (Ctrl-C); finished work is kept", "130  interrupted (Ctrl-C); finished results are kept")
+    .replace(
+        "143  terminated (SIGTERM, perfmodel profile); finished work is kept",
+        "143  terminated (SIGTERM); finished results are kept",
+    )
+)
 
 BEHIND_HELP = "the plan's margin, at least 5%"
 
@@ -48,17 +55,38 @@ def add_parser(sub) -> None:
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--images", metavar="DIR", help="a folder of JPEG, PNG or WebP files (searched recursively)")
     source.add_argument("--synthetic", action="store_true", help="random input tensors: the model alone, no files")
-    p.add_argument("--out", metavar="FILE", help="labels, one row per image: path, class, score, worker, batch (.csv or .parquet)")
+    p.add_argument(
+        "--out", metavar="FILE", help="labels, one row per image: path, class, score, worker, batch (.csv or .parquet)"
+    )
     p.add_argument("--resume", action="store_true", help="skip the images already in --out (from an interrupted run)")
-    p.add_argument("--address", metavar="ADDR", help="an existing Ray cluster: host:port of its GCS, ray://host:port, or auto")
-    p.add_argument("--device", choices=["cpu", "cuda"],
-                   help="where GPU types run (default: cuda; cpu runs them on one CPU core each, a dry run); "
-                   "the cpu type always runs on the CPU")
-    p.add_argument("--model", metavar="FILE.pt", help="the TorchScript file of the plan's model (default: the one the plan names)")
-    p.add_argument("--weights", metavar="FILE", help="a torchvision state_dict for a built-in model (default: random weights)")
-    p.add_argument("--steal", action="store_true", help="a worker that runs out of batches takes unstarted ones of a "
-                   "late worker of its input size (off by default, so that the plan is what is measured)")
-    p.add_argument("--decode-threads", type=positive("", whole=True), default=1, metavar="N", help="image-decoding threads per worker (default: 1)")
+    p.add_argument(
+        "--address", metavar="ADDR", help="an existing Ray cluster: host:port of its GCS, ray://host:port, or auto"
+    )
+    p.add_argument(
+        "--device",
+        choices=["cpu", "cuda"],
+        help="where GPU types run (default: cuda; cpu runs them on one CPU core each, a dry run); "
+        "the cpu type always runs on the CPU",
+    )
+    p.add_argument(
+        "--model", metavar="FILE.pt", help="the TorchScript file of the plan's model (default: the one the plan names)"
+    )
+    p.add_argument(
+        "--weights", metavar="FILE", help="a torchvision state_dict for a built-in model (default: random weights)"
+    )
+    p.add_argument(
+        "--steal",
+        action="store_true",
+        help="a worker that runs out of batches takes unstarted ones of a "
+        "late worker of its input size (off by default, so that the plan is what is measured)",
+    )
+    p.add_argument(
+        "--decode-threads",
+        type=positive("", whole=True),
+        default=1,
+        metavar="N",
+        help="image-decoding threads per worker (default: 1)",
+    )
     p.add_argument("--json", action="store_true", help="print what was predicted and measured as JSON")
     p.set_defaults(run=run)
 
@@ -87,9 +115,19 @@ def run(args) -> int:
     from perfmodel.run.planfile import read_run_plan
 
     plan = read_run_plan(args.plan)
-    options = RunOptions(images=args.images, synthetic=args.synthetic, out=args.out, resume=args.resume,
-                         address=args.address, device=args.device, weights=args.weights, model_path=args.model,
-                         steal=args.steal, decode_threads=args.decode_threads, fault=_fault_drill())
+    options = RunOptions(
+        images=args.images,
+        synthetic=args.synthetic,
+        out=args.out,
+        resume=args.resume,
+        address=args.address,
+        device=args.device,
+        weights=args.weights,
+        model_path=args.model,
+        steal=args.steal,
+        decode_threads=args.decode_threads,
+        fault=_fault_drill(),
+    )
     with _sigterm_as_interrupt() as state, _Live(plan) as live:
         result = run_plan(plan, options, live.event)
     data = console.clean_for_json(result.to_dict())
@@ -111,8 +149,9 @@ def _fault_drill() -> tuple[int, int] | None:
 
 def _exit_code(result, data: dict, terminated: bool, args) -> int:
     if result.status == "interrupted":
-        console.error(f"{'terminated' if terminated else 'interrupted'}: {data['images_done']:,} images done"
-                      + _kept(args) + ".")
+        console.error(
+            f"{'terminated' if terminated else 'interrupted'}: {data['images_done']:,} images done" + _kept(args) + "."
+        )
         return 143 if terminated else 130
     if result.status == "worker-failed":
         dead = [w for w in data["workers"] if w["status"] == "died"]
@@ -140,8 +179,14 @@ class _Live:
         if console.err.is_terminal:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[status]}"),
-                                TimeElapsedColumn(), console=console.err, transient=True)
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[status]}"),
+                TimeElapsedColumn(),
+                console=console.err,
+                transient=True,
+            )
             self.bar.__enter__()
             self.tasks[None] = self.bar.add_task("perfmodel run", total=None, status="")
         return self
@@ -166,38 +211,79 @@ class _Live:
             return
         for t in e.progress:
             if t.hardware not in self.tasks:
-                self.tasks[t.hardware] = self.bar.add_task(f"{t.workers} x {t.hardware}", total=t.images_given, status="")
-            self.bar.update(self.tasks[t.hardware], completed=t.images_done,
-                            status=f"ETA {t.eta_s:.1f} s (plan {t.planned_s:.1f} s)")
+                self.tasks[t.hardware] = self.bar.add_task(
+                    f"{t.workers} x {t.hardware}", total=t.images_given, status=""
+                )
+            self.bar.update(
+                self.tasks[t.hardware],
+                completed=t.images_done,
+                status=f"ETA {t.eta_s:.1f} s (plan {t.planned_s:.1f} s)",
+            )
 
 
 def _print_result(data: dict) -> None:
     rows = []
     for w in data["workers"]:
-        rows.append((w["worker"], w["input_size"], w["batch_size"], f"{w['batches_done']}/{w['batches_given']}",
-                     w["images_done"], *_pair(w["load_s"]), *_pair(w["warmup_s"]), *_pair(w["batch_s"]),
-                     *_pair(w["finish_s"]), w["bottleneck"] or "-"))
-    console.table(None, ("worker", "size px", "batch", "batches", "images", "load plan", "load", "warm-up plan",
-                         "warm-up", "batch plan", "batch", "finish plan", "finish", "bottleneck"), rows)
+        rows.append(
+            (
+                w["worker"],
+                w["input_size"],
+                w["batch_size"],
+                f"{w['batches_done']}/{w['batches_given']}",
+                w["images_done"],
+                *_pair(w["load_s"]),
+                *_pair(w["warmup_s"]),
+                *_pair(w["batch_s"]),
+                *_pair(w["finish_s"]),
+                w["bottleneck"] or "-",
+            )
+        )
+    console.table(
+        None,
+        (
+            "worker",
+            "size px",
+            "batch",
+            "batches",
+            "images",
+            "load plan",
+            "load",
+            "warm-up plan",
+            "warm-up",
+            "batch plan",
+            "batch",
+            "finish plan",
+            "finish",
+            "bottleneck",
+        ),
+        rows,
+    )
     predicted, measured = data["predicted_makespan_s"], data["measured_makespan_s"]
     line = f"{data['images_done']:,} of {data['images_planned']:,} images"
     if data["images_resumed"]:
         line += f" (+{data['images_resumed']:,} done before)"
     if measured is not None:
         met = "met" if data["met_deadline"] else "MISSED"
-        line += (f"; makespan {measured:.2f} s measured vs {predicted:.2f} s predicted ({data['error_rel']:+.1%}); "
-                 f"deadline {data['deadline_s']:g} s {met}")
+        line += (
+            f"; makespan {measured:.2f} s measured vs {predicted:.2f} s predicted ({data['error_rel']:+.1%}); "
+            f"deadline {data['deadline_s']:g} s {met}"
+        )
     if data["decode_s_per_image"] is not None:
         line += f"; decoding {data['decode_s_per_image'] * 1000:.2f} ms per image, bottleneck: {data['bottleneck']}"
     console.out.print(line, markup=False)
     failed = data["skipped_files"]
     if failed:
-        console.note(f"{len(failed)} file(s) skipped: " + "; ".join(f"{f['path']} ({f['reason']})" for f in failed[:5])
-                     + (" ..." if len(failed) > 5 else ""))
+        console.note(
+            f"{len(failed)} file(s) skipped: "
+            + "; ".join(f"{f['path']} ({f['reason']})" for f in failed[:5])
+            + (" ..." if len(failed) > 5 else "")
+        )
     load = data["load_avg_1m"]
     if load:
-        console.note(f"load average (1 min) {load[0]:.2f} at the start, {load[1]:.2f} at the end; "
-                     f"{sys.platform} {os.cpu_count()} CPUs")
+        console.note(
+            f"load average (1 min) {load[0]:.2f} at the start, {load[1]:.2f} at the end; "
+            f"{sys.platform} {os.cpu_count()} CPUs"
+        )
 
 
 def _pair(value: dict) -> tuple:

@@ -34,8 +34,12 @@ def latency_curves(frame: pd.DataFrame) -> Iterator[tuple[str, np.ndarray, np.nd
     ok = frame[frame["status"] == "ok"]
     for key, rows in ok.groupby(["hardware", "model", "backend", "precision"], sort=True):
         rows = rows.sort_values(["input_size", "batch_size"])
-        yield ("/".join(key), rows["batch_size"].to_numpy(dtype=float), rows["input_size"].to_numpy(dtype=float),
-               rows["latency_ms"].to_numpy(dtype=float))
+        yield (
+            "/".join(key),
+            rows["batch_size"].to_numpy(dtype=float),
+            rows["input_size"].to_numpy(dtype=float),
+            rows["latency_ms"].to_numpy(dtype=float),
+        )
 
 
 def linear_baseline(b: np.ndarray, s: np.ndarray, y: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
@@ -63,14 +67,30 @@ def split_errors(frame: pd.DataFrame, fitters: dict[str, Fitter]) -> pd.DataFram
             for method, fitter in fitters.items():
                 predicted = fitter(b[train], s[train], y[train])(b[test], s[test])
                 for bi, si, yi, pi in zip(b[test], s[test], y[test], predicted):
-                    rows.append({"curve": name, "split": split, "method": method, "batch_size": int(bi),
-                                 "input_size": int(si), "measured_ms": float(yi), "predicted_ms": float(pi),
-                                 "error_pct": float(abs(pi - yi) / yi * 100)})
+                    rows.append(
+                        {
+                            "curve": name,
+                            "split": split,
+                            "method": method,
+                            "batch_size": int(bi),
+                            "input_size": int(si),
+                            "measured_ms": float(yi),
+                            "predicted_ms": float(pi),
+                            "error_pct": float(abs(pi - yi) / yi * 100),
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
 def summary(errors: pd.DataFrame) -> pd.DataFrame:
     """Median, mean, 90th percentile and worst |error| % per (split, method)."""
     grouped = errors.groupby(["split", "method"])["error_pct"]
-    return pd.DataFrame({"median": grouped.median(), "mean": grouped.mean(), "p90": grouped.quantile(0.9),
-                         "worst": grouped.max(), "points": grouped.size()}).reset_index()
+    return pd.DataFrame(
+        {
+            "median": grouped.median(),
+            "mean": grouped.mean(),
+            "p90": grouped.quantile(0.9),
+            "worst": grouped.max(),
+            "points": grouped.size(),
+        }
+    ).reset_index()

@@ -48,7 +48,9 @@ def candidate_features(batch_sizes: np.ndarray) -> list[str]:
 def check_feature(name: str) -> str:
     if name in (INTERCEPT, *BASE_FEATURES) or _WAVE.match(name):
         return name
-    raise PredictorFormatError(f"unknown feature {name!r}; this perfmodel knows {', '.join(BASE_FEATURES)} and ceil(b/k) terms.")
+    raise PredictorFormatError(
+        f"unknown feature {name!r}; this perfmodel knows {', '.join(BASE_FEATURES)} and ceil(b/k) terms."
+    )
 
 
 def design_matrix(names: list[str] | tuple[str, ...], b: np.ndarray, s: np.ndarray) -> np.ndarray:

@@ -17,11 +17,27 @@ from pathlib import Path
 from perfmodel.errors import InputError
 
 DEFAULT_TABLE = Path(__file__).resolve().parents[1] / "data" / "gpu_specs.csv"
-COLUMNS = ("hardware", "name", "fp32_tflops", "tf32_tflops", "fp16_tflops", "int8_tops", "memory_bandwidth_gbs",
-           "sm_count", "memory_gb", "l2_mb", "source")
+COLUMNS = (
+    "hardware",
+    "name",
+    "fp32_tflops",
+    "tf32_tflops",
+    "fp16_tflops",
+    "int8_tops",
+    "memory_bandwidth_gbs",
+    "sm_count",
+    "memory_gb",
+    "l2_mb",
+    "source",
+)
 # Which peak a precision runs at. bf16 runs at the fp16 tensor rate on every GPU of the table that has it.
-_PEAK_COLUMN = {"fp32": "fp32_tflops", "tf32": "tf32_tflops", "fp16": "fp16_tflops", "bf16": "fp16_tflops",
-                "int8": "int8_tops"}
+_PEAK_COLUMN = {
+    "fp32": "fp32_tflops",
+    "tf32": "tf32_tflops",
+    "fp16": "fp16_tflops",
+    "bf16": "fp16_tflops",
+    "int8": "int8_tops",
+}
 
 
 @dataclass(frozen=True)
@@ -51,26 +67,40 @@ def load_gpu_specs(path: str | os.PathLike | None = None) -> dict[str, GpuSpec]:
         with open(path, newline="") as handle:
             rows = list(csv.DictReader(handle))
     except FileNotFoundError:
-        raise InputError(f"{path} does not exist: give a GPU specification table (columns {', '.join(COLUMNS)}).") from None
+        raise InputError(
+            f"{path} does not exist: give a GPU specification table (columns {', '.join(COLUMNS)})."
+        ) from None
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"cannot read the GPU specification table {path} ({exc}).") from None
     missing = [c for c in COLUMNS if rows and c not in rows[0]]
     if not rows or missing:
-        raise InputError(f"{path} is not a GPU specification table: it needs the columns {', '.join(COLUMNS)}"
-                         + (f" (missing {', '.join(missing)})." if missing else " and at least one row."))
+        raise InputError(
+            f"{path} is not a GPU specification table: it needs the columns {', '.join(COLUMNS)}"
+            + (f" (missing {', '.join(missing)})." if missing else " and at least one row.")
+        )
     specs = {}
     for i, row in enumerate(rows):
         where = f"{path}, row {i + 1}"
         key = (row["hardware"] or "").strip()
         if not key or key in specs:
             raise InputError(f"{where}, column 'hardware': {'empty' if not key else repr(key) + ' appears twice'}.")
-        numbers = {c: _number(row[c], f"{where}, column '{c}'", optional=c in _PEAK_COLUMN.values() and c != "fp32_tflops")
-                   for c in COLUMNS if c not in ("hardware", "name", "source")}
+        numbers = {
+            c: _number(row[c], f"{where}, column '{c}'", optional=c in _PEAK_COLUMN.values() and c != "fp32_tflops")
+            for c in COLUMNS
+            if c not in ("hardware", "name", "source")
+        }
         if not (row["source"] or "").strip():
             raise InputError(f"{where}, column 'source' is empty: every row says where its figures come from.")
-        specs[key] = GpuSpec(key, (row["name"] or key).strip(), {c: numbers[c] for c in set(_PEAK_COLUMN.values())},
-                             numbers["memory_bandwidth_gbs"], int(numbers["sm_count"]), numbers["memory_gb"],
-                             numbers["l2_mb"], row["source"].strip())
+        specs[key] = GpuSpec(
+            key,
+            (row["name"] or key).strip(),
+            {c: numbers[c] for c in set(_PEAK_COLUMN.values())},
+            numbers["memory_bandwidth_gbs"],
+            int(numbers["sm_count"]),
+            numbers["memory_gb"],
+            numbers["l2_mb"],
+            row["source"].strip(),
+        )
     return specs
 
 

@@ -189,7 +189,10 @@ class GroupPredictor:
             raise InputError(f"the confidence must lie between 0 and 1 (e.g. 0.99), not {confidence!r}.")
         report = self.models[quantity].report if quantity in self.models else {}
         if self.transfer is not None:
-            errors, origin = self.transfer.get("errors_pct"), f"errors of the transfer, {self.transfer.get('validation', 'leave one GPU out')}"
+            errors, origin = (
+                self.transfer.get("errors_pct"),
+                f"errors of the transfer, {self.transfer.get('validation', 'leave one GPU out')}",
+            )
         elif beyond:
             errors = report.get("extrapolation", {}).get("batch_2x", {}).get("errors_pct")
             origin = "errors extrapolating (fit on batch <= half the largest, tested on the larger)"
@@ -237,7 +240,9 @@ class GroupPredictor:
         model = self.models.get(quantity)
         if model is None or model.estimator is None:
             reason = model.report.get("reason", "not measured") if model is not None else "not measured"
-            raise InputError(f"{self.name} has no {quantity} model ({reason}); profile it with {quantity} recorded and fit again.")
+            raise InputError(
+                f"{self.name} has no {quantity} model ({reason}); profile it with {quantity} recorded and fit again."
+            )
         return model.estimator
 
     def _region(self, quantity: str) -> np.ndarray:
@@ -269,7 +274,9 @@ class GroupPredictor:
 
     def _warn(self, what: str, stacklevel: int = 4) -> None:
         # The same text for every call, so Python shows it once per place in the caller's code.
-        warnings.warn(f"{self.name}: {what} (see GroupPredictor.extrapolates).", PerfmodelWarning, stacklevel=stacklevel)
+        warnings.warn(
+            f"{self.name}: {what} (see GroupPredictor.extrapolates).", PerfmodelWarning, stacklevel=stacklevel
+        )
 
     def _safe_measured(self, sizes: np.ndarray) -> np.ndarray:
         """Per size, the largest batch known to fit: a batch ok at size s_j fits at any size with no more
@@ -321,7 +328,7 @@ class GroupPredictor:
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "GroupPredictor":
+    def from_dict(cls, data: dict) -> GroupPredictor:
         """The group a to_dict() wrote, every value checked (the file may come from anyone)."""
         key = {str(k): v for k, v in data["key"].items()}
         missing = [k for k in KEY_COLUMNS if not isinstance(key.get(k), str)]
@@ -329,7 +336,9 @@ class GroupPredictor:
             raise PredictorFormatError(f"a group lacks its {', '.join(missing)}.")
         odd = [k for k, v in key.items() if isinstance(v, bool) or not isinstance(v, (str, int))]
         if odd:
-            raise PredictorFormatError(f"a group's {shown(odd[0])} is {shown(key[odd[0]])}, neither text nor a whole number.")
+            raise PredictorFormatError(
+                f"a group's {shown(odd[0])} is {shown(key[odd[0]])}, neither text nor a whole number."
+            )
         models = {}
         for quantity in QUANTITIES:
             entry = data["quantities"][quantity]
@@ -342,8 +351,10 @@ class GroupPredictor:
             raise PredictorFormatError("a group has no measured batch or input sizes.")
         capacity = data["memory_capacity_mb"]
         if capacity is not None and not (_is_number(capacity) and 0 < capacity <= _MAX_MEMORY_MB):
-            raise PredictorFormatError(f"memory_capacity_mb is {shown(capacity)}, not a number of MiB above 0 and at "
-                                       f"most {_MAX_MEMORY_MB:,.0f}.")
+            raise PredictorFormatError(
+                f"memory_capacity_mb is {shown(capacity)}, not a number of MiB above 0 and at "
+                f"most {_MAX_MEMORY_MB:,.0f}."
+            )
         provenance = data.get("provenance", {})
         if not isinstance(provenance, dict):
             raise PredictorFormatError("a group's provenance is not an object.")
@@ -395,23 +406,31 @@ def _checked_report(report, quantity: str) -> dict:
     ranges = report.get("training_range")
     if ranges is not None:
         ok = isinstance(ranges, dict) and all(
-            isinstance(ranges.get(k), list) and len(ranges[k]) == 2 and all(_is_number(v) and v > 0 for v in ranges[k])
-            and ranges[k][0] <= ranges[k][1] for k in ("batch_size", "input_size"))
+            isinstance(ranges.get(k), list)
+            and len(ranges[k]) == 2
+            and all(_is_number(v) and v > 0 for v in ranges[k])
+            and ranges[k][0] <= ranges[k][1]
+            for k in ("batch_size", "input_size")
+        )
         if not ok:
             raise PredictorFormatError(f"the training range of {quantity} is not [low, high] batch and input sizes.")
     region = report.get("measured")
     if region is not None:
         ok = isinstance(region, list) and all(
             isinstance(row, list) and len(row) == 3 and all(_is_number(v) and v > 0 for v in row) and row[1] <= row[2]
-            for row in region)
+            for row in region
+        )
         if not ok or not region:
-            raise PredictorFormatError(f"the measured region of {quantity} is not a list of [input size, smallest, "
-                                       "largest batch].")
+            raise PredictorFormatError(
+                f"the measured region of {quantity} is not a list of [input size, smallest, largest batch]."
+            )
     extrapolation = report.get("extrapolation", {})
     if not isinstance(extrapolation, dict):
         raise PredictorFormatError(f"the extrapolation report of {quantity} is not an object.")
-    errors = [report.get("cv_errors_pct"), *(split.get("errors_pct") for split in extrapolation.values()
-                                              if isinstance(split, dict))]
+    errors = [
+        report.get("cv_errors_pct"),
+        *(split.get("errors_pct") for split in extrapolation.values() if isinstance(split, dict)),
+    ]
     if not all(values is None or _finite_list(values) for values in errors):
         raise PredictorFormatError(f"an error list of {quantity} holds something other than finite numbers.")
     return dict(report)
@@ -490,18 +509,24 @@ class Predictor:
         atomic_write_text(path, self.to_json())
 
     @classmethod
-    def from_dict(cls, data, source: str = "the predictor") -> "Predictor":
+    def from_dict(cls, data, source: str = "the predictor") -> Predictor:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise PredictorFormatError(f"{source} is JSON but not a perfmodel predictor (no \"format\": \"{FORMAT}\"); "
-                                       "make one with `perfmodel fit`.")
+            raise PredictorFormatError(
+                f'{source} is JSON but not a perfmodel predictor (no "format": "{FORMAT}"); '
+                "make one with `perfmodel fit`."
+            )
         version = data.get("schema_version")
         if isinstance(version, bool) or not isinstance(version, int):
-            raise PredictorFormatError(f"{source} has the schema_version {shown(json.dumps(version))}, which is not a "
-                                       f"whole number (this perfmodel writes {SCHEMA_VERSION}); fit it again with `perfmodel fit`.")
+            raise PredictorFormatError(
+                f"{source} has the schema_version {shown(json.dumps(version))}, which is not a "
+                f"whole number (this perfmodel writes {SCHEMA_VERSION}); fit it again with `perfmodel fit`."
+            )
         if version not in READABLE_VERSIONS:
-            raise PredictorFormatError(f"{source} has predictor schema version {version}, but this perfmodel "
-                                       f"{__version__} reads versions {', '.join(map(str, READABLE_VERSIONS))}; "
-                                       "fit it again with `perfmodel fit`.")
+            raise PredictorFormatError(
+                f"{source} has predictor schema version {version}, but this perfmodel "
+                f"{__version__} reads versions {', '.join(map(str, READABLE_VERSIONS))}; "
+                "fit it again with `perfmodel fit`."
+            )
         try:
             groups = tuple(GroupPredictor.from_dict(g) for g in data["groups"])
             provenance = dict(data.get("provenance", {}))
@@ -509,14 +534,20 @@ class Predictor:
             raise PredictorFormatError(f"{source} is a damaged predictor: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             what = f"missing field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
-            raise PredictorFormatError(f"{source} is a damaged predictor ({what}); fit it again with `perfmodel fit`.") from None
+            raise PredictorFormatError(
+                f"{source} is a damaged predictor ({what}); fit it again with `perfmodel fit`."
+            ) from None
         if not groups:
             raise PredictorFormatError(f"{source} holds no groups; fit it again with `perfmodel fit`.")
         return cls(groups, provenance)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "Predictor":
+    def load(cls, path: str | os.PathLike) -> Predictor:
         """Read a predictor file; PredictorFormatError if it is not one this perfmodel reads."""
-        data = read_json(path, PredictorFormatError, "a perfmodel predictor",
-                         "give the path of a predictor JSON file from `perfmodel fit`")
+        data = read_json(
+            path,
+            PredictorFormatError,
+            "a perfmodel predictor",
+            "give the path of a predictor JSON file from `perfmodel fit`",
+        )
         return cls.from_dict(data, os.fspath(path))

@@ -35,7 +35,7 @@ class _Estimator:
     def get_params(self, deep: bool = True) -> dict:
         return {name: getattr(self, name) for name in self._param_names()}
 
-    def set_params(self, **params) -> "_Estimator":
+    def set_params(self, **params) -> _Estimator:
         for name, value in params.items():
             if name not in self._param_names():
                 raise ValueError(f"{type(self).__name__} has no parameter {name!r}")
@@ -62,7 +62,7 @@ class _Estimator:
         return {"family": self.family, "params": self.get_params(), "fitted": self._fitted_dict()}
 
     @staticmethod
-    def from_dict(data: dict) -> "_Estimator":
+    def from_dict(data: dict) -> _Estimator:
         """The estimator a to_dict() wrote; PredictorFormatError if the data do not describe one."""
         try:
             cls = FAMILIES[data["family"]]
@@ -71,7 +71,9 @@ class _Estimator:
         except PredictorFormatError:
             raise
         except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise PredictorFormatError(f"a fitted model in the predictor file is malformed ({type(exc).__name__}: {exc}).") from None
+            raise PredictorFormatError(
+                f"a fitted model in the predictor file is malformed ({type(exc).__name__}: {exc})."
+            ) from None
         estimator.n_features_in_ = 2
         return estimator
 
@@ -103,7 +105,9 @@ _LARGEST = 1e30
 
 
 def _floats(values, name: str) -> np.ndarray:
-    if isinstance(values, (bool, str)) or (isinstance(values, list) and any(isinstance(v, (bool, str, list, dict)) for v in values)):
+    if isinstance(values, (bool, str)) or (
+        isinstance(values, list) and any(isinstance(v, (bool, str, list, dict)) for v in values)
+    ):
         raise PredictorFormatError(f"the predictor file has something other than numbers in {name}.")
     array = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(array)) or np.any(np.abs(array) > _LARGEST):
@@ -118,7 +122,8 @@ def _ints(values, name: str) -> np.ndarray:
 
 
 class FeatureLinearRegression(_Estimator):
-    """Linear regression on engineered features, chosen by forward selection (as in [gpuaas-prediction], docs/design.md).
+    """Linear regression on engineered features, chosen by forward selection (as in [gpuaas-prediction],
+    docs/design.md).
 
     Starting from an intercept, add the candidate feature that most lowers the leave-one-batch-size-
     out MAPE; stop when no candidate lowers it by a fraction `tol`, or at `max_features` features.
@@ -132,7 +137,7 @@ class FeatureLinearRegression(_Estimator):
         self.tol = tol
         self.candidates = candidates
 
-    def fit(self, X, y) -> "FeatureLinearRegression":
+    def fit(self, X, y) -> FeatureLinearRegression:
         b, s, y = _training_data(X, y)
         names = [INTERCEPT, *(self.candidates if self.candidates is not None else candidate_features(b))]
         # Dividing each row by its y makes least squares minimise relative error.
@@ -143,7 +148,10 @@ class FeatureLinearRegression(_Estimator):
         if len(np.unique(b)) >= 3:
             chosen, self.cv_mape_ = self._select(Z, b)
         else:
-            chosen, self.cv_mape_ = [0] + ([names.index("b*p")] if "b*p" in names and len(np.unique(b)) > 1 else []), None
+            chosen, self.cv_mape_ = (
+                [0] + ([names.index("b*p")] if "b*p" in names and len(np.unique(b)) > 1 else []),
+                None,
+            )
         coef = np.linalg.lstsq(Z[:, chosen], np.ones(len(y)), rcond=None)[0] / scale[chosen]
         self.features_ = tuple(names[i] for i in chosen[1:])
         self.intercept_ = float(coef[0])
@@ -175,15 +183,21 @@ class FeatureLinearRegression(_Estimator):
         return out
 
     def _fitted_dict(self) -> dict:
-        return {"intercept": self.intercept_, "features": list(self.features_), "coef": self.coef_.tolist(),
-                "cv_mape": self.cv_mape_}
+        return {
+            "intercept": self.intercept_,
+            "features": list(self.features_),
+            "coef": self.coef_.tolist(),
+            "cv_mape": self.cv_mape_,
+        }
 
     def _load_fitted(self, fitted: dict) -> None:
         self.features_ = tuple(check_feature(str(name)) for name in fitted["features"])
         self.intercept_ = float(_floats(fitted["intercept"], "an intercept"))
         self.coef_ = _floats(fitted["coef"], "coefficients").reshape(-1)
         if len(self.coef_) != len(self.features_):
-            raise PredictorFormatError("the predictor file has a linear model whose coefficients do not match its features.")
+            raise PredictorFormatError(
+                "the predictor file has a linear model whose coefficients do not match its features."
+            )
         self.cv_mape_ = fitted.get("cv_mape")
 
 
@@ -225,7 +239,7 @@ class RooflineRegression(_Estimator):
         self.intercept = intercept
         self.sharpness_grid = sharpness_grid
 
-    def fit(self, X, y) -> "RooflineRegression":
+    def fit(self, X, y) -> RooflineRegression:
         b, s, y = _training_data(X, y)
         ks = np.asarray(self.sharpness_grid or self.SHARPNESS, dtype=float)
         self.floor_, self.intercept_, self.slope_, self.sharpness_ = _fit_roofline(b * pixels(s), y, ks, self.intercept)
@@ -239,15 +253,19 @@ class RooflineRegression(_Estimator):
         return {"floor": self.floor_, "intercept": self.intercept_, "slope": self.slope_, "sharpness": self.sharpness_}
 
     def _load_fitted(self, fitted: dict) -> None:
-        values = _floats([fitted["floor"], fitted["intercept"], fitted["slope"], fitted["sharpness"]], "a roofline model")
+        values = _floats(
+            [fitted["floor"], fitted["intercept"], fitted["slope"], fitted["sharpness"]], "a roofline model"
+        )
         self.floor_, self.intercept_, self.slope_, self.sharpness_ = (float(v) for v in values)
         if self.floor_ < 0 or self.slope_ < 0 or not 0.5 <= self.sharpness_ <= 64:
-            raise PredictorFormatError("the predictor file has a roofline model with a negative floor or slope, "
-                                       "or a sharpness outside 0.5-64.")
+            raise PredictorFormatError(
+                "the predictor file has a roofline model with a negative floor or slope, or a sharpness outside 0.5-64."
+            )
 
 
-def _fit_roofline(w: np.ndarray, y: np.ndarray, ks: np.ndarray, intercept: bool,
-                  iterations: int = 80) -> tuple[float, float, float, float]:
+def _fit_roofline(
+    w: np.ndarray, y: np.ndarray, ks: np.ndarray, intercept: bool, iterations: int = 80
+) -> tuple[float, float, float, float]:
     """Least relative squares of the roofline for every sharpness in ks at once (Levenberg-Marquardt).
 
     Parameters are log f, log c and (with an intercept) log a, so f, c > 0 and a >= 0 hold without
@@ -259,8 +277,10 @@ def _fit_roofline(w: np.ndarray, y: np.ndarray, ks: np.ndarray, intercept: bool,
     slopes = [np.max(y) / np.max(w)]
     if ws[-1] > ws[-2] and ys[-1] > ys[-2]:
         slopes.append((ys[-1] - ys[-2]) / (ws[-1] - ws[-2]))
-    floors = [np.min(y), np.min(y) / 2][:len(slopes)]
-    starts = [[np.log(f), np.log(c)] + ([np.log(1e-3 * np.min(y))] if intercept else []) for f, c in zip(floors, slopes)]
+    floors = [np.min(y), np.min(y) / 2][: len(slopes)]
+    starts = [
+        [np.log(f), np.log(c)] + ([np.log(1e-3 * np.min(y))] if intercept else []) for f, c in zip(floors, slopes)
+    ]
     k = np.repeat(ks, len(starts))[:, None]  # (R, 1): every (k, start) pair is one run
     p = np.tile(np.array(starts), (len(ks), 1))  # (R, P)
     lam = np.full(len(p), 1e-2)
@@ -281,7 +301,9 @@ def _fit_roofline(w: np.ndarray, y: np.ndarray, ks: np.ndarray, intercept: bool,
     for _ in range(iterations):
         JtJ = np.einsum("rni,rnj->rij", J, J)
         g = np.einsum("rni,rn->ri", J, r)
-        damped = JtJ + lam[:, None, None] * (np.eye(p.shape[1]) * np.maximum(np.diagonal(JtJ, axis1=1, axis2=2), 1e-12)[:, None, :])
+        damped = JtJ + lam[:, None, None] * (
+            np.eye(p.shape[1]) * np.maximum(np.diagonal(JtJ, axis1=1, axis2=2), 1e-12)[:, None, :]
+        )
         step = np.linalg.solve(damped + 1e-12 * np.eye(p.shape[1]), -g[..., None])[..., 0]
         trial = np.clip(p + step, -40.0, 40.0)
         r_new, J_new = residuals_and_jacobian(trial)
@@ -330,7 +352,7 @@ class MonotonePiecewiseLinear(_Estimator):
     def __init__(self):
         pass
 
-    def fit(self, X, y) -> "MonotonePiecewiseLinear":
+    def fit(self, X, y) -> MonotonePiecewiseLinear:
         from sklearn.isotonic import IsotonicRegression
 
         b, s, y = _training_data(X, y)
@@ -376,13 +398,15 @@ class TreeEnsembleRegression(_Estimator):
         self.learning_rate = learning_rate
         self.random_state = random_state
 
-    def fit(self, X, y) -> "TreeEnsembleRegression":
+    def fit(self, X, y) -> TreeEnsembleRegression:
         from sklearn.ensemble import GradientBoostingRegressor
 
         b, s, y = _training_data(X, y)
         X = np.column_stack([b, s])
         gbr = GradientBoostingRegressor(
-            n_estimators=self.n_estimators, max_depth=self.max_depth, learning_rate=self.learning_rate,
+            n_estimators=self.n_estimators,
+            max_depth=self.max_depth,
+            learning_rate=self.learning_rate,
             random_state=self.random_state,
         ).fit(X, np.log(y))
         self.init_ = float(np.ravel(gbr.init_.predict(X[:1]))[0])
@@ -435,11 +459,16 @@ class TreeEnsembleRegression(_Estimator):
             }
             n = len(tree["value"])
             inner = tree["left"] >= 0
-            if any(len(v) != n for v in tree.values()) or n == 0 or np.any(tree["left"][inner] >= n) \
-                    or np.any(tree["right"][inner] >= n) or np.any(tree["right"][inner] < 0) \
-                    or np.any((tree["feature"][inner] < 0) | (tree["feature"][inner] > 1)) \
-                    or np.any(tree["left"][inner] <= np.flatnonzero(inner)) \
-                    or np.any(tree["right"][inner] <= np.flatnonzero(inner)):
+            if (
+                any(len(v) != n for v in tree.values())
+                or n == 0
+                or np.any(tree["left"][inner] >= n)
+                or np.any(tree["right"][inner] >= n)
+                or np.any(tree["right"][inner] < 0)
+                or np.any((tree["feature"][inner] < 0) | (tree["feature"][inner] > 1))
+                or np.any(tree["left"][inner] <= np.flatnonzero(inner))
+                or np.any(tree["right"][inner] <= np.flatnonzero(inner))
+            ):
                 raise PredictorFormatError("the predictor file has a tree whose node arrays are inconsistent.")
             trees.append(tree)
         self.trees_ = tuple(trees)
@@ -459,5 +488,6 @@ def _tree_values(tree: dict, points: np.ndarray) -> np.ndarray:
 
 
 FAMILIES: dict[str, type[_Estimator]] = {
-    cls.family: cls for cls in (RooflineRegression, FeatureLinearRegression, MonotonePiecewiseLinear, TreeEnsembleRegression)
+    cls.family: cls
+    for cls in (RooflineRegression, FeatureLinearRegression, MonotonePiecewiseLinear, TreeEnsembleRegression)
 }

@@ -6,8 +6,18 @@ import numpy as np
 
 from perfmodel.fitting.predictor import QUANTITIES, GroupPredictor, Predictor
 
-QUANTITY_HEADERS = ("quantity", "family", "features", "rows", "CV MAPE %", "CV worst %",
-                    "batch x2 MAPE %", "batch x2 worst %", "batch half MAPE %", "input size MAPE %")
+QUANTITY_HEADERS = (
+    "quantity",
+    "family",
+    "features",
+    "rows",
+    "CV MAPE %",
+    "CV worst %",
+    "batch x2 MAPE %",
+    "batch x2 worst %",
+    "batch half MAPE %",
+    "input size MAPE %",
+)
 MAX_BATCH_HEADERS = ("input size px", "largest ok", "smallest oom", "max_batch")
 
 REPORT_LEGEND = """CV: leave-one-batch-size-out, on the batch sizes inside the measured range (interpolation).
@@ -21,18 +31,29 @@ def quantity_rows(group: GroupPredictor) -> list[tuple]:
     for quantity in QUANTITIES:
         report = group.models[quantity].report
         if report.get("family") is None:
-            rows.append((quantity, "-", report.get("reason", ""), report.get("rows", 0), None, None, None, None, None, None))
+            rows.append(
+                (quantity, "-", report.get("reason", ""), report.get("rows", 0), None, None, None, None, None, None)
+            )
             continue
         extrapolation = report["extrapolation"]
 
         def error(split: str, what: str = "mape"):
             return extrapolation.get(split, {}).get(what)
 
-        rows.append((
-            quantity, report["family"], " + ".join(["1", *report["features"]]) if report["family"] == "linear" else "",
-            report["rows"], report["cv_mape"], report["cv_max_error"],
-            error("batch_2x"), error("batch_2x", "max_error"), error("batch_half"), error("input_size"),
-        ))
+        rows.append(
+            (
+                quantity,
+                report["family"],
+                " + ".join(["1", *report["features"]]) if report["family"] == "linear" else "",
+                report["rows"],
+                report["cv_mape"],
+                report["cv_max_error"],
+                error("batch_2x"),
+                error("batch_2x", "max_error"),
+                error("batch_half"),
+                error("input_size"),
+            )
+        )
     return rows
 
 
@@ -41,8 +62,11 @@ def noise_note(group: GroupPredictor) -> str | None:
     report = group.models["latency_ms"].report
     if "measured_ci_pct_median" not in report:
         return None
-    return (f"{group.name}: the measured latency medians are known to +-{report['measured_ci_pct_median']:.1f}% "
-            f"(median over points; worst +-{report['measured_ci_pct_max']:.1f}%): smaller model errors cannot be told from noise.")
+    return (
+        f"{group.name}: the measured latency medians are known to +-{report['measured_ci_pct_median']:.1f}% "
+        f"(median over points; worst +-{report['measured_ci_pct_max']:.1f}%): smaller model errors cannot be told "
+        "from noise."
+    )
 
 
 def transfer_note(group: GroupPredictor) -> str | None:
@@ -51,13 +75,18 @@ def transfer_note(group: GroupPredictor) -> str | None:
     if t is None:
         return None
     sources = ", ".join(f"{s['hardware']} {s['precision']}" for s in t["from"])
-    error = (f"leave-one-GPU-out median error {t['median_pct']:.1f}% ({t['validation']})" if t.get("median_pct") is not None
-             else t["validation"])
+    error = (
+        f"leave-one-GPU-out median error {t['median_pct']:.1f}% ({t['validation']})"
+        if t.get("median_pct") is not None
+        else t["validation"]
+    )
     line = f"{group.name}: transferred from {sources} through the GPU specifications; {error}"
     checked = t.get("checked_against_target")
     if checked:
-        line += (f"; against {t['target']}'s own {checked['points']} measured points: median {checked['median_pct']:.1f}%, "
-                 f"worst {checked['max_pct']:.1f}%")
+        line += (
+            f"; against {t['target']}'s own {checked['points']} measured points: median {checked['median_pct']:.1f}%, "
+            f"worst {checked['max_pct']:.1f}%"
+        )
     return line + "."
 
 

@@ -38,8 +38,13 @@ class QuantityFit:
     report: dict
 
 
-def fit_quantity(b: np.ndarray, s: np.ndarray, y: np.ndarray, families: tuple[str, ...] = DEFAULT_FAMILIES,
-                 preference: float = PREFERENCE) -> QuantityFit:
+def fit_quantity(
+    b: np.ndarray,
+    s: np.ndarray,
+    y: np.ndarray,
+    families: tuple[str, ...] = DEFAULT_FAMILIES,
+    preference: float = PREFERENCE,
+) -> QuantityFit:
     """Cross-validate each family on (b, s) -> y, refit the best on all points, and report its errors.
 
     preference: how much lower another family's cross-validated error must be, as a factor, to be
@@ -50,8 +55,13 @@ def fit_quantity(b: np.ndarray, s: np.ndarray, y: np.ndarray, families: tuple[st
     folds = batch_folds(b)
     held_out = {name: _cross_val_predict(FAMILIES[name], X, y, folds) for name in families}
     scores = {name: _mape(pred, y) for name, pred in held_out.items()}
-    ranked = sorted(families, key=lambda name: (scores[name] is None,
-                                               (scores[name] or 0.0) * (1.0 if name == PREFERRED_FAMILY else preference)))
+    ranked = sorted(
+        families,
+        key=lambda name: (
+            scores[name] is None,
+            (scores[name] or 0.0) * (1.0 if name == PREFERRED_FAMILY else preference),
+        ),
+    )
     selection = {name: {"lobo_mape": scores[name]} for name in families}
     best, estimator = None, None
     for name in ranked:
@@ -75,7 +85,10 @@ def fit_quantity(b: np.ndarray, s: np.ndarray, y: np.ndarray, families: tuple[st
         "family": best,
         "features": list(getattr(estimator, "features_", ())),
         "rows": int(len(y)),
-        "training_range": {"batch_size": [float(b.min()), float(b.max())], "input_size": [float(s.min()), float(s.max())]},
+        "training_range": {
+            "batch_size": [float(b.min()), float(b.max())],
+            "input_size": [float(s.min()), float(s.max())],
+        },
         "cv_mape": cv["mape"],
         "cv_max_error": cv["max_error"],
         "cv_points": cv["points"],
@@ -111,8 +124,13 @@ def extrapolation_splits(b: np.ndarray, s: np.ndarray) -> dict[str, tuple[np.nda
 def _extrapolate(family: type[_Estimator], X: np.ndarray, y: np.ndarray, train: np.ndarray, description: str) -> dict:
     test = ~train
     if not test.any() or len(np.unique(X[train, 0])) < 2:
-        return {"split": description, "mape": None, "max_error": None, "points": 0,
-                "note": "not enough batch sizes on one side of the split"}
+        return {
+            "split": description,
+            "mape": None,
+            "max_error": None,
+            "points": 0,
+            "note": "not enough batch sizes on one side of the split",
+        }
     pred = family().fit(X[train], y[train]).predict(X[test])
     return {"split": description, **summarise(percent_errors(pred, y[test])), "errors_pct": _signed(pred, y[test])}
 
@@ -144,8 +162,10 @@ def unstable_past_data(estimator, b: np.ndarray, s: np.ndarray) -> str | None:
         half, at, double = estimator.evaluate(np.array([top / 2, top, 2 * top]), np.full(3, size))
         inside, beyond = (at - half) / (top / 2), (double - at) / top
         if beyond < 0.5 * inside:
-            return (f"flattens past the data at {size:g} px: {beyond:.3g} per image from batch {top:g} to {2 * top:g}, "
-                    f"against {inside:.3g} below it")
+            return (
+                f"flattens past the data at {size:g} px: {beyond:.3g} per image from batch {top:g} to {2 * top:g}, "
+                f"against {inside:.3g} below it"
+            )
         if at > 0 and beyond > 2.0 * at / top:
             return f"grows past the data at {size:g} px faster than twice the time per image measured at batch {top:g}"
     return None

@@ -66,21 +66,44 @@ class LaunchBoundCurve(GpuLikeCurve):
 DEFAULT_BATCH_SIZES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 
 
-def gpu_like_profile(curve: GpuLikeCurve = GpuLikeCurve(), batch_sizes=DEFAULT_BATCH_SIZES, input_sizes=(160, 224, 288),
-                     noise: float = 0.01, seed: int = 0, hardware: str = "synthetic-gpu", model: str = "synthetic") -> pd.DataFrame:
+def gpu_like_profile(
+    curve: GpuLikeCurve = GpuLikeCurve(),
+    batch_sizes=DEFAULT_BATCH_SIZES,
+    input_sizes=(160, 224, 288),
+    noise: float = 0.01,
+    seed: int = 0,
+    hardware: str = "synthetic-gpu",
+    model: str = "synthetic",
+) -> pd.DataFrame:
     """A profile as the profiler writes it: one row per (input size, batch size), 'oom' above capacity."""
     rng = np.random.default_rng(seed)
     rows = []
     for s in input_sizes:
         for b in batch_sizes:
-            row = {"hardware": hardware, "model": model, "backend": "torch", "precision": "fp16",
-                   "input_size": int(s), "batch_size": int(b)}
+            row = {
+                "hardware": hardware,
+                "model": model,
+                "backend": "torch",
+                "precision": "fp16",
+                "input_size": int(s),
+                "batch_size": int(b),
+            }
             if curve.memory_mb(b, s) > curve.capacity_mb:
-                rows.append({**row, "latency_ms": np.nan, "latency_p99_ms": np.nan, "warmup_ms": np.nan,
-                             "memory_mb": np.nan, "status": "oom"})
+                rows.append(
+                    {
+                        **row,
+                        "latency_ms": np.nan,
+                        "latency_p99_ms": np.nan,
+                        "warmup_ms": np.nan,
+                        "memory_mb": np.nan,
+                        "status": "oom",
+                    }
+                )
                 break  # the profiler stops growing the batch at the first out-of-memory
-            noisy = {q: float(getattr(curve, q)(b, s) * (1 + noise * rng.standard_normal()))
-                     for q in ("latency_ms", "warmup_ms", "memory_mb")}
+            noisy = {
+                q: float(getattr(curve, q)(b, s) * (1 + noise * rng.standard_normal()))
+                for q in ("latency_ms", "warmup_ms", "memory_mb")
+            }
             p99 = max(float(curve.latency_p99_ms(b, s) * (1 + noise * rng.standard_normal())), noisy["latency_ms"])
             rows.append({**row, **noisy, "latency_p99_ms": p99, "status": "ok", "latency_ci_rel": noise})
     df = pd.DataFrame(rows)

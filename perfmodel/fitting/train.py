@@ -11,7 +11,7 @@ import hashlib
 import os
 import platform
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from types import MappingProxyType
 
 import numpy as np
@@ -19,20 +19,42 @@ import pandas as pd
 
 from perfmodel import __version__
 from perfmodel.errors import InputError
-from perfmodel.fitting.predictor import EXTRA_KEY_COLUMNS, KEY_COLUMNS, QUANTITIES, GroupPredictor, Predictor, QuantityModel
+from perfmodel.fitting.predictor import (
+    EXTRA_KEY_COLUMNS,
+    KEY_COLUMNS,
+    QUANTITIES,
+    GroupPredictor,
+    Predictor,
+    QuantityModel,
+)
 from perfmodel.fitting.regressors import FAMILIES
 from perfmodel.fitting.selection import DEFAULT_FAMILIES, fit_quantity
 from perfmodel.schema import load_profile, validate_profile
 
 # Profile columns worth keeping beside each group: where and how it was measured.
-PROVENANCE_COLUMNS = ("device_name", "device_memory_mb", "driver", "cuda", "torch", "perfmodel", "host", "threads", "warmup_method")
+PROVENANCE_COLUMNS = (
+    "device_name",
+    "device_memory_mb",
+    "driver",
+    "cuda",
+    "torch",
+    "perfmodel",
+    "host",
+    "threads",
+    "warmup_method",
+)
 
 Profiles = str | os.PathLike | pd.DataFrame | Iterable[str | os.PathLike | pd.DataFrame]
 
 
-def fit(profiles: Profiles, *, families: Iterable[str] = DEFAULT_FAMILIES,
-        on_progress: Callable[[str, str], None] | None = None, target_hardware: Iterable[str] = (),
-        gpu_specs: str | os.PathLike | None = None) -> Predictor:
+def fit(
+    profiles: Profiles,
+    *,
+    families: Iterable[str] = DEFAULT_FAMILIES,
+    on_progress: Callable[[str, str], None] | None = None,
+    target_hardware: Iterable[str] = (),
+    gpu_specs: str | os.PathLike | None = None,
+) -> Predictor:
     """Fit latency, p99 latency, warm-up and memory models, and the max-batch bounds, per group.
 
     profiles: a profile CSV path, a DataFrame following the profile contract, or a list of them.
@@ -46,8 +68,10 @@ def fit(profiles: Profiles, *, families: Iterable[str] = DEFAULT_FAMILIES,
     families = tuple(families)
     unknown = [f for f in families if f not in FAMILIES]
     if unknown or not families:
-        raise InputError(f"unknown model famil{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown) or '(none)'}; "
-                         f"choose from {', '.join(FAMILIES)}.")
+        raise InputError(
+            f"unknown model famil{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown) or '(none)'}; "
+            f"choose from {', '.join(FAMILIES)}."
+        )
     frame, sources = _read(profiles)
     frame, open_loop = _without_open_loop(frame)
     keys = list(KEY_COLUMNS) + [c for c in EXTRA_KEY_COLUMNS if c in frame.columns and _present(frame[c]).any()]
@@ -70,7 +94,7 @@ def fit(profiles: Profiles, *, families: Iterable[str] = DEFAULT_FAMILIES,
     provenance = {
         "sources": sources,
         "perfmodel": __version__,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "scikit-learn": _sklearn_version(),
@@ -92,13 +116,16 @@ def _specs_for(targets: list[str], gpu_specs) -> dict:
     specs = load_gpu_specs(gpu_specs)
     unknown = [t for t in targets if t not in specs]
     if unknown:
-        raise InputError(f"no specification for {', '.join(repr(t) for t in unknown)} in the GPU table (it has "
-                         f"{', '.join(sorted(specs))}); add a row (perfmodel/data/gpu_specs.csv, or --gpu-specs FILE).")
+        raise InputError(
+            f"no specification for {', '.join(repr(t) for t in unknown)} in the GPU table (it has "
+            f"{', '.join(sorted(specs))}); add a row (perfmodel/data/gpu_specs.csv, or --gpu-specs FILE)."
+        )
     return specs
 
 
-def _transfer(frame: pd.DataFrame, keys: list[str], targets: list[str], specs: dict, gpu_specs,
-              on_progress) -> tuple[tuple, dict]:
+def _transfer(
+    frame: pd.DataFrame, keys: list[str], targets: list[str], specs: dict, gpu_specs, on_progress
+) -> tuple[tuple, dict]:
     """The transferred groups of every target, and what the predictor file says about them."""
     from perfmodel.fitting.gpu_specs import DEFAULT_TABLE
     from perfmodel.fitting.transfer import pooled_leave_one_gpu_out, transfer_groups
@@ -112,8 +139,10 @@ def _transfer(frame: pd.DataFrame, keys: list[str], targets: list[str], specs: d
         pooled = pooled_leave_one_gpu_out(ok, specs, serving, exclude=target)
         made, skipped = transfer_groups(ok, specs, target, serving, pooled)
         if not made:
-            raise InputError(f"cannot predict {target} from these profiles: " + " ".join(skipped or ["no way of serving "
-                             "was profiled on 2 or more GPUs of the specification table."]))
+            raise InputError(
+                f"cannot predict {target} from these profiles: "
+                + " ".join(skipped or ["no way of serving was profiled on 2 or more GPUs of the specification table."])
+            )
         groups += made
         notes += [f"{target}: {n}" for n in skipped]
     return tuple(groups), {"targets": targets, "gpu_specs": str(gpu_specs or DEFAULT_TABLE), "skipped": notes}
@@ -147,8 +176,10 @@ def _without_open_loop(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         return frame, 0
     open_loop = _present(frame["rate_per_s"])
     if open_loop.all():
-        raise InputError("these profiles hold only open-loop rows (profile --rate): a fit needs the batch-size "
-                         "sweep of a closed-loop profile (perfmodel profile without --rate).")
+        raise InputError(
+            "these profiles hold only open-loop rows (profile --rate): a fit needs the batch-size "
+            "sweep of a closed-loop profile (perfmodel profile without --rate)."
+        )
     return frame[~open_loop], int(open_loop.sum())
 
 
@@ -175,14 +206,20 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
     ok, oom = rows[status == "ok"], rows[status == "oom"]
     if ok.empty:
         raise InputError(
-            f"group {name} has no point measured 'ok' ({(status == 'oom').sum()} oom, {(status == 'error').sum()} error): "
+            f"group {name} has no point measured 'ok' ({(status == 'oom').sum()} oom, {(status == 'error').sum()} "
+            "error): "
             "there is nothing to fit; profile at least two batch sizes that fit in memory."
         )
     if ok["batch_size"].nunique() < 2:
         first = ok.iloc[0]
-        what = (f"a single measured point (batch {int(first['batch_size'])} at {int(first['input_size'])} px)" if len(ok) == 1
-                else f"points at only one batch size ({int(first['batch_size'])})")
-        raise InputError(f"group {name} has {what}: a fit needs at least two batch sizes (better four or more); profile more.")
+        what = (
+            f"a single measured point (batch {int(first['batch_size'])} at {int(first['input_size'])} px)"
+            if len(ok) == 1
+            else f"points at only one batch size ({int(first['batch_size'])})"
+        )
+        raise InputError(
+            f"group {name} has {what}: a fit needs at least two batch sizes (better four or more); profile more."
+        )
 
     models = {}
     for quantity in QUANTITIES:
@@ -192,7 +229,11 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
         usable = np.isfinite(values) & (values > 0)
         batches = ok["batch_size"].to_numpy(dtype=float)[usable]
         if len(np.unique(batches)) < 2:
-            reason = f"no row has {quantity}" if not usable.any() else f"{quantity} is measured at fewer than two batch sizes"
+            reason = (
+                f"no row has {quantity}"
+                if not usable.any()
+                else f"{quantity} is measured at fewer than two batch sizes"
+            )
             models[quantity] = QuantityModel(None, {"family": None, "reason": reason, "rows": int(usable.sum())})
             continue
         result = fit_quantity(batches, ok["input_size"].to_numpy(dtype=float)[usable], values[usable], families)

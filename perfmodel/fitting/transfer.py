@@ -1,4 +1,5 @@
-"""Predicting a GPU nobody profiled, from profiles of other GPUs plus their specifications (the method of Lattuada et al., 2022: docs/design.md).
+"""Predicting a GPU nobody profiled, from profiles of other GPUs plus their specifications (the method of
+Lattuada et al., 2022: docs/design.md).
 
 For each way of serving (model, backend, precision family, and the serving-mode columns), every
 source GPU's latency curve is fitted with the roofline shape without intercept,
@@ -38,8 +39,10 @@ from perfmodel.fitting.selection import measured_region
 
 PRECISION_FAMILIES = {"fp32": "float32", "tf32": "float32", "fp16": "half", "bf16": "half", "int8": "int8"}
 TRANSFERRED = ("latency_ms", "latency_p99_ms")
-METHOD = ("c = alpha/peak FLOP/s + beta/memory bandwidth (non-negative least squares on relative error); "
-          "floor = geometric mean of the sources' floors; sharpness = their median")
+METHOD = (
+    "c = alpha/peak FLOP/s + beta/memory bandwidth (non-negative least squares on relative error); "
+    "floor = geometric mean of the sources' floors; sharpness = their median"
+)
 
 
 @dataclass(frozen=True)
@@ -95,16 +98,19 @@ def leave_one_gpu_out(sources: list[SourceCurve]) -> list[tuple[SourceCurve, np.
     return out
 
 
-def transfer_groups(ok: pd.DataFrame, specs: dict[str, GpuSpec], target: str, keys: list[str],
-                    pooled_errors: list[float] | None = None) -> tuple[list[GroupPredictor], list[str]]:
+def transfer_groups(
+    ok: pd.DataFrame, specs: dict[str, GpuSpec], target: str, keys: list[str], pooled_errors: list[float] | None = None
+) -> tuple[list[GroupPredictor], list[str]]:
     """GroupPredictors for `target` from the 'ok' rows of other hardware, and notes on what was skipped.
 
     keys: the group columns other than hardware and precision (model, backend, and serving modes).
     pooled_errors: leave-one-GPU-out errors standing for ways of serving with only 2 sources.
     """
     if target not in specs:
-        raise InputError(f"no specification for {target!r} in the GPU table (it has {', '.join(sorted(specs))}); "
-                         "add a row for it (perfmodel/data/gpu_specs.csv, or --gpu-specs FILE).")
+        raise InputError(
+            f"no specification for {target!r} in the GPU table (it has {', '.join(sorted(specs))}); "
+            "add a row for it (perfmodel/data/gpu_specs.csv, or --gpu-specs FILE)."
+        )
     spec = specs[target]
     groups, notes = [], []
     for values, rows in _ways_of_serving(ok, keys):
@@ -113,8 +119,10 @@ def transfer_groups(ok: pd.DataFrame, specs: dict[str, GpuSpec], target: str, ke
         by_quantity = {q: _sources(rows[rows["hardware"] != target], specs, q) for q in TRANSFERRED}
         sources = by_quantity["latency_ms"]
         if len({c.hardware for c in sources}) < 2:
-            notes.append(f"{name}: {len({c.hardware for c in sources})} profiled GPU(s) with a known specification; "
-                         "a transfer needs 2 or more.")
+            notes.append(
+                f"{name}: {len({c.hardware for c in sources})} profiled GPU(s) with a known specification; "
+                "a transfer needs 2 or more."
+            )
             continue
         precision = target_precision(values["family"], [c.precision for c in sources], spec)
         if precision is None:
@@ -124,26 +132,36 @@ def transfer_groups(ok: pd.DataFrame, specs: dict[str, GpuSpec], target: str, ke
     return groups, notes
 
 
-def pooled_leave_one_gpu_out(ok: pd.DataFrame, specs: dict[str, GpuSpec], keys: list[str],
-                             exclude: str | None = None) -> list[float]:
+def pooled_leave_one_gpu_out(
+    ok: pd.DataFrame, specs: dict[str, GpuSpec], keys: list[str], exclude: str | None = None
+) -> list[float]:
     """Leave-one-GPU-out latency errors (signed %) of every way of serving with 3 or more source GPUs."""
     rows = ok[ok["hardware"] != exclude] if exclude else ok
     return [e for r in validate(rows, specs, tuple(keys)) for e in r["errors_pct"]]
 
 
-def validate(frame: pd.DataFrame, specs: dict[str, GpuSpec], keys: tuple[str, ...] = ("model", "backend")) -> list[dict]:
+def validate(
+    frame: pd.DataFrame, specs: dict[str, GpuSpec], keys: tuple[str, ...] = ("model", "backend")
+) -> list[dict]:
     """Leave one GPU out of every way of serving profiled on 3 or more GPUs: one row per GPU left out,
     with its latency errors when predicted from the others (the figure the transfer's error stands on)."""
     rows = []
     for values, part in _ways_of_serving(frame[frame["status"] == "ok"], list(keys)):
         sources = _sources(part, specs, "latency_ms")
         for source, errors in leave_one_gpu_out(sources):
-            rows.append({**{k: values[k] for k in keys}, "family": values["family"], "hardware": source.hardware,
-                         "precision": source.precision,
-                         "from": sorted({c.hardware for c in sources if c.hardware != source.hardware}),
-                         "points": int(len(errors)), "median_pct": float(np.median(np.abs(errors))),
-                         "max_pct": float(np.max(np.abs(errors))),
-                         "errors_pct": [round(float(v), 2) for v in errors]})
+            rows.append(
+                {
+                    **{k: values[k] for k in keys},
+                    "family": values["family"],
+                    "hardware": source.hardware,
+                    "precision": source.precision,
+                    "from": sorted({c.hardware for c in sources if c.hardware != source.hardware}),
+                    "points": int(len(errors)),
+                    "median_pct": float(np.median(np.abs(errors))),
+                    "max_pct": float(np.max(np.abs(errors))),
+                    "errors_pct": [round(float(v), 2) for v in errors],
+                }
+            )
     return rows
 
 
@@ -169,17 +187,28 @@ def _sources(rows: pd.DataFrame, specs: dict[str, GpuSpec], quantity: str) -> li
     return curves
 
 
-def _transferred_group(values: dict, keys: list[str], target: str, spec: GpuSpec, precision: str,
-                       by_quantity: dict[str, list[SourceCurve]], own: pd.DataFrame,
-                       pooled_errors: list[float] | None) -> GroupPredictor:
+def _transferred_group(
+    values: dict,
+    keys: list[str],
+    target: str,
+    spec: GpuSpec,
+    precision: str,
+    by_quantity: dict[str, list[SourceCurve]],
+    own: pd.DataFrame,
+    pooled_errors: list[float] | None,
+) -> GroupPredictor:
     sources = by_quantity["latency_ms"]
     loo = leave_one_gpu_out(sources)
     if loo:
-        errors, validation = [round(float(v), 2) for _, e in loo for v in e], \
-            f"leave one GPU out over the {len({c.hardware for c in sources})} source GPUs"
+        errors, validation = (
+            [round(float(v), 2) for _, e in loo for v in e],
+            f"leave one GPU out over the {len({c.hardware for c in sources})} source GPUs",
+        )
     elif pooled_errors:
-        errors, validation = list(pooled_errors), ("leave one GPU out over every way of serving in these profiles "
-                                                   "with 3 or more GPUs (this one has 2)")
+        errors, validation = (
+            list(pooled_errors),
+            ("leave one GPU out over every way of serving in these profiles with 3 or more GPUs (this one has 2)"),
+        )
     else:
         errors, validation = [], "not validated: 2 source GPUs, and no way of serving in these profiles has 3"
     models, coefficients = {}, {}
@@ -189,19 +218,35 @@ def _transferred_group(values: dict, keys: list[str], target: str, spec: GpuSpec
     for quantity in QUANTITIES:
         curves = by_quantity.get(quantity, [])
         if len({c.hardware for c in curves}) < 2:
-            reason = ("not transferred: a GPU never profiled has no warm-up or memory model" if quantity not in TRANSFERRED
-                      else f"not transferred: fewer than 2 source GPUs have {quantity}")
+            reason = (
+                "not transferred: a GPU never profiled has no warm-up or memory model"
+                if quantity not in TRANSFERRED
+                else f"not transferred: fewer than 2 source GPUs have {quantity}"
+            )
             models[quantity] = QuantityModel(None, {"family": None, "reason": reason, "rows": 0})
             continue
         model, coefficients[quantity] = predict_roofline(curves, spec, precision)
         summary = _summary(errors)
-        models[quantity] = QuantityModel(model, {
-            "family": "roofline", "features": [], "rows": int(sum(len(c.y) for c in curves)), "transferred": True,
-            "training_range": {"batch_size": [float(b_all.min()), float(b_all.max())],
-                               "input_size": [float(s_all.min()), float(s_all.max())]},
-            "measured": region, "cv_mape": summary["mape"], "cv_max_error": summary["max_error"],
-            "cv_points": summary["points"], "cv_errors_pct": errors, "selection": {}, "extrapolation": {},
-        })
+        models[quantity] = QuantityModel(
+            model,
+            {
+                "family": "roofline",
+                "features": [],
+                "rows": int(sum(len(c.y) for c in curves)),
+                "transferred": True,
+                "training_range": {
+                    "batch_size": [float(b_all.min()), float(b_all.max())],
+                    "input_size": [float(s_all.min()), float(s_all.max())],
+                },
+                "measured": region,
+                "cv_mape": summary["mape"],
+                "cv_max_error": summary["max_error"],
+                "cv_points": summary["points"],
+                "cv_errors_pct": errors,
+                "selection": {},
+                "extrapolation": {},
+            },
+        )
     checked = None
     own_y = own[own["precision"] == precision] if len(own) else own
     if len(own_y):
@@ -209,22 +254,49 @@ def _transferred_group(values: dict, keys: list[str], target: str, spec: GpuSpec
         measured = own_y["latency_ms"].to_numpy(dtype=float)
         pred = model.evaluate(own_y["batch_size"].to_numpy(dtype=float), own_y["input_size"].to_numpy(dtype=float))
         err = percent_errors(pred, measured)
-        checked = {"points": int(len(err)), "median_pct": float(np.median(err)), "max_pct": float(np.max(err)),
-                   "errors_pct": [round(float(v), 2) for v in (measured / pred - 1.0) * 100.0]}
+        checked = {
+            "points": int(len(err)),
+            "median_pct": float(np.median(err)),
+            "max_pct": float(np.max(err)),
+            "errors_pct": [round(float(v), 2) for v in (measured / pred - 1.0) * 100.0],
+        }
     transfer = {
-        "target": target, "target_name": spec.name, "precision": precision,
-        "from": [{"hardware": c.hardware, "precision": c.precision, "floor_ms": c.estimator.floor_,
-                  "slope_ms_per_image": c.estimator.slope_} for c in sources],
-        "method": METHOD, "coefficients": coefficients, "validation": validation, "errors_pct": errors,
+        "target": target,
+        "target_name": spec.name,
+        "precision": precision,
+        "from": [
+            {
+                "hardware": c.hardware,
+                "precision": c.precision,
+                "floor_ms": c.estimator.floor_,
+                "slope_ms_per_image": c.estimator.slope_,
+            }
+            for c in sources
+        ],
+        "method": METHOD,
+        "coefficients": coefficients,
+        "validation": validation,
+        "errors_pct": errors,
         "median_pct": _summary(errors)["median"],
-        "per_gpu": {f"{c.hardware} {c.precision}": {"points": int(len(e)), "median_pct": float(np.median(np.abs(e))),
-                                                    "max_pct": float(np.max(np.abs(e)))} for c, e in loo},
-        "checked_against_target": checked, "spec_source": spec.source,
+        "per_gpu": {
+            f"{c.hardware} {c.precision}": {
+                "points": int(len(e)),
+                "median_pct": float(np.median(np.abs(e))),
+                "max_pct": float(np.max(np.abs(e))),
+            }
+            for c, e in loo
+        },
+        "checked_against_target": checked,
+        "spec_source": spec.source,
     }
     largest = {int(size): int(hi) for size, _, hi in region}
     key = {k: values[k] for k in keys if values[k] != ""}
-    key = {"hardware": target, **{k: key[k] for k in ("model", "backend") if k in key}, "precision": precision,
-           **{k: v for k, v in key.items() if k not in ("model", "backend")}}
+    key = {
+        "hardware": target,
+        **{k: key[k] for k in ("model", "backend") if k in key},
+        "precision": precision,
+        **{k: v for k, v in key.items() if k not in ("model", "backend")},
+    }
     return GroupPredictor(
         key=MappingProxyType(key),
         batch_sizes=tuple(sorted({int(b) for c in sources for b in c.b if b <= max(largest.values())})),
@@ -244,8 +316,10 @@ def _common_region(sources: list[SourceCurve], spec: GpuSpec) -> list[list[float
     proportion (so 256 on a 40 GB GPU stands for 102 on a 16 GB one), and never above what every
     source ran.
     """
-    regions = [{size: (lo, hi, hi * min(1.0, spec.memory_gb / c.spec.memory_gb))
-                for size, lo, hi in measured_region(c.b, c.s)} for c in sources]
+    regions = [
+        {size: (lo, hi, hi * min(1.0, spec.memory_gb / c.spec.memory_gb)) for size, lo, hi in measured_region(c.b, c.s)}
+        for c in sources
+    ]
     common = set.intersection(*(set(r) for r in regions))
     if not common:
         raise InputError("the source GPUs share no measured input size; profile them at a common size.")
@@ -261,5 +335,9 @@ def _summary(errors: list[float]) -> dict:
     if not errors:
         return {"mape": None, "max_error": None, "points": 0, "median": None}
     values = np.abs(np.asarray(errors, dtype=float))
-    return {"mape": float(np.mean(values)), "max_error": float(np.max(values)), "points": int(len(values)),
-            "median": float(np.median(values))}
+    return {
+        "mape": float(np.mean(values)),
+        "max_error": float(np.max(values)),
+        "points": int(len(values)),
+        "median": float(np.median(values)),
+    }

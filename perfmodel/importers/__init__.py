@@ -51,13 +51,17 @@ def import_profile(fmt: str, paths: Sequence[str | os.PathLike], settings: Impor
 def _batch_size(settings: ImportSettings, index: int, files: int) -> int:
     sizes = settings.batch_sizes
     if not sizes:
-        raise ProfileFormatError("perf_analyzer's CSV does not record the batch size: give the -b of the run with "
-                                 "--batch-size N (or one per file: --batch-size 1,8,32).")
+        raise ProfileFormatError(
+            "perf_analyzer's CSV does not record the batch size: give the -b of the run with "
+            "--batch-size N (or one per file: --batch-size 1,8,32)."
+        )
     if len(sizes) == 1:
         return sizes[0]
     if len(sizes) != files:
-        raise ProfileFormatError(f"--batch-size lists {len(sizes)} batch sizes for {files} files: give one for all "
-                                 "files or one per file, in the same order.")
+        raise ProfileFormatError(
+            f"--batch-size lists {len(sizes)} batch sizes for {files} files: give one for all "
+            "files or one per file, in the same order."
+        )
     return sizes[index]
 
 
@@ -68,5 +72,7 @@ def _check_unique(frame: pd.DataFrame, paths: list[str]) -> None:
     if repeated.any():
         first = frame[repeated].iloc[0]
         point = ", ".join(f"{c} {first[c]}" for c in key if pd.notna(first[c]))
-        raise ProfileFormatError(f"the files ({', '.join(paths)}) hold the point ({point}) more than once: "
-                                 "import each measured point once (one --batch-size per file for perf_analyzer).")
+        raise ProfileFormatError(
+            f"the files ({', '.join(paths)}) hold the point ({point}) more than once: "
+            "import each measured point once (one --batch-size per file for perf_analyzer)."
+        )

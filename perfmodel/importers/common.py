@@ -39,7 +39,9 @@ class ImportSettings:
 
     def __post_init__(self) -> None:
         if self.latency_from not in LATENCY_FROM:
-            raise ProfileFormatError(f"--latency-from must be one of {', '.join(LATENCY_FROM)}, not {self.latency_from!r}.")
+            raise ProfileFormatError(
+                f"--latency-from must be one of {', '.join(LATENCY_FROM)}, not {self.latency_from!r}."
+            )
         if self.precision is not None and self.precision.lower() not in PRECISIONS:
             raise ProfileFormatError(f"--precision {self.precision!r} is not one of {', '.join(PRECISIONS)}.")
         if self.input_size is not None and not (isinstance(self.input_size, int) and self.input_size >= 1):
@@ -65,8 +67,16 @@ def read_text_csv(path: str | os.PathLike, what: str) -> pd.DataFrame:
 _NUMBER_WITH_UNIT = re.compile(r"^([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z/%µ]*)$")
 
 
-def number(text: str, path: str, row: int, column: str, units: tuple[str, ...] = (), *, positive: bool = True,
-           optional: bool = False) -> float:
+def number(
+    text: str,
+    path: str,
+    row: int,
+    column: str,
+    units: tuple[str, ...] = (),
+    *,
+    positive: bool = True,
+    optional: bool = False,
+) -> float:
     """The number in a cell ('5.26', '5.26 ms', '191 img/s' when the unit is one of `units`).
 
     Empty cells are NaN when `optional`, an error otherwise.
@@ -82,7 +92,9 @@ def number(text: str, path: str, row: int, column: str, units: tuple[str, ...] =
         raise ProfileFormatError(f"{where(path, row, column)}: {text!r} is not a number{expected}.")
     value = float(match.group(1))
     if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        raise ProfileFormatError(f"{where(path, row, column)}: {text!r} must be a finite number {'> 0' if positive else '>= 0'}.")
+        raise ProfileFormatError(
+            f"{where(path, row, column)}: {text!r} must be a finite number {'> 0' if positive else '>= 0'}."
+        )
     return value
 
 
@@ -93,8 +105,9 @@ def whole_number(text: str, path: str, row: int, column: str) -> int:
     return int(value)
 
 
-def steady_latency(path: str, row: int, values: dict, columns: dict, batch: int, concurrency: int,
-                   latency_from: str) -> tuple[float, str]:
+def steady_latency(
+    path: str, row: int, values: dict, columns: dict, batch: int, concurrency: int, latency_from: str
+) -> tuple[float, str]:
     """The profile's latency_ms for one row, and what it was taken from ('p50', 'throughput' or 'mean').
 
     auto: the median if the file has it; else the time per call its throughput implies (Little's law:
@@ -112,9 +125,12 @@ def steady_latency(path: str, row: int, values: dict, columns: dict, batch: int,
         return value, basis
     wanted = " or ".join(f"a {b} column" for b in order)
     if latency_from != "auto" and columns.get(latency_from):
-        raise ProfileFormatError(f"{where(path, row, columns[latency_from])} is empty; --latency-from {latency_from} needs it.")
-    raise ProfileFormatError(f"{path}, row {row + 1} has no latency: the file needs {wanted} "
-                             "(p50 latency, a throughput, or a mean latency).")
+        raise ProfileFormatError(
+            f"{where(path, row, columns[latency_from])} is empty; --latency-from {latency_from} needs it."
+        )
+    raise ProfileFormatError(
+        f"{path}, row {row + 1} has no latency: the file needs {wanted} (p50 latency, a throughput, or a mean latency)."
+    )
 
 
 def check_p99(path: str, row: int, column: str | None, p99: float, latency: float, basis: str) -> float:
@@ -124,22 +140,39 @@ def check_p99(path: str, row: int, column: str | None, p99: float, latency: floa
         return p99
     if p99 < latency * (1 - 1e-9):
         if basis == "p50":
-            raise ProfileFormatError(f"{where(path, row, column)}: the 99th percentile {p99:g} ms is below the median "
-                                     f"{latency:g} ms, which cannot be.")
+            raise ProfileFormatError(
+                f"{where(path, row, column)}: the 99th percentile {p99:g} ms is below the median "
+                f"{latency:g} ms, which cannot be."
+            )
         return latency
     return p99
 
 
 def identity(settings: ImportSettings, path: str) -> dict:
     """The profile columns the command line supplies, failing on the first one missing."""
-    missing = [flag for flag, value in (("--hardware", settings.hardware), ("--model", settings.model),
-                                        ("--backend", settings.backend), ("--precision", settings.precision),
-                                        ("--input-size", settings.input_size)) if value is None]
+    missing = [
+        flag
+        for flag, value in (
+            ("--hardware", settings.hardware),
+            ("--model", settings.model),
+            ("--backend", settings.backend),
+            ("--precision", settings.precision),
+            ("--input-size", settings.input_size),
+        )
+        if value is None
+    ]
     if missing:
-        raise ProfileFormatError(f"{path} does not say its {', '.join(m[2:] for m in missing)}: give "
-                                 f"{' '.join(m + ' ...' for m in missing)} on the command line.")
-    row = {"hardware": settings.hardware, "model": settings.model, "backend": settings.backend,
-           "precision": settings.precision.lower(), "input_size": settings.input_size}
+        raise ProfileFormatError(
+            f"{path} does not say its {', '.join(m[2:] for m in missing)}: give "
+            f"{' '.join(m + ' ...' for m in missing)} on the command line."
+        )
+    row = {
+        "hardware": settings.hardware,
+        "model": settings.model,
+        "backend": settings.backend,
+        "precision": settings.precision.lower(),
+        "input_size": settings.input_size,
+    }
     if settings.device_name:
         row["device_name"] = settings.device_name
     return row

@@ -26,11 +26,34 @@ WHAT = "a table with a batch size column and throughput or latency columns"
 IDENTITY = ("hardware", "model", "backend", "precision", "input_size")
 _ALIASES = {
     "batch_size": ("batch size", "batch", "bs"),
-    "throughput_ips": ("throughput ips", "throughput", "avg throughput", "throughput avg", "img/s", "images/s",
-                       "images per second"),
-    "latency_mean_ms": ("latency mean ms", "mean latency", "avg latency", "latency avg", "average latency", "latency mean"),
-    **{f"latency_p{p}_ms": (f"latency p{p} ms", f"p{p}", f"p{p} latency", f"latency p{p}", f"{p}% latency",
-                            f"latency {p}%") for p in (50, 90, 95, 99)},
+    "throughput_ips": (
+        "throughput ips",
+        "throughput",
+        "avg throughput",
+        "throughput avg",
+        "img/s",
+        "images/s",
+        "images per second",
+    ),
+    "latency_mean_ms": (
+        "latency mean ms",
+        "mean latency",
+        "avg latency",
+        "latency avg",
+        "average latency",
+        "latency mean",
+    ),
+    **{
+        f"latency_p{p}_ms": (
+            f"latency p{p} ms",
+            f"p{p}",
+            f"p{p} latency",
+            f"latency p{p}",
+            f"{p}% latency",
+            f"latency {p}%",
+        )
+        for p in (50, 90, 95, 99)
+    },
     "input_size": ("input size", "image size"),
     "device_name": ("device name", "device"),
     **{name: (name,) for name in ("hardware", "model", "backend", "precision", "source")},
@@ -43,40 +66,69 @@ def read(path: str | os.PathLike, settings: ImportSettings) -> list[dict]:
     frame = read_text_csv(path, WHAT)
     columns = _match_columns(frame.columns, name)
     if "batch_size" not in columns:
-        raise ProfileFormatError(f"{name} has no batch size column (batch_size, 'batch size' or 'batch'): "
-                                 f"{WHAT} needs one.")
+        raise ProfileFormatError(
+            f"{name} has no batch size column (batch_size, 'batch size' or 'batch'): {WHAT} needs one."
+        )
     if not {"throughput_ips", "latency_p50_ms", "latency_mean_ms"} & set(columns):
-        raise ProfileFormatError(f"{name} has no throughput, p50 latency or mean latency column: one of them gives the "
-                                 "time of a call.")
+        raise ProfileFormatError(
+            f"{name} has no throughput, p50 latency or mean latency column: one of them gives the time of a call."
+        )
     rows = []
     for i, cells in enumerate(frame.to_dict("records")):
         row = _identity(cells, columns, settings, name, i)
         batch = whole_number(cells[columns["batch_size"]], name, i, columns["batch_size"])
-        values = {c: number(cells[columns[c]], name, i, columns[c], _UNITS[c], optional=True)
-                  for c in _UNITS if c in columns}
-        found = {"p50": values.get("latency_p50_ms", math.nan), "throughput": values.get("throughput_ips", math.nan),
-                 "mean": values.get("latency_mean_ms", math.nan)}
-        latency, basis = steady_latency(name, i, found, {"p50": columns.get("latency_p50_ms"),
-                                                         "throughput": columns.get("throughput_ips"),
-                                                         "mean": columns.get("latency_mean_ms")},
-                                        batch, 1, settings.latency_from)
+        values = {
+            c: number(cells[columns[c]], name, i, columns[c], _UNITS[c], optional=True) for c in _UNITS if c in columns
+        }
+        found = {
+            "p50": values.get("latency_p50_ms", math.nan),
+            "throughput": values.get("throughput_ips", math.nan),
+            "mean": values.get("latency_mean_ms", math.nan),
+        }
+        latency, basis = steady_latency(
+            name,
+            i,
+            found,
+            {
+                "p50": columns.get("latency_p50_ms"),
+                "throughput": columns.get("throughput_ips"),
+                "mean": columns.get("latency_mean_ms"),
+            },
+            batch,
+            1,
+            settings.latency_from,
+        )
         p99 = check_p99(name, i, columns.get("latency_p99_ms"), values.get("latency_p99_ms", math.nan), latency, basis)
-        rows.append({**row, "batch_size": batch, "status": "ok", "latency_ms": latency, "latency_basis": basis,
-                     **{c: v for c, v in values.items() if c != "latency_p99_ms"}, "latency_p99_ms": p99,
-                     "warmup_ms": math.nan, "memory_mb": math.nan})
+        rows.append(
+            {
+                **row,
+                "batch_size": batch,
+                "status": "ok",
+                "latency_ms": latency,
+                "latency_basis": basis,
+                **{c: v for c, v in values.items() if c != "latency_p99_ms"},
+                "latency_p99_ms": p99,
+                "warmup_ms": math.nan,
+                "memory_mb": math.nan,
+            }
+        )
     return rows
 
 
 def _match_columns(headers, name: str) -> dict[str, str]:
     """Canonical column -> the file's header; an unknown header is kept out, a repeated one is an error."""
-    lookup = {alias: canonical for canonical, aliases in _ALIASES.items() for alias in (canonical.replace("_", " "), *aliases)}
+    lookup = {
+        alias: canonical for canonical, aliases in _ALIASES.items() for alias in (canonical.replace("_", " "), *aliases)
+    }
     found: dict[str, str] = {}
     for header in headers:
         canonical = lookup.get(_normal(header))
         if canonical is None:
             continue
         if canonical in found:
-            raise ProfileFormatError(f"{name} has two columns for {canonical}: {found[canonical]!r} and {header!r}; keep one.")
+            raise ProfileFormatError(
+                f"{name} has two columns for {canonical}: {found[canonical]!r} and {header!r}; keep one."
+            )
         found[canonical] = header
     return found
 
@@ -97,8 +149,10 @@ def _identity(cells: dict, columns: dict, settings: ImportSettings, name: str, i
             if value is None:
                 where = f"{name}, row {i + 1}" + (f", column '{header}'" if header else "")
                 flag = "--" + column.replace("_", "-")
-                raise ProfileFormatError(f"{where} has no {column.replace('_', ' ')}: give {flag} on the command line "
-                                         f"or add a column {column}.")
+                raise ProfileFormatError(
+                    f"{where} has no {column.replace('_', ' ')}: give {flag} on the command line "
+                    f"or add a column {column}."
+                )
         elif column == "input_size":
             value = whole_number(text, name, i, header)
         else:

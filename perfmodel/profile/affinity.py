@@ -33,11 +33,15 @@ def parse_cpus(text: str, option: str = "--server-cpus") -> tuple[int, ...]:
     cores = set(cores_of(text, option))
     missing = sorted(cores - usable)
     if missing:
-        raise InputError(f"{option}: core {missing[0]} is not one this process may use (it may use "
-                         f"{shown_cpus(usable)}); name those.")
+        raise InputError(
+            f"{option}: core {missing[0]} is not one this process may use (it may use "
+            f"{shown_cpus(usable)}); name those."
+        )
     if not usable - cores:
-        raise InputError(f"{option} {text} names every core this process may use ({shown_cpus(usable)}): leave at "
-                         "least one for the load generator.")
+        raise InputError(
+            f"{option} {text} names every core this process may use ({shown_cpus(usable)}): leave at "
+            "least one for the load generator."
+        )
     return tuple(sorted(cores))
 
 
@@ -47,7 +51,9 @@ def cores_of(text: str, option: str) -> tuple[int, ...]:
     for item in str(text).split(","):
         match = re.fullmatch(r"\s*([0-9]{1,6})\s*(?:-\s*([0-9]{1,6})\s*)?", item)  # ASCII digits only
         if not match or (match[2] is not None and int(match[2]) < int(match[1])):
-            raise InputError(f"{option} needs core numbers or ranges separated by commas, e.g. {EXAMPLE}; got {text!r}.")
+            raise InputError(
+                f"{option} needs core numbers or ranges separated by commas, e.g. {EXAMPLE}; got {text!r}."
+            )
         first = int(match[1])
         last = int(match[2]) if match[2] is not None else first
         cores.update(range(first, last + 1))

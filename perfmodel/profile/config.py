@@ -49,14 +49,18 @@ class ProfileConfig:
         if not self.input_sizes:
             raise InputError("give at least one input size.")
         if self.fresh_warmup_at is not None and self.warmup != "fresh-process":
-            raise InputError("--fresh-warmup-at chooses where fresh processes measure the warm-up: it needs "
-                             "--warmup fresh-process (the default); leave one of them out.")
-        for name, value, unit in (("--max-batch-size", self.max_batch_size, None),
-                                  ("--max-call-ms", self.max_call_ms, "milliseconds"),
-                                  ("--memory-limit-mb", self.memory_limit_mb, "MiB"),
-                                  ("--worker-timeout", self.worker_timeout_s, "seconds"),
-                                  ("--call-timeout", self.call_timeout_s, "seconds"),
-                                  ("--threads", self.threads, None)):
+            raise InputError(
+                "--fresh-warmup-at chooses where fresh processes measure the warm-up: it needs "
+                "--warmup fresh-process (the default); leave one of them out."
+            )
+        for name, value, unit in (
+            ("--max-batch-size", self.max_batch_size, None),
+            ("--max-call-ms", self.max_call_ms, "milliseconds"),
+            ("--memory-limit-mb", self.memory_limit_mb, "MiB"),
+            ("--worker-timeout", self.worker_timeout_s, "seconds"),
+            ("--call-timeout", self.call_timeout_s, "seconds"),
+            ("--threads", self.threads, None),
+        ):
             if value is not None and not (math.isfinite(value) and value > 0):
                 what = f"a positive number of {unit}" if unit else "a positive whole number"
                 raise InputError(f"{name} must be {what}, not {value}.")
@@ -117,9 +121,12 @@ class Estimate:
         fresh = f", {self.fresh_workers} of them with a fresh warm-up process" if self.fresh_workers else ""
         if self.seconds is None:
             starts = ", plus the start of each process" if self.fresh_workers else ""
-            return (f"{points}{fresh}; sampling takes at most {self.per_point_s:g} s per point "
-                    f"({duration_text(self.points * self.per_point_s)} in all){starts}")
-        return f"{points}{fresh}; at most {duration_text(self.seconds)} (a worker process takes {self.worker_s:.0f} s to start here)"
+            return (
+                f"{points}{fresh}; sampling takes at most {self.per_point_s:g} s per point "
+                f"({duration_text(self.points * self.per_point_s)} in all){starts}"
+            )
+        start = f"a worker process takes {self.worker_s:.0f} s to start here"
+        return f"{points}{fresh}; at most {duration_text(self.seconds)} ({start})"
 
 
 def duration_text(seconds: float) -> str:

@@ -25,18 +25,46 @@ from dataclasses import dataclass
 
 KINDS = ("oom", "limit", "oom-like", "sticky", "error")
 
-_OOM = ("out of memory", "can't allocate memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED",
-        "std::bad_alloc")
-_LIMIT = ("canUse32BitIndexMath", "32-bit index", "32bit index", "must be positive, but got N=-",
-          "numel needs to be smaller than int32_t max", "exceeds the 32-bit")
-_OOM_LIKE = ("unable to find an engine", "CUBLAS_STATUS_NOT_INITIALIZED", "CUBLAS_STATUS_INTERNAL_ERROR",
-             "CUDNN_STATUS_INTERNAL_ERROR", "CUDNN_STATUS_NOT_INITIALIZED", "CUDNN_STATUS_NOT_SUPPORTED",
-             "CUDNN_STATUS_EXECUTION_FAILED", "invalid configuration argument",
-             "could not create a primitive")  # oneDNN on a CPU, when its scratchpad cannot be allocated
-_STICKY = ("illegal memory access", "device-side assert", "misaligned address", "illegal instruction",
-           "unspecified launch failure", "uncorrectable ECC error", "context is destroyed", "hardware stack error",
-           "invalid program counter", "launch timed out and was terminated", "GPU is lost",
-           "CUDA driver is shutting down")
+_OOM = (
+    "out of memory",
+    "can't allocate memory",
+    "CUBLAS_STATUS_ALLOC_FAILED",
+    "CUDNN_STATUS_ALLOC_FAILED",
+    "std::bad_alloc",
+)
+_LIMIT = (
+    "canUse32BitIndexMath",
+    "32-bit index",
+    "32bit index",
+    "must be positive, but got N=-",
+    "numel needs to be smaller than int32_t max",
+    "exceeds the 32-bit",
+)
+_OOM_LIKE = (
+    "unable to find an engine",
+    "CUBLAS_STATUS_NOT_INITIALIZED",
+    "CUBLAS_STATUS_INTERNAL_ERROR",
+    "CUDNN_STATUS_INTERNAL_ERROR",
+    "CUDNN_STATUS_NOT_INITIALIZED",
+    "CUDNN_STATUS_NOT_SUPPORTED",
+    "CUDNN_STATUS_EXECUTION_FAILED",
+    "invalid configuration argument",
+    "could not create a primitive",
+)  # oneDNN on a CPU, when its scratchpad cannot be allocated
+_STICKY = (
+    "illegal memory access",
+    "device-side assert",
+    "misaligned address",
+    "illegal instruction",
+    "unspecified launch failure",
+    "uncorrectable ECC error",
+    "context is destroyed",
+    "hardware stack error",
+    "invalid program counter",
+    "launch timed out and was terminated",
+    "GPU is lost",
+    "CUDA driver is shutting down",
+)
 
 _EXCEPTION_LINE = re.compile(r"^(?:builtins\.)?([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)):\s*(.*)$")
 

@@ -18,7 +18,9 @@ def parse_positive_ints(text: str, option: str, example: str, largest: int = MAX
         if not re.fullmatch(r"[0-9]{1,12}", item) or int(item) < 1:  # ASCII digits only: int() takes any script's
             raise InputError(f"{option}: {item!r} is not a positive whole number; write e.g. {example}.")
         if int(item) > largest:
-            raise InputError(f"{option}: {item} is more than {largest:,}, the most perfmodel measures; write e.g. {example}.")
+            raise InputError(
+                f"{option}: {item} is more than {largest:,}, the most perfmodel measures; write e.g. {example}."
+            )
         values.append(int(item))
     return tuple(sorted(set(values)))
 

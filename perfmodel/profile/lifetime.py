@@ -79,8 +79,13 @@ def _kill_me_with_parent() -> bool:
 def _remove_after_exit(folder: str) -> None:
     """Remove `folder` once this process has ended (a detached shell; a second pass for stragglers)."""
     script = 'while kill -0 "$1" 2>/dev/null; do sleep 0.05; done; rm -rf "$2"; sleep 1; rm -rf "$2"'
-    subprocess.Popen(["sh", "-c", script, "remove", str(os.getpid()), folder], stdin=subprocess.DEVNULL,
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    subprocess.Popen(
+        ["sh", "-c", script, "remove", str(os.getpid()), folder],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def end_child(proc: subprocess.Popen, grace_s: float = 5.0) -> None:

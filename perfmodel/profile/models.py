@@ -37,11 +37,14 @@ def resolve_model(spec: str) -> ModelSpec:
     looks_like_file = os.sep in spec or spec.endswith((".pt", ".pth", ".ts", ".jit"))
     if not looks_like_file:
         raise InputError(
-            f"unknown model {spec!r}: choose one of {', '.join(BUILTIN_MODELS)}, or give the path of a TorchScript file (.pt)."
+            f"unknown model {spec!r}: choose one of {', '.join(BUILTIN_MODELS)}, or give the path of a TorchScript "
+            "file (.pt)."
         )
     path = Path(spec)
     if not path.is_file():
-        raise InputError(f"model file {spec} does not exist: give the path of a TorchScript file saved with torch.jit.save.")
+        raise InputError(
+            f"model file {spec} does not exist: give the path of a TorchScript file saved with torch.jit.save."
+        )
     if not os.access(path, os.R_OK):
         raise InputError(f"cannot read model file {spec}: permission denied.")
     return ModelSpec(path.stem, str(path))
@@ -59,7 +62,9 @@ def build_model(spec: ModelSpec, seed: int = 0):
                 model = torch.jit.load(spec.path, map_location="cpu")
         except Exception as exc:  # torch raises several kinds for a file that is not TorchScript
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InputError(f"cannot load {spec.path} as a TorchScript model ({reason}); save it with torch.jit.save.") from None
+            raise InputError(
+                f"cannot load {spec.path} as a TorchScript model ({reason}); save it with torch.jit.save."
+            ) from None
     elif spec.name == "tiny":
         model = _tiny_cnn_class()()
     else:

@@ -217,8 +217,12 @@ class HardwareMonitor:
     {"server": (None, True)} declares a role (its columns stay empty until `watch()` names its pid).
     """
 
-    def __init__(self, gpu_index: int | None = None, interval_s: float = 0.05,
-                 roles: dict[str, tuple[int | None, bool]] | None = None):
+    def __init__(
+        self,
+        gpu_index: int | None = None,
+        interval_s: float = 0.05,
+        roles: dict[str, tuple[int | None, bool]] | None = None,
+    ):
         self.gpu_index = gpu_index
         self.interval_s = interval_s
         self.roles = dict(roles or {})
@@ -241,12 +245,22 @@ class HardwareMonitor:
         self.stop()
 
     def start(self) -> None:
-        config = {"gpu_index": self.gpu_index, "interval_s": self.interval_s, "host_pid": os.getpid(),
-                  "roles": {k: list(v) for k, v in self.roles.items()}}
+        config = {
+            "gpu_index": self.gpu_index,
+            "interval_s": self.interval_s,
+            "host_pid": os.getpid(),
+            "roles": {k: list(v) for k, v in self.roles.items()},
+        }
         env = child_environment(_PACKAGE_ROOT)
-        self._proc = subprocess.Popen([sys.executable, "-m", "perfmodel.profile.monitor", json.dumps(config)],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      env=env, text=True, start_new_session=True)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "perfmodel.profile.monitor", json.dumps(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            text=True,
+            start_new_session=True,
+        )
         try:
             ready = self._ask(None, timeout_s=_START_TIMEOUT_S)
         except BaseException:
@@ -256,7 +270,8 @@ class HardwareMonitor:
         self._info = GpuInfo(**ready["gpu"]) if ready["gpu"] else None
         if self.gpu_index is not None and not self._has_gpu:
             warnings.warn(
-                f"GPU counters are not available ({ready['reason']}); the gpu_* columns stay empty and the sweep goes on.",
+                f"GPU counters are not available ({ready['reason']}); the gpu_* columns stay empty and the sweep "
+                "goes on.",
                 PerfmodelWarning,
                 stacklevel=2,
             )

@@ -22,13 +22,17 @@ def check_alongside(alongside: int, threads: int, is_cuda: bool) -> None:
     if not alongside:
         return
     if is_cuda:
-        raise InputError("--alongside is for CPU workers that share one machine's cores; a plan gives each GPU "
-                         "worker a GPU of its own: leave --alongside out with --device cuda.")
+        raise InputError(
+            "--alongside is for CPU workers that share one machine's cores; a plan gives each GPU "
+            "worker a GPU of its own: leave --alongside out with --device cuda."
+        )
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     needed = (alongside + 1) * threads
     if needed > cores:
-        raise InputError(f"--alongside {alongside} with {threads} thread(s) each needs {needed} cores and this process may "
-                         f"use {cores}: give at most --alongside {max(0, cores // threads - 1)}.")
+        raise InputError(
+            f"--alongside {alongside} with {threads} thread(s) each needs {needed} cores and this process may "
+            f"use {cores}: give at most --alongside {max(0, cores // threads - 1)}."
+        )
 
 
 class Neighbours:

@@ -25,7 +25,9 @@ class ProfileOutput:
         self.existing: pd.DataFrame | None = None
         if self.path.exists():
             if not resume:
-                raise InputError(f"{self.path} already exists: add --resume to continue that sweep, or choose another --out.")
+                raise InputError(
+                    f"{self.path} already exists: add --resume to continue that sweep, or choose another --out."
+                )
             self.existing = load_profile(self.path)
         self.rows: list[dict] = [] if self.existing is None else self.existing.to_dict("records")
         self._index = {point_key(row): i for i, row in enumerate(self.rows)}
@@ -66,7 +68,11 @@ class ProfileOutput:
             same = same[same[column].astype(str) == str(identity[column])]
         for column in RESUME_MUST_MATCH:
             if column in settings and len(same) and (column in same.columns or column in ABSENT_MEANS):
-                theirs = {_normal(v) for v in same[column].dropna().unique()} if column in same.columns else {ABSENT_MEANS[column]}
+                theirs = (
+                    {_normal(v) for v in same[column].dropna().unique()}
+                    if column in same.columns
+                    else {ABSENT_MEANS[column]}
+                )
                 if theirs and theirs != {_normal(settings[column])}:
                     raise InputError(
                         f"{self.path} was measured with {column}={', '.join(sorted(theirs))}, this run has "

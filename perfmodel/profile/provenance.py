@@ -34,7 +34,7 @@ def hardware_key(device_name: str, is_gpu: bool) -> str:
 
 
 def now_utc() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def torch_provenance(device: str) -> dict[str, object]:

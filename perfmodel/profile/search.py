@@ -21,8 +21,9 @@ class SearchResult:
     reason: str  # why the search stopped, for the user
 
 
-def search_batch_sizes(measure: Callable[[int], dict], max_batch_size: int, max_call_ms: float | None,
-                       tolerance: float = 0.0) -> SearchResult:
+def search_batch_sizes(
+    measure: Callable[[int], dict], max_batch_size: int, max_call_ms: float | None, tolerance: float = 0.0
+) -> SearchResult:
     rows: list[dict] = []
 
     def run(b: int) -> dict:
@@ -39,7 +40,9 @@ def search_batch_sizes(measure: Callable[[int], dict], max_batch_size: int, max_
             break
         largest_ok = b
         if max_call_ms is not None and row["latency_ms"] > max_call_ms:
-            return SearchResult(rows, b, f"a call at batch {b} took {row['latency_ms']:.0f} ms (over --max-call-ms {max_call_ms:g})")
+            return SearchResult(
+                rows, b, f"a call at batch {b} took {row['latency_ms']:.0f} ms (over --max-call-ms {max_call_ms:g})"
+            )
         if b >= max_batch_size:
             return SearchResult(rows, b, f"reached --max-batch-size {max_batch_size}")
         b = min(2 * b, max_batch_size)

@@ -25,8 +25,9 @@ def estimate_profile(config: ProfileConfig) -> Estimate:
     return load_backend(config.backend).estimate(config)
 
 
-def run_profile(config: ProfileConfig, out: str | os.PathLike, resume: bool = False,
-                on_progress: ProgressCallback | None = None) -> pd.DataFrame:
+def run_profile(
+    config: ProfileConfig, out: str | os.PathLike, resume: bool = False, on_progress: ProgressCallback | None = None
+) -> pd.DataFrame:
     """Measure the grid of `config` and write the profile CSV to `out`; return the whole profile."""
     backend = load_backend(config.backend)
     for prefix in STALE_PREFIXES:

@@ -52,6 +52,7 @@ class _Watchdog:
 
     def guard(self, call):
         """call(i), counted: each return is progress. Adds one Python frame (~0.1 us) per call."""
+
         def guarded(i: int) -> None:
             call(i)
             self.calls += 1
@@ -112,8 +113,14 @@ class Worker:
 
     def _timed_out(self) -> None:
         b = self.request.get("batch_size")
-        self.reply({"status": "failed", "kind": "timeout",
-                    "error": f"a model call at batch {b} did not return within {self.watchdog.timeout_s:g} s (--call-timeout)"})
+        self.reply(
+            {
+                "status": "failed",
+                "kind": "timeout",
+                "error": f"a model call at batch {b} did not return within {self.watchdog.timeout_s:g} s "
+                "(--call-timeout)",
+            }
+        )
 
     def _failed(self, failure: Failure) -> dict:
         """The answer for a failed request; on CUDA, an unexplained failure is checked for a broken context."""
@@ -163,8 +170,13 @@ class Worker:
             total = torch.cuda.get_device_properties(self.runner.device).total_memory
             torch.cuda.set_per_process_memory_fraction(min(1.0, limit * 2**20 / total), self.runner.device)
         load_ms = self.runner.load()
-        return {"status": "ok", "load_ms": load_ms, "threads": self.runner.torch.get_num_threads(),
-                "provenance": torch_provenance(options.device), "compile_cache": _compile_cache()}
+        return {
+            "status": "ok",
+            "load_ms": load_ms,
+            "threads": self.runner.torch.get_num_threads(),
+            "provenance": torch_provenance(options.device),
+            "compile_cache": _compile_cache(),
+        }
 
     def _first_call(self, request: dict) -> dict:
         """The warm-up: the first call at this batch size, then two more, so that `memory_mb` (the
@@ -208,8 +220,9 @@ class Worker:
                     t0 = time.perf_counter()
                     call(0)
                     out["warmup_ms"] = (time.perf_counter() - t0) * 1e3
-                summary = measure_latency(call, StabilityRule(**request["rule"]),
-                                          on_steady=None if graphs else runner.reset_peak)
+                summary = measure_latency(
+                    call, StabilityRule(**request["rule"]), on_steady=None if graphs else runner.reset_peak
+                )
             rotation_only = count if graphs and count > 1 else count - 1
             out.update(summary.columns())
             out["memory_mb"] = max(0.0, runner.peak_memory_mb() - rotation_only * runner.batch_mb(b, s))
@@ -284,7 +297,7 @@ def main() -> None:
         data = (json.dumps(message, allow_nan=True) + "\n").encode()
         with lock:
             while data:
-                data = data[os.write(reply_fd, data):]
+                data = data[os.write(reply_fd, data) :]
 
     worker = Worker(reply)
     try:

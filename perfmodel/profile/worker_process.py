@@ -52,8 +52,13 @@ class WorkerProcess(OwnedChild):
         try:
             self.started_at = time.monotonic()
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "perfmodel.profile.worker"], stdin=subprocess.PIPE, stdout=self._log,
-                stderr=subprocess.STDOUT, pass_fds=(write_end,), env=env, start_new_session=True,
+                [sys.executable, "-m", "perfmodel.profile.worker"],
+                stdin=subprocess.PIPE,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(write_end,),
+                env=env,
+                start_new_session=True,
             )
         except BaseException:
             os.close(read_end)
@@ -79,8 +84,11 @@ class WorkerProcess(OwnedChild):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.stop()
-                return {"status": "failed", "kind": "timeout",
-                        "error": f"the worker did not answer within {timeout_s:g} s ({flag}) and was stopped"}
+                return {
+                    "status": "failed",
+                    "kind": "timeout",
+                    "error": f"the worker did not answer within {timeout_s:g} s ({flag}) and was stopped",
+                }
             ready, _, _ = select.select([self._replies], [], [], min(remaining, 1.0))
             if ready:
                 chunk = os.read(self._replies, 1 << 16)
@@ -101,7 +109,11 @@ class WorkerProcess(OwnedChild):
         tail = self.log_tail()
         why = "did not start" if code is None else _exit_reason(code)
         self.stop()
-        return {"status": "failed", "kind": "died", "error": f"the worker process {why}" + (f": {tail}" if tail else "")}
+        return {
+            "status": "failed",
+            "kind": "died",
+            "error": f"the worker process {why}" + (f": {tail}" if tail else ""),
+        }
 
     def log_tail(self) -> str:
         """The line of the worker's output that says what went wrong, if any."""

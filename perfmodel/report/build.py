@@ -43,8 +43,11 @@ def profile_section(profile: pd.DataFrame) -> Section:
         items.append(tables.key_numbers(lay))
     items += figures
     items.append(tables.provenance(profile))
-    return Section("Profiles" if profile[SOURCE].nunique() > 1 else f"Profile: {profile[SOURCE].iloc[0]}",
-                   tuple(items), tuple(notes))
+    return Section(
+        "Profiles" if profile[SOURCE].nunique() > 1 else f"Profile: {profile[SOURCE].iloc[0]}",
+        tuple(items),
+        tuple(notes),
+    )
 
 
 def predictor_sections(predictors, profile: pd.DataFrame | None) -> list[Section]:
@@ -77,11 +80,14 @@ def plan_section(plan: dict) -> Section:
 def run_section(run: dict) -> Section:
     figure = run_timeline(run)
     items = ([figure] if figure is not None else []) + [run_table(run)]
-    return Section("Run", tuple(items), () if figure is not None else ("The run has no worker, so there is no timeline.",))
+    return Section(
+        "Run", tuple(items), () if figure is not None else ("The run has no worker, so there is no timeline.",)
+    )
 
 
-def make_sections(profile: pd.DataFrame | None, predictors=(), plan: dict | None = None,
-                  run: dict | None = None) -> tuple[Section, ...]:
+def make_sections(
+    profile: pd.DataFrame | None, predictors=(), plan: dict | None = None, run: dict | None = None
+) -> tuple[Section, ...]:
     sections = []
     if profile is not None:
         if SOURCE not in profile.columns:
@@ -136,7 +142,7 @@ def write_report(sections: tuple[Section, ...], out_dir, inputs: list[str]) -> R
         for figure in figures:
             atomic_write_bytes(out / figure.name, figure.png)
             written.append(out / figure.name)
-        created = dt.datetime.now(dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+        created = dt.datetime.now(dt.UTC).astimezone().isoformat(timespec="seconds")
         meta = f"Made by perfmodel {__version__} on {created} from {', '.join(inputs)}."
         atomic_write_text(out / PAGE, render_page("perfmodel report", meta, sections))
     except OSError as exc:

@@ -70,7 +70,9 @@ def _describe(column: str, value) -> str:
 def label_groups(keys: list[tuple], columns: list[str]) -> tuple[str, list[str]]:
     """(what all keys share, one label per key naming only what varies)."""
     varying = [i for i in range(len(columns)) if len({k[i] for k in keys}) > 1]
-    common = ", ".join(_describe(columns[i], keys[0][i]) for i in range(len(columns)) if i not in varying and columns[i] != SOURCE)
+    common = ", ".join(
+        _describe(columns[i], keys[0][i]) for i in range(len(columns)) if i not in varying and columns[i] != SOURCE
+    )
     labels = [" ".join(filter(None, (_describe(columns[i], k[i]) for i in varying))) for k in keys]
     return common, labels
 
@@ -80,8 +82,11 @@ def layout(df: pd.DataFrame) -> Layout:
     group, colour per input size (easier to tell apart than line styles)."""
     columns = group_columns(df)
     ok = df["status"] == "ok"
-    grouped = list(df[df.groupby(columns, dropna=False)["status"].transform(lambda s: (s == "ok").any())]
-                   .groupby(columns, dropna=False, sort=False))
+    grouped = list(
+        df[df.groupby(columns, dropna=False)["status"].transform(lambda s: (s == "ok").any())].groupby(
+            columns, dropna=False, sort=False
+        )
+    )
     keys = [k if isinstance(k, tuple) else (k,) for k, _ in grouped]
     common, labels = label_groups(keys, columns) if keys else ("", [])
     sizes = sorted(int(s) for s in df.loc[ok, "input_size"].unique())
@@ -95,15 +100,27 @@ def layout(df: pd.DataFrame) -> Layout:
             oom = part.loc[part["status"] == "oom", "batch_size"]
             j = sizes.index(int(size))
             look = style.style_for(j)
-            series.append(Series(
-                group=label, input_size=int(size), rows=measured, smallest_oom=int(oom.min()) if len(oom) else None,
-                colour=style.colour(j if single else g), marker=look["marker"],
-                linestyle="-" if single else look["linestyle"],
-            ))
+            series.append(
+                Series(
+                    group=label,
+                    input_size=int(size),
+                    rows=measured,
+                    smallest_oom=int(oom.min()) if len(oom) else None,
+                    colour=style.colour(j if single else g),
+                    marker=look["marker"],
+                    linestyle="-" if single else look["linestyle"],
+                )
+            )
     if single:
-        legend = (("input size", tuple(
-            (f"{s} px", {"color": style.colour(j), "marker": style.style_for(j)["marker"]}) for j, s in enumerate(sizes)
-        )),)
+        legend = (
+            (
+                "input size",
+                tuple(
+                    (f"{s} px", {"color": style.colour(j), "marker": style.style_for(j)["marker"]})
+                    for j, s in enumerate(sizes)
+                ),
+            ),
+        )
     else:
         legend = (
             ("compared", tuple((label, {"color": style.colour(g), "linewidth": 3}) for g, label in enumerate(labels))),

@@ -35,15 +35,19 @@ def _table(table: Table) -> str:
     head = "".join(f"<th>{e(h)}</th>" for h in table.headers)
     body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in table.rows)
     note = f"<br><small>{e(table.note)}</small>" if table.note else ""
-    return (f'<div class="scroll"><table><caption>{e(table.title)}{note}</caption>'
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
+    return (
+        f'<div class="scroll"><table><caption>{e(table.title)}{note}</caption>'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+    )
 
 
 def _figure(figure: Figure) -> str:
     data = base64.b64encode(figure.png).decode("ascii")
     e = html.escape
-    return (f'<figure id="{e(_anchor(figure.name))}"><img src="data:image/png;base64,{data}" alt="{e(figure.title)}">'
-            f"<figcaption><b>{e(figure.title)}.</b> {e(figure.caption)} <i>({e(figure.name)})</i></figcaption></figure>")
+    return (
+        f'<figure id="{e(_anchor(figure.name))}"><img src="data:image/png;base64,{data}" alt="{e(figure.title)}">'
+        f"<figcaption><b>{e(figure.title)}.</b> {e(figure.caption)} <i>({e(figure.name)})</i></figcaption></figure>"
+    )
 
 
 def render_page(title: str, meta: str, sections: tuple[Section, ...]) -> str:
@@ -54,7 +58,7 @@ def render_page(title: str, meta: str, sections: tuple[Section, ...]) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{e(title)}</title><style>{CSS}</style></head><body>",
-        f"<h1>{e(title)}</h1><p class=\"meta\">{e(meta)}</p>",
+        f'<h1>{e(title)}</h1><p class="meta">{e(meta)}</p>',
         f"<nav><ul>{toc}</ul></nav>" if len(sections) > 1 else "",
     ]
     for section in sections:

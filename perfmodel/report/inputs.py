@@ -10,8 +10,8 @@ import pandas as pd
 
 from perfmodel.errors import InputError
 from perfmodel.files import read_json
-from perfmodel.plan_context import check_plan_format
-from perfmodel.plan_fields import check_plan_fields, is_number
+from perfmodel.planning.context import check_plan_format
+from perfmodel.planning.fields import check_plan_fields, is_number
 from perfmodel.report.groups import SOURCE
 from perfmodel.schema import load_profile
 
@@ -38,7 +38,9 @@ def read_predictors(paths) -> list:
     try:
         from perfmodel.fitting import Predictor
     except ImportError:
-        raise InputError("this perfmodel cannot read predictors (perfmodel.fitting is missing); report profiles and plans only.") from None
+        raise InputError(
+            "this perfmodel cannot read predictors (perfmodel.fitting is missing); report profiles and plans only."
+        ) from None
     return [Predictor.load(p) for p in paths]
 
 
@@ -54,9 +56,11 @@ def read_plan(path) -> dict | None:
     how = "give the JSON that `perfmodel plan --json` prints"
     plan = read_json(path, InputError, "a plan", how)
     if isinstance(plan, dict) and plan.get("mode") == "online":
-        raise InputError(f"{source} is an online plan (--mode online): the report draws batch plans (soft, relaxed) only.")
+        raise InputError(
+            f"{source} is an online plan (--mode online): the report draws batch plans (soft, relaxed) only."
+        )
     if not isinstance(plan, dict) or not isinstance(plan.get("status"), str):
-        raise InputError(f"{source} is JSON but not a plan (no \"status\"); {how}.")
+        raise InputError(f'{source} is JSON but not a plan (no "status"); {how}.')
     check_plan_format(plan, source, how)
     check_plan_fields(plan, source, how)
     return plan
@@ -70,15 +74,18 @@ def read_run(path) -> dict | None:
     how = "give the JSON that `perfmodel run --json` prints"
     run = read_json(path, InputError, "a run", how)
     if not isinstance(run, dict) or run.get("format") != "perfmodel-run":
-        raise InputError(f"{source} is not a run of perfmodel (no \"format\": \"perfmodel-run\"); {how}.")
+        raise InputError(f'{source} is not a run of perfmodel (no "format": "perfmodel-run"); {how}.')
     workers = run.get("workers")
-    if not isinstance(workers, list) or not all(isinstance(w, dict) and isinstance(w.get("worker"), str) for w in workers):
-        raise InputError(f"{source} is not a run (no \"workers\" list); {how}.")
+    if not isinstance(workers, list) or not all(
+        isinstance(w, dict) and isinstance(w.get("worker"), str) for w in workers
+    ):
+        raise InputError(f'{source} is not a run (no "workers" list); {how}.')
     for w in workers:
         timeline = w.get("timeline")
         spans = [] if not isinstance(timeline, dict) else [timeline.get("load")] + list(timeline.get("batches") or [])
         for span in spans:
             if span is not None and not (isinstance(span, list) and len(span) == 2 and all(is_number(x) for x in span)):
-                raise InputError(f"{source}, worker {w['worker']}: a timeline entry is {json.dumps(span)}, not "
-                                 f"[start, end]; {how}.")
+                raise InputError(
+                    f"{source}, worker {w['worker']}: a timeline entry is {json.dumps(span)}, not [start, end]; {how}."
+                )
     return run

@@ -17,8 +17,12 @@ MAX_ROWS = 40  # more groups than this and the rows become unreadable: draw the 
 MAX_TICKS = 60  # batch boundaries are drawn as ticks up to this many batches per row
 
 LOAD, WARMUP, BATCHES, BUSY = "#9e9e9e", "#ff7f0e", "#1f77b4", "#6baed6"
-SEGMENT_NAMES = {LOAD: "model load", WARMUP: "warm-up: first batch", BATCHES: "further batches",
-                 BUSY: "busy (the plan gives no breakdown)"}
+SEGMENT_NAMES = {
+    LOAD: "model load",
+    WARMUP: "warm-up: first batch",
+    BATCHES: "further batches",
+    BUSY: "busy (the plan gives no breakdown)",
+}
 
 
 def assignment_label(a: dict) -> str:
@@ -35,7 +39,9 @@ def assignment_label(a: dict) -> str:
 def _tick_label(a: dict) -> str:
     """assignment_label on two lines, the GPUs first: long names leave the bars their width."""
     first, _, rest = assignment_label(a).partition(", ")
-    return textwrap.shorten(first, 60, placeholder="...") + ("\n" + textwrap.shorten(rest, 60, placeholder="...") if rest else "")
+    return textwrap.shorten(first, 60, placeholder="...") + (
+        "\n" + textwrap.shorten(rest, 60, placeholder="...") if rest else ""
+    )
 
 
 def _segments(a: dict) -> list[tuple[float, float, str]]:
@@ -93,15 +99,23 @@ def timeline_figure(plan: dict) -> Figure | None:
         legend.append((f"{what}: {style.number(usable)} s", {"color": "#d62728", "linewidth": 1.2, "linestyle": "--"}))
     if makespan is not None:
         ax.axvline(makespan, color="black", linewidth=1, linestyle=":")
-        legend.append((f"predicted makespan {style.number(makespan)} s", {"color": "black", "linewidth": 1, "linestyle": ":"}))
+        legend.append(
+            (f"predicted makespan {style.number(makespan)} s", {"color": "black", "linewidth": 1, "linestyle": ":"})
+        )
     ax.set_xlabel("time from the start (s)")
     # Over the whole figure, from the left, and the legend below: a long title never runs into the legend.
-    style.suptitle(fig, _title(plan) + (f"\n(the first {rows} of {len(assignments)} groups)" if len(assignments) > rows else ""),
-                   width=110)
+    style.suptitle(
+        fig,
+        _title(plan) + (f"\n(the first {rows} of {len(assignments)} groups)" if len(assignments) > rows else ""),
+        width=110,
+    )
     style.legend_outside(fig, (("", tuple(legend)),), below=True)
-    caption = ("One row per group of identical GPUs (count x type, input size, batch size): each GPU loads the model, runs its "
-               "first batch (warm-up, slower than the rest), then the further batches back to back; the plan must finish "
-               "every row before the deadline.")
+    caption = (
+        "One row per group of identical GPUs (count x type, input size, batch size): each GPU loads the model, "
+        "runs its "
+        "first batch (warm-up, slower than the rest), then the further batches back to back; the plan must finish "
+        "every row before the deadline."
+    )
     if len(assignments) > rows:
         caption += f" Only the first {rows} of {len(assignments)} groups are drawn; the table lists them all."
     return Figure("plan-timeline.png", "Plan timeline", caption, style.to_png(fig))
@@ -118,13 +132,19 @@ def _batch_ticks(ax, y: int, a: dict) -> None:
 
 
 def _title(plan: dict) -> str:
-    head = "Plan: " + ", ".join(str(x) for x in (f"{plan['mode']} mode" if plan.get("mode") else "", plan.get("status")) if x)
-    gpus, planned, requested, makespan = (_number(plan.get(k)) for k in ("total_gpus", "images_planned", "images", "makespan_s"))
+    head = "Plan: " + ", ".join(
+        str(x) for x in (f"{plan['mode']} mode" if plan.get("mode") else "", plan.get("status")) if x
+    )
+    gpus, planned, requested, makespan = (
+        _number(plan.get(k)) for k in ("total_gpus", "images_planned", "images", "makespan_s")
+    )
     facts = []
     if gpus is not None:
         facts.append(f"{style.number(gpus)} GPUs")
     if planned is not None:
-        facts.append(f"{style.number(planned)} images" + (f" of {style.number(requested)}" if requested is not None else ""))
+        facts.append(
+            f"{style.number(planned)} images" + (f" of {style.number(requested)}" if requested is not None else "")
+        )
     if makespan is not None:
         facts.append(f"makespan {style.number(makespan)} s")
     return head + ("\n" + ", ".join(facts) if facts else "")

@@ -109,12 +109,28 @@ def predictor_figure(group, profile: pd.DataFrame | None) -> Figure:
             at_size = points[points["input_size"] == s]
             measured = at_size[quantity].astype(float) if quantity in at_size.columns else pd.Series(dtype=float)
             if np.isfinite(measured).any():
-                ax.plot(at_size["batch_size"].astype(float), measured, color=c, marker=marker,
-                        linestyle="none", markersize=5, markeredgecolor="black", markeredgewidth=0.5, zorder=5)
+                ax.plot(
+                    at_size["batch_size"].astype(float),
+                    measured,
+                    color=c,
+                    marker=marker,
+                    linestyle="none",
+                    markersize=5,
+                    markeredgecolor="black",
+                    markeredgewidth=0.5,
+                    zorder=5,
+                )
         shown = ax.has_data()  # before the vertical line, which counts as data too
         if not shown:
-            ax.text(0.5, 0.5, f"no fitted model\nand no measured points\nfor {quantity}", transform=ax.transAxes,
-                    ha="center", va="center", color="0.4")
+            ax.text(
+                0.5,
+                0.5,
+                f"no fitted model\nand no measured points\nfor {quantity}",
+                transform=ax.transAxes,
+                ha="center",
+                va="center",
+                color="0.4",
+            )
             ax.set_yticks([])
         ax.axvline(hi_b, color="0.5", linewidth=0.8)
         style.batch_axis(ax, [min(lo_b, 1.0), right])
@@ -127,20 +143,42 @@ def predictor_figure(group, profile: pd.DataFrame | None) -> Figure:
         title = label.split(" (")[0]
         ax.set_title(title[0].upper() + title[1:] + ("" if drawn else ": no fitted model"))
     style.suptitle(fig, f"Fitted predictor vs measured points: {group_name(group)}")
-    sizes_legend = tuple((f"{s} px", {"color": style.colour(j), "marker": style.style_for(j)["marker"], "markeredgecolor": "black",
-                                      "markeredgewidth": 0.5}) for j, s in enumerate(sizes))
+    sizes_legend = tuple(
+        (
+            f"{s} px",
+            {
+                "color": style.colour(j),
+                "marker": style.style_for(j)["marker"],
+                "markeredgecolor": "black",
+                "markeredgewidth": 0.5,
+            },
+        )
+        for j, s in enumerate(sizes)
+    )
     lines = [("fitted (inside measured)", {"color": "0.25", "linewidth": 1.6})]
     if extrapolated:
         lines.append(("extrapolated (beyond measured)", {"color": "0.25", "linewidth": 1.6, "linestyle": "--"}))
     if not points.empty:
-        lines.append(("measured (profile)", {"color": "0.6", "marker": "o", "linestyle": "none", "markeredgecolor": "black",
-                                             "markeredgewidth": 0.5}))
+        lines.append(
+            (
+                "measured (profile)",
+                {
+                    "color": "0.6",
+                    "marker": "o",
+                    "linestyle": "none",
+                    "markeredgecolor": "black",
+                    "markeredgewidth": 0.5,
+                },
+            )
+        )
     lines.append((f"largest measured batch ({style.number(hi_b)})", {"color": "0.5", "linewidth": 0.8}))
     style.legend_outside(fig, (("input size", sizes_legend), ("lines", tuple(lines))))
-    caption = (f"Predictions of the fitted models for {group_name(group)} over every batch size from 1 to "
-               f"{EXTRAPOLATE:g}x the largest measured batch ({style.number(hi_b)}), stopping short of a batch measured "
-               "out of memory; dashed beyond the largest batch measured at that input size, where the model "
-               "extrapolates; points: the measured profile.")
+    caption = (
+        f"Predictions of the fitted models for {group_name(group)} over every batch size from 1 to "
+        f"{EXTRAPOLATE:g}x the largest measured batch ({style.number(hi_b)}), stopping short of a batch measured "
+        "out of memory; dashed beyond the largest batch measured at that input size, where the model "
+        "extrapolates; points: the measured profile."
+    )
     if points.empty:
         caption += " No profile of this group was given, so no measured points are shown."
     return Figure(_file_name(group), f"Fitted predictor: {group_name(group)}", caption, style.to_png(fig))

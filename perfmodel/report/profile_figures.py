@@ -46,23 +46,34 @@ def latency_figure(lay: Layout) -> Figure | None:
     return Figure("latency.png", "Latency vs batch size", _LATENCY_CAPTION, style.to_png(fig))
 
 
-_LATENCY_CAPTION = ("Median time of one call of a batch (line and points) and its 99th percentile (top of the shaded band), "
-                    "after warm-up. Both axes are logarithmic: a slope of 1 means time grows in proportion to the batch.")
+_LATENCY_CAPTION = (
+    "Median time of one call of a batch (line and points) and its 99th percentile (top of the shaded band), "
+    "after warm-up. Both axes are logarithmic: a slope of 1 means time grows in proportion to the batch."
+)
 
 
 def throughput_figure(lay: Layout) -> Figure | None:
     fig, axes = style.new_figure(width=8.5)
     ax = axes[0, 0]
     for s in lay.series:
-        ax.plot(s.rows["batch_size"].astype(float), s.throughput_ips, color=s.colour, marker=s.marker,
-                linestyle=s.linestyle, markersize=4)
+        ax.plot(
+            s.rows["batch_size"].astype(float),
+            s.throughput_ips,
+            color=s.colour,
+            marker=s.marker,
+            linestyle=s.linestyle,
+            markersize=4,
+        )
     style.batch_axis(ax, _all_batches(lay))
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_formatter(style.FuncFormatter(lambda v, _: style.number(v)))
     ax.set_ylabel("throughput (images/s)")
     ax.set_title(_title("Throughput vs batch size", lay))
     style.legend_outside(fig, lay.legend)
-    caption = "Images per second while serving back-to-back calls of one batch size (the batch divided by its median latency)."
+    caption = (
+        "Images per second while serving back-to-back calls of one batch size "
+        "(the batch divided by its median latency)."
+    )
     return Figure("throughput.png", "Throughput vs batch size", caption, style.to_png(fig))
 
 
@@ -77,12 +88,32 @@ def memory_figure(lay: Layout) -> Figure | None:
         if len(rows):
             b = rows["batch_size"].to_numpy(float)
             ax.plot(b, rows["memory_mb"], color=s.colour, marker=s.marker, linestyle=s.linestyle, markersize=4)
-            ax.plot(b[-1:], rows["memory_mb"].iloc[-1:], color=s.colour, marker="*", markersize=14,
-                    markeredgecolor="black", markeredgewidth=0.6, linestyle="none", zorder=5)
+            ax.plot(
+                b[-1:],
+                rows["memory_mb"].iloc[-1:],
+                color=s.colour,
+                marker="*",
+                markersize=14,
+                markeredgecolor="black",
+                markeredgewidth=0.6,
+                linestyle="none",
+                zorder=5,
+            )
         if s.smallest_oom:
             ax.axvline(s.smallest_oom, color=s.colour, linestyle=":", linewidth=1.6)
-    marks = [("largest batch measured ok", {"color": "0.4", "marker": "*", "markersize": 12, "markeredgecolor": "black",
-                                                "markeredgewidth": 0.6, "linestyle": "none"})]
+    marks = [
+        (
+            "largest batch measured ok",
+            {
+                "color": "0.4",
+                "marker": "*",
+                "markersize": 12,
+                "markeredgecolor": "black",
+                "markeredgewidth": 0.6,
+                "linestyle": "none",
+            },
+        )
+    ]
     if any(s.smallest_oom for s in lay.series):
         marks.append(("smallest batch out of memory", {"color": "0.25", "linestyle": ":", "linewidth": 1.6}))
     marks += _capacity_lines(ax, lay, top)
@@ -92,10 +123,12 @@ def memory_figure(lay: Layout) -> Figure | None:
     ax.set_ylabel("peak memory (MiB)")
     ax.set_title(_title("Memory vs batch size, and where it stops fitting", lay))
     style.legend_outside(fig, (*lay.legend, ("memory", tuple(marks))))
-    caption = ("Peak memory while serving one batch, model weights included (on a CPU: the growth of the process's "
-               "resident memory). The star marks the largest batch measured ok (larger ones may fit too, unless one ran "
-               "out of memory); a dotted vertical line the smallest batch that ran out of memory; a dash-dotted "
-               "horizontal line the device's memory.")
+    caption = (
+        "Peak memory while serving one batch, model weights included (on a CPU: the growth of the process's "
+        "resident memory). The star marks the largest batch measured ok (larger ones may fit too, unless one ran "
+        "out of memory); a dotted vertical line the smallest batch that ran out of memory; a dash-dotted "
+        "horizontal line the device's memory."
+    )
     return Figure("memory.png", "Memory vs batch size", caption, style.to_png(fig))
 
 
@@ -115,8 +148,12 @@ def _capacity_lines(ax, lay: Layout, top: float) -> list[tuple[str, dict]]:
             ax.axhline(capacity, color=colour, linestyle="-.", linewidth=1.4)
             entries.append((f"device memory {style.number(capacity)} MiB", {"color": colour, "linestyle": "-."}))
         else:
-            entries.append((f"device memory {style.number(capacity)} MiB\n(far above, not drawn)",
-                            {"color": colour, "linestyle": "-.", "alpha": 0.4}))
+            entries.append(
+                (
+                    f"device memory {style.number(capacity)} MiB\n(far above, not drawn)",
+                    {"color": colour, "linestyle": "-.", "alpha": 0.4},
+                )
+            )
     return entries
 
 
@@ -144,11 +181,15 @@ def warmup_figure(lay: Layout) -> Figure | None:
     ratios.axhline(1, color="0.5", linewidth=0.8)
     ratios.set_title("How much slower the first call is")
     style.suptitle(fig, _title("Warm-up vs batch size", lay))
-    lines = (("warm-up: first call", {"color": "0.25", "marker": "o", "markersize": 4}),
-             ("steady-state median", {"color": "0.25", "linestyle": (0, (1, 1.5)), "linewidth": 1.2}))
+    lines = (
+        ("warm-up: first call", {"color": "0.25", "marker": "o", "markersize": 4}),
+        ("steady-state median", {"color": "0.25", "linestyle": (0, (1, 1.5)), "linewidth": 1.2}),
+    )
     style.legend_outside(fig, (*lay.legend, ("left panel", lines)))
-    caption = ("Left: the first call at each batch size on a freshly loaded model (warm-up: autotuning, lazy loading, "
-               "allocator growth) beside the steady-state median for scale. Right: their ratio.")
+    caption = (
+        "Left: the first call at each batch size on a freshly loaded model (warm-up: autotuning, lazy loading, "
+        "allocator growth) beside the steady-state median for scale. Right: their ratio."
+    )
     return Figure("warmup.png", "Warm-up vs batch size", caption, style.to_png(fig))
 
 

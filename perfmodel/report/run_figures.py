@@ -18,8 +18,11 @@ DEADLINE = "#d62728"
 
 def _planned(w: dict) -> list[tuple[float, float, str]]:
     load, warmup, finish = (_number(w[k]["predicted"]) or 0.0 for k in ("load_s", "warmup_s", "finish_s"))
-    return [s for s in [(0.0, load, LOAD), (load, warmup, WARMUP), (load + warmup, finish - load - warmup, BATCHES)]
-            if s[1] > 0]
+    return [
+        s
+        for s in [(0.0, load, LOAD), (load, warmup, WARMUP), (load + warmup, finish - load - warmup, BATCHES)]
+        if s[1] > 0
+    ]
 
 
 def _measured(w: dict) -> list[tuple[float, float, str]]:
@@ -48,17 +51,32 @@ def run_timeline(run: dict) -> Figure | None:
     for i, w in enumerate(workers):
         for offset, segments, alpha in ((-0.2, _planned(w), 0.55), (0.2, _measured(w), 1.0)):
             for start, width, colour in segments:
-                ax.barh(i + offset, width, left=start, height=0.36, color=colour, alpha=alpha, edgecolor="white",
-                        linewidth=0.4)
+                ax.barh(
+                    i + offset,
+                    width,
+                    left=start,
+                    height=0.36,
+                    color=colour,
+                    alpha=alpha,
+                    edgecolor="white",
+                    linewidth=0.4,
+                )
         ticks += [i - 0.2, i + 0.2]
         labels += [f"{w['worker']} plan", f"{w['worker']} measured"]
     ax.set_yticks(ticks, labels)
     ax.set_ylim(len(workers) - 0.5, -0.5)
     ax.grid(axis="y", visible=False)
-    legend = [("model load", {"color": LOAD, "linewidth": 8}), ("waiting: every worker loading, then the batches starting", {"color": WAIT, "linewidth": 8}),
-              ("warm-up: first batch", {"color": WARMUP, "linewidth": 8}), ("further batches", {"color": BATCHES, "linewidth": 8})]
-    for key, colour, style_ in (("deadline_s", DEADLINE, "-"), ("predicted_makespan_s", "black", ":"),
-                                ("measured_makespan_s", "black", "-")):
+    legend = [
+        ("model load", {"color": LOAD, "linewidth": 8}),
+        ("waiting: every worker loading, then the batches starting", {"color": WAIT, "linewidth": 8}),
+        ("warm-up: first batch", {"color": WARMUP, "linewidth": 8}),
+        ("further batches", {"color": BATCHES, "linewidth": 8}),
+    ]
+    for key, colour, style_ in (
+        ("deadline_s", DEADLINE, "-"),
+        ("predicted_makespan_s", "black", ":"),
+        ("measured_makespan_s", "black", "-"),
+    ):
         value = _number(run.get(key))
         if value is not None:
             ax.axvline(value, color=colour, linewidth=1.5 if key == "deadline_s" else 1, linestyle=style_)
@@ -66,28 +84,53 @@ def run_timeline(run: dict) -> Figure | None:
             legend.append((f"{name} {style.number(value)} s", {"color": colour, "linewidth": 1.5, "linestyle": style_}))
     ax.set_xlabel("time from asking the workers to load (s)")
     error = _number(run.get("error_rel"))
-    ax.set_title(f"Run of {run.get('model', {}).get('name', 'a plan')}: {run.get('status', '')}"
-                 + (f", makespan {error:+.1%} against the plan" if error is not None else ""))
+    ax.set_title(
+        f"Run of {run.get('model', {}).get('name', 'a plan')}: {run.get('status', '')}"
+        + (f", makespan {error:+.1%} against the plan" if error is not None else "")
+    )
     style.legend_outside(fig, (("", tuple(legend)),))
-    caption = ("Per worker, the plan's bar (pale) above the measured one. The clock starts when the workers are asked "
-               "to load their models; every worker starts its batches once all have loaded.")
+    caption = (
+        "Per worker, the plan's bar (pale) above the measured one. The clock starts when the workers are asked "
+        "to load their models; every worker starts its batches once all have loaded."
+    )
     return Figure("run-timeline.png", "Run timeline: predicted and measured", caption, style.to_png(fig))
 
 
 def run_table(run: dict) -> Table:
-    headers = ("worker", "size px", "batch", "batches done", "images done",
-               *(f"{q} {k}" for q in ("load s", "warm-up s", "batch s", "finish s") for k in ("plan", "measured")),
-               "decode ms/image", "bottleneck")
+    headers = (
+        "worker",
+        "size px",
+        "batch",
+        "batches done",
+        "images done",
+        *(f"{q} {k}" for q in ("load s", "warm-up s", "batch s", "finish s") for k in ("plan", "measured")),
+        "decode ms/image",
+        "bottleneck",
+    )
     rows = []
     for w in run.get("workers") or []:
-        pairs = [_cell(w.get(q, {}).get(k)) for q in ("load_s", "warmup_s", "batch_s", "finish_s")
-                 for k in ("predicted", "measured")]
+        pairs = [
+            _cell(w.get(q, {}).get(k))
+            for q in ("load_s", "warmup_s", "batch_s", "finish_s")
+            for k in ("predicted", "measured")
+        ]
         decode = w.get("decode_s_per_image")
-        rows.append((str(w.get("worker")), _cell(w.get("input_size")), _cell(w.get("batch_size")),
-                     f"{w.get('batches_done')} of {w.get('batches_given')}", _cell(w.get("images_done")), *pairs,
-                     "-" if decode is None else style.number(decode * 1000), str(w.get("bottleneck") or "-")))
-    note = (f"Makespan: {_cell(run.get('measured_makespan_s'))} s measured, {_cell(run.get('predicted_makespan_s'))} s "
-            f"predicted; deadline {_cell(run.get('deadline_s'))} s; load average {run.get('load_avg_1m')}.")
+        rows.append(
+            (
+                str(w.get("worker")),
+                _cell(w.get("input_size")),
+                _cell(w.get("batch_size")),
+                f"{w.get('batches_done')} of {w.get('batches_given')}",
+                _cell(w.get("images_done")),
+                *pairs,
+                "-" if decode is None else style.number(decode * 1000),
+                str(w.get("bottleneck") or "-"),
+            )
+        )
+    note = (
+        f"Makespan: {_cell(run.get('measured_makespan_s'))} s measured, {_cell(run.get('predicted_makespan_s'))} s "
+        f"predicted; deadline {_cell(run.get('deadline_s'))} s; load average {run.get('load_avg_1m')}."
+    )
     return Table("Workers: predicted and measured", headers, tuple(rows), note)
 
 

@@ -90,7 +90,7 @@ def batch_axis(ax, batches: Iterable[float]) -> None:
     ax.set_xlabel("batch size (images per call)")
 
 
-_BATCH_POWERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # axes -> the powers of two on its x-axis
+_BATCH_POWERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # axes -> the powers of two on its x-axis
 
 
 def _label_powers(ax, step: int) -> None:

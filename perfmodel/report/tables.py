@@ -21,9 +21,17 @@ def _at(rows: pd.DataFrame, column: str, index) -> str:
 
 
 def key_numbers(lay: Layout) -> Table:
-    headers = ("compared", "input size (px)", "batch sizes ok", "largest ok", "smallest OOM",
-               "latency at the smallest batch (ms)", "best throughput (images/s)", "warm-up ÷ latency",
-               "peak memory at largest ok (MiB)")
+    headers = (
+        "compared",
+        "input size (px)",
+        "batch sizes ok",
+        "largest ok",
+        "smallest OOM",
+        "latency at the smallest batch (ms)",
+        "best throughput (images/s)",
+        "warm-up ÷ latency",
+        "peak memory at largest ok (MiB)",
+    )
     rows = []
     for s in lay.series:
         r = s.rows
@@ -32,22 +40,35 @@ def key_numbers(lay: Layout) -> Table:
         ips = s.throughput_ips
         best = ips.idxmax()
         ratio = (r["warmup_ms"].astype(float) / r["latency_ms"].astype(float)).dropna()
-        rows.append((
-            s.group or lay.common, str(s.input_size), f"{b.min():,}–{b.max():,} ({len(r)})" if len(r) > 1 else f"{b.min():,}",
-            f"{b.max():,}", f"{s.smallest_oom:,}" if s.smallest_oom else "none measured",
-            f"{_at(r, 'latency_ms', first)} (batch {b[first]:,})",
-            f"{number(ips[best])} (batch {b[best]:,})",
-            f"{number(ratio.min())}–{number(ratio.max())}" if len(ratio) else "-",
-            _at(r, "memory_mb", last),
-        ))
+        rows.append(
+            (
+                s.group or lay.common,
+                str(s.input_size),
+                f"{b.min():,}–{b.max():,} ({len(r)})" if len(r) > 1 else f"{b.min():,}",
+                f"{b.max():,}",
+                f"{s.smallest_oom:,}" if s.smallest_oom else "none measured",
+                f"{_at(r, 'latency_ms', first)} (batch {b[first]:,})",
+                f"{number(ips[best])} (batch {b[best]:,})",
+                f"{number(ratio.min())}–{number(ratio.max())}" if len(ratio) else "-",
+                _at(r, "memory_mb", last),
+            )
+        )
     note = "Points with status ok only; 'smallest OOM' is the smallest batch that ran out of memory at that input size."
     return Table("Key numbers", headers, tuple(rows), note)
 
 
 PROVENANCE = (
-    ("hardware", "hardware"), ("device_name", "device"), ("device_memory_mb", "device memory (MiB)"),
-    ("torch", "torch"), ("cuda", "CUDA"), ("driver", "driver"), ("perfmodel", "perfmodel"), ("threads", "threads"),
-    ("warmup_method", "warm-up measured"), ("host", "host"), ("created_at", "created at"),
+    ("hardware", "hardware"),
+    ("device_name", "device"),
+    ("device_memory_mb", "device memory (MiB)"),
+    ("torch", "torch"),
+    ("cuda", "CUDA"),
+    ("driver", "driver"),
+    ("perfmodel", "perfmodel"),
+    ("threads", "threads"),
+    ("warmup_method", "warm-up measured"),
+    ("host", "host"),
+    ("created_at", "created at"),
     ("load_avg_1m", "load average (1 min)"),
 )
 
@@ -108,33 +129,73 @@ def _cell(value) -> str:
 # is shown with its underscores as spaces. A nested key reads as its parts joined by ': '.
 NAMES = {
     # predictor error report
-    "latency_ms": "median latency (ms)", "latency_p99_ms": "p99 latency (ms)", "warmup_ms": "warm-up (ms)",
-    "memory_mb": "memory (MiB)", "max_batch": "largest batch", "family": "model family chosen",
-    "features": "features (linear family)", "rows": "points fitted", "training_range": "fitted on",
-    "batch_size": "batch sizes", "input_size": "input sizes (px)", "cv_mape": "cross-validated error, mean %",
-    "cv_max_error": "cross-validated error, worst %", "cv_points": "cross-validated points", "selection": "choice",
-    "lobo_mape": "leave-one-batch-size-out error %", "extrapolation": "extrapolating",
-    "batch_2x": "to 2x the batch", "batch_half": "past the median batch", "split": "how",
-    "mape": "mean error %", "max_error": "worst error %", "points": "points tested", "note": "note",
+    "latency_ms": "median latency (ms)",
+    "latency_p99_ms": "p99 latency (ms)",
+    "warmup_ms": "warm-up (ms)",
+    "memory_mb": "memory (MiB)",
+    "max_batch": "largest batch",
+    "family": "model family chosen",
+    "features": "features (linear family)",
+    "rows": "points fitted",
+    "training_range": "fitted on",
+    "batch_size": "batch sizes",
+    "input_size": "input sizes (px)",
+    "cv_mape": "cross-validated error, mean %",
+    "cv_max_error": "cross-validated error, worst %",
+    "cv_points": "cross-validated points",
+    "selection": "choice",
+    "lobo_mape": "leave-one-batch-size-out error %",
+    "extrapolation": "extrapolating",
+    "batch_2x": "to 2x the batch",
+    "batch_half": "past the median batch",
+    "split": "how",
+    "mape": "mean error %",
+    "max_error": "worst error %",
+    "points": "points tested",
+    "note": "note",
     "measured_ci_pct_median": "measured median known to +- % (typical)",
-    "measured_ci_pct_max": "measured median known to +- % (worst)", "reason": "why no model",
-    "memory_capacity_mb": "memory capacity (MiB)", "largest_ok": "largest ok (px → batch)",
-    "smallest_oom": "smallest out of memory (px → batch)", "method": "method",
+    "measured_ci_pct_max": "measured median known to +- % (worst)",
+    "reason": "why no model",
+    "memory_capacity_mb": "memory capacity (MiB)",
+    "largest_ok": "largest ok (px → batch)",
+    "smallest_oom": "smallest out of memory (px → batch)",
+    "method": "method",
     # plan
-    "status": "status", "mode": "mode", "objective": "objective", "objective_value": "objective value",
-    "gap": "gap to the optimum", "images": "images asked", "images_by_size": "images asked (px → images)",
-    "images_planned": "images planned", "images_planned_by_size": "images planned (px → images)",
-    "deadline_s": "deadline (s)", "margin": "safety margin", "usable_s": "usable time (s)",
-    "makespan_s": "predicted makespan (s)", "total_gpus": "GPUs", "gpus_by_type": "GPUs by type",
-    "cost_billing": "cost billing", "build_time_s": "Pyomo build time (s)", "solver_time_s": "HiGHS time (s)",
-    "solve_time_s": "solve time (s)", "min_deadline_s": "shortest deadline that works (s)",
-    "max_images": "most images by the deadline", "extra_gpus": "GPUs to add (type → GPUs)",
-    "unservable_sizes": "input sizes no GPU can serve in time", "exact": "hints proven least",
-    "fastest_first_batch_s": "fastest first batch (px → s)", "max_images_gap": "most images: gap",
+    "status": "status",
+    "mode": "mode",
+    "objective": "objective",
+    "objective_value": "objective value",
+    "gap": "gap to the optimum",
+    "images": "images asked",
+    "images_by_size": "images asked (px → images)",
+    "images_planned": "images planned",
+    "images_planned_by_size": "images planned (px → images)",
+    "deadline_s": "deadline (s)",
+    "margin": "safety margin",
+    "usable_s": "usable time (s)",
+    "makespan_s": "predicted makespan (s)",
+    "total_gpus": "GPUs",
+    "gpus_by_type": "GPUs by type",
+    "cost_billing": "cost billing",
+    "build_time_s": "Pyomo build time (s)",
+    "solver_time_s": "HiGHS time (s)",
+    "solve_time_s": "solve time (s)",
+    "min_deadline_s": "shortest deadline that works (s)",
+    "max_images": "most images by the deadline",
+    "extra_gpus": "GPUs to add (type → GPUs)",
+    "unservable_sizes": "input sizes no GPU can serve in time",
+    "exact": "hints proven least",
+    "fastest_first_batch_s": "fastest first batch (px → s)",
+    "max_images_gap": "most images: gap",
     "max_images_by_size": "most images (px → images)",
     # assignments
-    "batches": "batches", "last_batch": "last batch", "images_total": "images in all", "load_s": "load (s)",
-    "warmup_s": "warm-up (s)", "latency_s": "per batch (s)", "finish_s": "finish (s)",
+    "batches": "batches",
+    "last_batch": "last batch",
+    "images_total": "images in all",
+    "load_s": "load (s)",
+    "warmup_s": "warm-up (s)",
+    "latency_s": "per batch (s)",
+    "finish_s": "finish (s)",
 }
 
 
@@ -157,14 +218,21 @@ def error_report(title: str, report) -> Table:
         flat[""] = loose
     measures = list(dict.fromkeys(m for c in columns for m in flat[c]))
     rows = tuple((readable(m), *(_cell(flat[c].get(m)) for c in columns)) for m in measures)
-    return Table(title, ("measure", *(readable(c) for c in columns)), rows,
-                 "As the predictor reports it (perfmodel fit --report explains each measure).")
+    return Table(
+        title,
+        ("measure", *(readable(c) for c in columns)),
+        rows,
+        "As the predictor reports it (perfmodel fit --report explains each measure).",
+    )
 
 
 def plan_summary(plan: dict) -> Table:
     skip = {"assignments", "gpus"}
-    rows = tuple((readable(k), _cell(v) if not isinstance(v, dict) else _cell(list(v.items())))
-                 for k, v in plan.items() if k not in skip)
+    rows = tuple(
+        (readable(k), _cell(v) if not isinstance(v, dict) else _cell(list(v.items())))
+        for k, v in plan.items()
+        if k not in skip
+    )
     return Table("Plan", ("", "value"), rows)
 
 
@@ -178,4 +246,6 @@ def plan_assignments(plan: dict) -> Table | None:
         return None
     keys = [k for k in dict.fromkeys(k for a in assignments for k in a) if k not in _IN_LABEL]
     rows = tuple((assignment_label(a), *(_cell(a.get(k)) for k in keys)) for a in assignments)
-    return Table("Assignments (per GPU in each group)", ("group", *(readable(k, _ASSIGNMENT_NAMES) for k in keys)), rows)
+    return Table(
+        "Assignments (per GPU in each group)", ("group", *(readable(k, _ASSIGNMENT_NAMES) for k in keys)), rows
+    )

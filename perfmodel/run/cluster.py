@@ -89,12 +89,27 @@ class LocalRay:
         base = Path(tempfile.gettempdir())
         remove_stale_folders(base, TEMP_PREFIX)
         self.temp_dir = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=base))
-        command = [sys.executable, "-m", "perfmodel.run.keeper", "--temp-dir", str(self.temp_dir),
-                   "--num-cpus", str(self.num_cpus), "--num-gpus", str(sum(self.gpus.values()))]
+        command = [
+            sys.executable,
+            "-m",
+            "perfmodel.run.keeper",
+            "--temp-dir",
+            str(self.temp_dir),
+            "--num-cpus",
+            str(self.num_cpus),
+            "--num-gpus",
+            str(sum(self.gpus.values())),
+        ]
         if self.gpus:
             command += ["--resources", json.dumps(self.gpus)]
-        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
-                                        start_new_session=True, env=_with_our_path(self.settings))
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            env=_with_our_path(self.settings),
+        )
         line = self.process.stdout.readline().strip()  # the keeper gives up by itself after 120 s
         if not line.startswith("ready "):
             self.stop()
@@ -190,16 +205,20 @@ def resolve_address(address: str) -> str:
         if not address and DEFAULT_RAY_ADDRESS_FILE.is_file():
             address = DEFAULT_RAY_ADDRESS_FILE.read_text().strip()
         if not address:
-            raise InputError("--address auto found no running Ray cluster (no RAY_ADDRESS, no "
-                             f"{DEFAULT_RAY_ADDRESS_FILE}): start one with `ray start --head`, or leave --address out "
-                             "to run on a local Ray that perfmodel starts.")
+            raise InputError(
+                "--address auto found no running Ray cluster (no RAY_ADDRESS, no "
+                f"{DEFAULT_RAY_ADDRESS_FILE}): start one with `ray start --head`, or leave --address out "
+                "to run on a local Ray that perfmodel starts."
+            )
     host, port = _host_port(address, given)
     try:
         with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S):
             pass
     except OSError as exc:
-        raise InputError(f"no Ray cluster answers at {address} ({exc.strerror or exc}): check --address "
-                         "(host:port of the head node's GCS, e.g. 10.0.0.2:6379).") from None
+        raise InputError(
+            f"no Ray cluster answers at {address} ({exc.strerror or exc}): check --address "
+            "(host:port of the head node's GCS, e.g. 10.0.0.2:6379)."
+        ) from None
     return address
 
 
@@ -223,9 +242,11 @@ def reservations(hardware_types: dict[str, int], device: str, cluster_nodes: lis
     total_cpus = sum(r.get("CPU", 0) for r in alive)
     need_cpus = sum(hardware_types.values())
     if need_cpus > total_cpus:
-        raise InputError(f"the plan needs {need_cpus} CPU(s), one per worker, but the Ray cluster has "
-                         f"{total_cpus:g}: re-plan with a smaller --pool (e.g. --pool "
-                         f"{next(iter(hardware_types))}={int(total_cpus)}), or run on a larger cluster.")
+        raise InputError(
+            f"the plan needs {need_cpus} CPU(s), one per worker, but the Ray cluster has "
+            f"{total_cpus:g}: re-plan with a smaller --pool (e.g. --pool "
+            f"{next(iter(hardware_types))}={int(total_cpus)}), or run on a larger cluster."
+        )
     out = {}
     for name, count in hardware_types.items():
         if name == "cpu" or device == "cpu":
@@ -240,9 +261,11 @@ def reservations(hardware_types: dict[str, int], device: str, cluster_nodes: lis
             out[name] = Reservation(1, 1, {label: 0.001})
         else:
             has = max(by_custom, by_label)
-            raise InputError(f"the plan needs {count} {name} GPU(s) but the Ray cluster has {has:g} (Ray resource "
-                             f"\"{name}\" with a GPU, or a GPU on a node labelled \"{label}\"): start its nodes with "
-                             f"--resources '{{\"{name}\": N}}', or re-plan for the GPUs it has.")
+            raise InputError(
+                f"the plan needs {count} {name} GPU(s) but the Ray cluster has {has:g} (Ray resource "
+                f'"{name}" with a GPU, or a GPU on a node labelled "{label}"): start its nodes with '
+                f"--resources '{{\"{name}\": N}}', or re-plan for the GPUs it has."
+            )
     return out
 
 
@@ -254,5 +277,7 @@ def wait_for_actors(refs: list, timeout_s: float, what: str) -> list:
     try:
         return ray.get(refs, timeout=timeout_s)
     except ray.exceptions.GetTimeoutError:
-        raise ClusterError(f"{what} did not happen within {time.monotonic() - t0:.0f} s; the cluster may lack the "
-                           "resources the workers asked for.") from None
+        raise ClusterError(
+            f"{what} did not happen within {time.monotonic() - t0:.0f} s; the cluster may lack the "
+            "resources the workers asked for."
+        ) from None

@@ -80,8 +80,10 @@ def prepare_inputs(plan: RunPlan, options: RunOptions) -> Inputs:
     if options.out is not None:
         check_out(options.out)
         if os.path.exists(options.out) and not options.resume:
-            raise InputError(f"--out {options.out} exists: add --resume to finish the run that wrote it, or give "
-                             "another file (perfmodel does not write over finished labels).")
+            raise InputError(
+                f"--out {options.out} exists: add --resume to finish the run that wrote it, or give "
+                "another file (perfmodel does not write over finished labels)."
+            )
     if options.resume and options.out is None:
         raise InputError("--resume needs --out: the labels file of the earlier run.")
     if options.synthetic:
@@ -113,8 +115,10 @@ def check_model(plan: RunPlan, options: RunOptions) -> tuple[str, str | None]:
             raise InputError(f"the model file {path} does not exist: give the TorchScript file with --model FILE.pt.")
         return plan.model, path
     if plan.model not in BUILTIN_MODELS:
-        raise InputError(f"the plan's model {plan.model!r} is neither built in ({', '.join(BUILTIN_MODELS)}) nor "
-                         "a file the plan names: give its TorchScript file with --model FILE.pt.")
+        raise InputError(
+            f"the plan's model {plan.model!r} is neither built in ({', '.join(BUILTIN_MODELS)}) nor "
+            "a file the plan names: give its TorchScript file with --model FILE.pt."
+        )
     if options.weights is not None and not os.path.isfile(options.weights):
         raise InputError(f"the weights file {options.weights} does not exist.")
     return plan.model, None
@@ -126,8 +130,10 @@ def devices(plan: RunPlan, options: RunOptions) -> dict[str, str]:
     for name in plan.hardware_types:
         if name == "cpu":
             if options.device == "cuda":
-                raise InputError("--device cuda: this plan's workers are of type cpu (one CPU core each); leave "
-                                 "--device out, or make a plan from a GPU profile.")
+                raise InputError(
+                    "--device cuda: this plan's workers are of type cpu (one CPU core each); leave "
+                    "--device out, or make a plan from a GPU profile."
+                )
             out[name] = "cpu"
         else:
             out[name] = options.device or "cuda"
@@ -148,20 +154,31 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
     if options.address is None and "cuda" in device_of.values():
         gpus = clusters.local_gpus()
         if not gpus:
-            raise InputError("this plan runs on GPUs (--device cuda), but this machine has none that NVML sees: "
-                             "run it where the GPUs are, or give --address of a cluster that has them.")
+            raise InputError(
+                "this plan runs on GPUs (--device cuda), but this machine has none that NVML sees: "
+                "run it where the GPUs are, or give --address of a cluster that has them."
+            )
     local = None if options.address is not None else clusters.LocalRay(options.num_cpus, gpus)
     if local is not None:  # a pool this machine lacks costs no cluster start
         clusters.reservations(plan.hardware_types, _device_choice(device_of), local.nodes())
     writer = None
     if options.out is not None:
         writer = LabelWriter(options.out, inputs.earlier)
-    started = dt.datetime.now(dt.timezone.utc).astimezone().isoformat(timespec="seconds")
-    result = RunResult(plan, [WorkerRun(w, inputs.given[w.index]) for w in plan.workers], "running",
-                       "synthetic" if options.synthetic else os.fspath(options.images),
-                       options.address or "local", "/".join(sorted(set(device_of.values()))), started, options.steal,
-                       labels=options.out, resumed_images=inputs.resumed, unreadable=inputs.unreadable,
-                       load_avg=(os.getloadavg()[0], 0.0))
+    started = dt.datetime.now(dt.UTC).astimezone().isoformat(timespec="seconds")
+    result = RunResult(
+        plan,
+        [WorkerRun(w, inputs.given[w.index]) for w in plan.workers],
+        "running",
+        "synthetic" if options.synthetic else os.fspath(options.images),
+        options.address or "local",
+        "/".join(sorted(set(device_of.values()))),
+        started,
+        options.steal,
+        labels=options.out,
+        resumed_images=inputs.resumed,
+        unreadable=inputs.unreadable,
+        load_avg=(os.getloadavg()[0], 0.0),
+    )
     if not any(inputs.given.values()):  # e.g. --resume of a finished run: nothing to start Ray for
         for w in result.workers:
             w.status = "done"
@@ -225,21 +242,39 @@ class _Execution:
         for w in runs:
             p = w.plan
             fault = self.options.fault
-            spec = WorkerSpec(p.name, model, model_path, self.options.weights, device_of[p.hardware], p.precision,
-                              p.backend, 1 if device_of[p.hardware] == "cpu" else None, self.options.decode_threads,
-                              self.options.seed, fault[1] if fault and fault[0] == p.index else None)
+            spec = WorkerSpec(
+                p.name,
+                model,
+                model_path,
+                self.options.weights,
+                device_of[p.hardware],
+                p.precision,
+                p.backend,
+                1 if device_of[p.hardware] == "cpu" else None,
+                self.options.decode_threads,
+                self.options.seed,
+                fault[1] if fault and fault[0] == p.index else None,
+            )
             actors.append(remote.options(**reservations[p.hardware].actor_options()).remote(spec))
         try:
-            for w, info in zip(runs, _get_all([a.ready.remote() for a in actors], READY_TIMEOUT_S,
-                                              "starting the workers")):
+            for w, info in zip(
+                runs, _get_all([a.ready.remote() for a in actors], READY_TIMEOUT_S, "starting the workers")
+            ):
                 w.host, w.pid, w.threads, w.device = info["host"], info["pid"], info["threads"], info["device"]
                 w.niceness = info["niceness"]
             queue = self._queue() if self.options.steal else None
             self.on_event(RunEvent("phase", "loading the model on every worker"))
             self.t0 = time.time()
-            loads = [a.load.remote(w.plan.input_size, None if queue else w.given, queue, w.plan.index,
-                                   w.plan.batch_size if self.options.synthetic else None)
-                     for a, w in zip(actors, runs)]
+            loads = [
+                a.load.remote(
+                    w.plan.input_size,
+                    None if queue else w.given,
+                    queue,
+                    w.plan.index,
+                    w.plan.batch_size if self.options.synthetic else None,
+                )
+                for a, w in zip(actors, runs)
+            ]
             for w, t in zip(runs, _get_all(loads, LOAD_TIMEOUT_S, "loading the models")):
                 w.load = (t["start"] - self.t0, t["end"] - self.t0)
             self.on_event(RunEvent("phase", "running", elapsed_s=self.elapsed()))
@@ -257,9 +292,16 @@ class _Execution:
         from perfmodel.run.steal import BatchQueue
 
         runs = self.result.workers
-        return ray.remote(BatchQueue).options(num_cpus=0).remote(
-            {w.plan.index: w.given for w in runs}, {w.plan.index: w.plan.input_size for w in runs},
-            {w.plan.index: w.plan.latency_s for w in runs}, True)
+        return (
+            ray.remote(BatchQueue)
+            .options(num_cpus=0)
+            .remote(
+                {w.plan.index: w.given for w in runs},
+                {w.plan.index: w.plan.input_size for w in runs},
+                {w.plan.index: w.plan.latency_s for w in runs},
+                True,
+            )
+        )
 
     def elapsed(self) -> float:
         return time.time() - self.t0
@@ -296,8 +338,12 @@ class _Execution:
         w.batches.append(record)
         if self.writer is not None and record["images"]:
             paths = record["paths"] or [f"synthetic/{w.plan.name}/{record['seq']}/{i}" for i in range(record["images"])]
-            self.writer.add([(path, c, s, w.plan.name, record["seq"])
-                             for path, c, s in zip(paths, record["classes"], record["scores"])])
+            self.writer.add(
+                [
+                    (path, c, s, w.plan.name, record["seq"])
+                    for path, c, s in zip(paths, record["classes"], record["scores"])
+                ]
+            )
 
     def _check_behind(self, active: list[WorkerRun]) -> None:
         """Warn once per worker that runs later than its plan by more than the margin (at least 5%)."""
@@ -312,8 +358,10 @@ class _Execution:
             late_last = last - w.plan.predicted_end(done) if last is not None else 0.0
             late = max(late_now, late_last)
             if late > max(self.tolerance * planned, BEHIND_MIN_S):
-                w.behind = (f"{w.plan.name} is behind its plan: {done} of {len(w.given)} batches done at "
-                            f"{now:.1f} s, {late:.1f} s later than planned (more than {self.tolerance:.0%})")
+                w.behind = (
+                    f"{w.plan.name} is behind its plan: {done} of {len(w.given)} batches done at "
+                    f"{now:.1f} s, {late:.1f} s later than planned (more than {self.tolerance:.0%})"
+                )
                 self.on_event(RunEvent("behind", w.behind, w, now))
 
     def _flush(self) -> None:

@@ -38,8 +38,11 @@ def find_images(folder) -> tuple[list[str], list[tuple[str, str]]]:
             else:
                 skipped.append((path, "not a JPEG, PNG or WebP file"))
     if not images:
-        raise InputError(f"the images folder {folder} holds no JPEG, PNG or WebP file"
-                         + (f" (only {len(skipped)} other file(s))" if skipped else "") + ".")
+        raise InputError(
+            f"the images folder {folder} holds no JPEG, PNG or WebP file"
+            + (f" (only {len(skipped)} other file(s))" if skipped else "")
+            + "."
+        )
     return images, skipped
 
 

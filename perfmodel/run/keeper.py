@@ -69,10 +69,29 @@ class Keeper:
     def start(self, args) -> str:
         """Start `ray start --head --block` and return the GCS address once it is written."""
         command = [
-            sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--port", "0",
-            "--node-ip-address", "127.0.0.1", "--include-dashboard", "false", "--disable-usage-stats",
-            "--num-cpus", str(args.num_cpus), "--num-gpus", str(args.num_gpus), "--temp-dir", str(self.temp_dir),
-            "--object-store-memory", str(args.object_store_mb * 2**20), "--log-style", "record",
+            sys.executable,
+            "-m",
+            "ray.scripts.scripts",
+            "start",
+            "--head",
+            "--block",
+            "--port",
+            "0",
+            "--node-ip-address",
+            "127.0.0.1",
+            "--include-dashboard",
+            "false",
+            "--disable-usage-stats",
+            "--num-cpus",
+            str(args.num_cpus),
+            "--num-gpus",
+            str(args.num_gpus),
+            "--temp-dir",
+            str(self.temp_dir),
+            "--object-store-memory",
+            str(args.object_store_mb * 2**20),
+            "--log-style",
+            "record",
         ]
         if importlib.util.find_spec("grpc") is not None:  # Ray starts its client server only with grpcio, and
             # would put it on port 10001, the same for every cluster on the machine; without grpcio a port is an error
@@ -90,7 +109,9 @@ class Keeper:
             if address_file.is_file() and address_file.read_text().strip():
                 return address_file.read_text().strip()
             time.sleep(0.1)
-        raise RuntimeError("stopped while starting" if self.stopping else f"Ray did not start within {START_TIMEOUT_S:.0f} s")
+        raise RuntimeError(
+            "stopped while starting" if self.stopping else f"Ray did not start within {START_TIMEOUT_S:.0f} s"
+        )
 
     def _log_tail(self) -> str:
         try:

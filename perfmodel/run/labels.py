@@ -48,8 +48,10 @@ def read_labels(path) -> pd.DataFrame:
         raise InputError(f"cannot read {path} to resume from it ({exc}); move it away to start afresh.") from None
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
-        raise InputError(f"{path} is not a labels file of perfmodel run (no {', '.join(missing)} column): "
-                         "give another --out, or move it away.")
+        raise InputError(
+            f"{path} is not a labels file of perfmodel run (no {', '.join(missing)} column): "
+            "give another --out, or move it away."
+        )
     return frame[list(COLUMNS)]
 
 

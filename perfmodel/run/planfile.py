@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from perfmodel.errors import InputError
 from perfmodel.files import read_json
-from perfmodel.plan_context import check_plan_format, sha256_of
-from perfmodel.plan_fields import check_plan_fields, is_number
+from perfmodel.planning.context import check_plan_format, sha256_of
+from perfmodel.planning.fields import check_plan_fields, is_number
 
 HOW = "give the JSON that `perfmodel plan --json` prints"
 REMAKE = "make it again with `perfmodel plan ... --json` (this perfmodel records what running it needs)"
@@ -69,26 +69,30 @@ def read_run_plan(path) -> RunPlan:
     source = os.fspath(path)
     data = read_json(path, InputError, "a plan", HOW)
     if not isinstance(data, dict) or not isinstance(data.get("status"), str):
-        raise InputError(f"{source} is JSON but not a plan (no \"status\"); {HOW}.")
+        raise InputError(f'{source} is JSON but not a plan (no "status"); {HOW}.')
     if data.get("mode") == "online":
-        raise InputError(f"{source} is an online plan (--mode online): it sizes a server for a request rate, there "
-                         "is no set of images to run; deploy it with plan --triton-config, or run a batch plan.")
+        raise InputError(
+            f"{source} is an online plan (--mode online): it sizes a server for a request rate, there "
+            "is no set of images to run; deploy it with plan --triton-config, or run a batch plan."
+        )
     check_plan_format(data, source, HOW)
     check_plan_fields(data, source, HOW)
     if data["status"] == "infeasible":
         reason = data.get("reason") if isinstance(data.get("reason"), str) else "no plan met the deadline"
-        raise InputError(f"{source} is an infeasible plan ({reason}): there is nothing to run; make a plan that "
-                         "meets the deadline first.")
+        raise InputError(
+            f"{source} is an infeasible plan ({reason}): there is nothing to run; make a plan that "
+            "meets the deadline first."
+        )
     model = data.get("model")
     if not isinstance(model, dict) or not isinstance(model.get("name"), str) or not model["name"]:
         raise InputError(f"{source} does not name its model; {REMAKE}.")
     model_path = model.get("path")
     if model_path is not None and not isinstance(model_path, str):
-        raise InputError(f"{source}: \"model\".\"path\" is not a file name; {REMAKE}.")
+        raise InputError(f'{source}: "model"."path" is not a file name; {REMAKE}.')
     deadline = _number(data, "deadline_s", source, positive=True)
     margin = _number(data, "margin", source)
     if margin >= 1:
-        raise InputError(f"{source}: \"margin\" is {margin}, not a fraction below 1; {HOW}.")
+        raise InputError(f'{source}: "margin" is {margin}, not a fraction below 1; {HOW}.')
     makespan = _number(data, "makespan_s", source)
     workers = tuple(_workers(data, source))
     if not workers:
@@ -104,7 +108,7 @@ def _workers(data: dict, source: str):
     if not isinstance(rows, list):  # a plan too large to list every GPU lists groups with their count
         groups = data.get("assignments")
         if not isinstance(groups, list):
-            raise InputError(f"{source} is not a plan (no \"assignments\" list); {HOW}.")
+            raise InputError(f'{source} is not a plan (no "assignments" list); {HOW}.')
         rows = []
         for i, g in enumerate(groups):
             count = _integer(g, "count", f"{source}, assignment {i + 1}") if isinstance(g, dict) else None
@@ -113,7 +117,7 @@ def _workers(data: dict, source: str):
     for index, row in enumerate(rows):
         where = f"{source}, GPU {index + 1}"
         if not isinstance(row, dict) or not isinstance(row.get("hardware"), str) or not row["hardware"]:
-            raise InputError(f"{where} has no \"hardware\"; {HOW}.")
+            raise InputError(f'{where} has no "hardware"; {HOW}.')
         for key in ("backend", "precision"):
             if not isinstance(row.get(key), str):
                 raise InputError(f"{where} does not say its {key}; {REMAKE}.")
@@ -121,20 +125,29 @@ def _workers(data: dict, source: str):
         hardware = row["hardware"]
         number = seen[hardware] = seen.get(hardware, -1) + 1
         yield WorkerPlan(
-            index=index, name=f"{hardware}#{number}", hardware=hardware,
-            input_size=_integer(row, "input_size", where), batch_size=_integer(row, "batch_size", where),
-            batches=_integer(row, "batches", where), images=_integer(row, "images", where),
-            backend=row["backend"], precision=row["precision"],
-            load_s=_number(row, "load_s", where), warmup_s=_number(row, "warmup_s", where),
-            latency_s=_number(row, "latency_s", where), finish_s=_number(row, "finish_s", where),
+            index=index,
+            name=f"{hardware}#{number}",
+            hardware=hardware,
+            input_size=_integer(row, "input_size", where),
+            batch_size=_integer(row, "batch_size", where),
+            batches=_integer(row, "batches", where),
+            images=_integer(row, "images", where),
+            backend=row["backend"],
+            precision=row["precision"],
+            load_s=_number(row, "load_s", where),
+            warmup_s=_number(row, "warmup_s", where),
+            latency_s=_number(row, "latency_s", where),
+            finish_s=_number(row, "finish_s", where),
         )
 
 
 def _check_backend(backend: str, hardware: str, where: str) -> None:
     parts = backend.split("-")
-    if parts[0] != "torch" or not _known_options(backend[len("torch"):].lstrip("-")):
-        raise InputError(f"{where} ({hardware}) uses backend {backend!r}, but perfmodel run executes in-process "
-                         "PyTorch only (torch, torch-channels-last, torch-compile): re-plan with --backend torch.")
+    if parts[0] != "torch" or not _known_options(backend[len("torch") :].lstrip("-")):
+        raise InputError(
+            f"{where} ({hardware}) uses backend {backend!r}, but perfmodel run executes in-process "
+            "PyTorch only (torch, torch-channels-last, torch-compile): re-plan with --backend torch."
+        )
 
 
 def _known_options(rest: str) -> bool:
@@ -146,13 +159,14 @@ def _known_options(rest: str) -> bool:
 def _integer(row: dict, key: str, where: str) -> int:
     value = row.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{where}: \"{key}\" is {value!r}, not a whole number >= 1; {HOW}.")
+        raise InputError(f'{where}: "{key}" is {value!r}, not a whole number >= 1; {HOW}.')
     return value
 
 
 def _number(row: dict, key: str, where: str, positive: bool = False) -> float:
     value = row.get(key)
     if not is_number(value) or value < 0 or (positive and value == 0):
-        raise InputError(f"{where}: \"{key}\" is {value!r}, not a {'positive' if positive else 'non-negative'} "
-                         f"number; {HOW}.")
+        raise InputError(
+            f'{where}: "{key}" is {value!r}, not a {"positive" if positive else "non-negative"} number; {HOW}.'
+        )
     return float(value)

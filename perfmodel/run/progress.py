@@ -26,9 +26,16 @@ def progress(workers: list[WorkerRun], now_s: float) -> list[TypeProgress]:
     out = []
     for hardware in dict.fromkeys(w.plan.hardware for w in workers):
         mine = [w for w in workers if w.plan.hardware == hardware]
-        out.append(TypeProgress(hardware, len(mine), sum(w.images_done for w in mine),
-                                sum(w.images_given for w in mine), max(_eta(w, now_s) for w in mine),
-                                max(w.plan.finish_s for w in mine)))
+        out.append(
+            TypeProgress(
+                hardware,
+                len(mine),
+                sum(w.images_done for w in mine),
+                sum(w.images_given for w in mine),
+                max(_eta(w, now_s) for w in mine),
+                max(w.plan.finish_s for w in mine),
+            )
+        )
     return out
 
 

@@ -74,12 +74,25 @@ class WorkerRun:
         load = None if self.load is None else self.load[1] - self.load[0]
         warmup = None if not self.batches else self.batches[0]["end"] - self.batches[0]["start"]
         return {
-            "worker": p.name, "hardware": p.hardware, "input_size": p.input_size, "batch_size": p.batch_size,
-            "batches": p.batches, "images": p.images, "backend": p.backend, "precision": p.precision,
-            "host": self.host, "pid": self.pid, "device": self.device, "threads": self.threads,
-            "niceness": self.niceness, "status": self.status, "error": self.error or None,
-            "batches_given": len(self.given), "images_given": self.images_given,
-            "batches_done": len(self.batches), "images_done": self.images_done,
+            "worker": p.name,
+            "hardware": p.hardware,
+            "input_size": p.input_size,
+            "batch_size": p.batch_size,
+            "batches": p.batches,
+            "images": p.images,
+            "backend": p.backend,
+            "precision": p.precision,
+            "host": self.host,
+            "pid": self.pid,
+            "device": self.device,
+            "threads": self.threads,
+            "niceness": self.niceness,
+            "status": self.status,
+            "error": self.error or None,
+            "batches_given": len(self.given),
+            "images_given": self.images_given,
+            "batches_done": len(self.batches),
+            "images_done": self.images_done,
             "load_s": _pair(p.load_s, load),
             "warmup_s": _pair(p.warmup_s, warmup),
             "batch_s": _pair(p.latency_s, self.steady_batch()),
@@ -89,8 +102,10 @@ class WorkerRun:
             "decode_s_per_image": self.decode_per_image(),
             "bottleneck": self.bottleneck(),
             "behind": self.behind or None,
-            "timeline": {"load": list(self.load) if self.load else None,
-                         "batches": [[b["start"], b["end"]] for b in self.batches]},
+            "timeline": {
+                "load": list(self.load) if self.load else None,
+                "batches": [[b["start"], b["end"]] for b in self.batches],
+            },
         }
 
 

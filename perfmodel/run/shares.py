@@ -18,14 +18,16 @@ def split(plan: RunPlan, files_by_size: dict[int, list[str]]) -> dict[int, list[
     for size, planned in plan.images_by_size.items():
         files = files_by_size.get(size, [])
         if len(files) > planned:
-            raise InputError(f"there are {len(files):,} images for the {size} px class but the plan covers "
-                             f"{planned:,}: make a plan for {len(files):,} images (perfmodel plan --images "
-                             f"{len(files)}), or give a folder with fewer.")
+            raise InputError(
+                f"there are {len(files):,} images for the {size} px class but the plan covers "
+                f"{planned:,}: make a plan for {len(files):,} images (perfmodel plan --images "
+                f"{len(files)}), or give a folder with fewer."
+            )
         workers = [w for w in plan.workers if w.input_size == size]
         counts = _proportional([w.images for w in workers], len(files))
         start = 0
         for w, n in zip(workers, counts):
-            shares[w.index] = files[start:start + n]
+            shares[w.index] = files[start : start + n]
             start += n
     extra = sorted(set(files_by_size) - set(plan.images_by_size))
     if extra and any(files_by_size[s] for s in extra):
@@ -46,7 +48,7 @@ def _proportional(planned: list[int], available: int) -> list[int]:
 
 
 def batches(items: list, batch_size: int) -> list[list]:
-    return [items[i:i + batch_size] for i in range(0, len(items), batch_size)]
+    return [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
 
 
 def synthetic_batches(worker: WorkerPlan) -> list[int]:

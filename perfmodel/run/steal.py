@@ -21,8 +21,9 @@ class BatchQueue:
             return worker, self.next[worker] - 1, self.queues[worker][self.next[worker] - 1]
         if not self.steal:
             return None
-        victims = [w for w in self.queues if w != worker and self.sizes[w] == self.sizes[worker]
-                   and self.next[w] < self.end[w]]
+        victims = [
+            w for w in self.queues if w != worker and self.sizes[w] == self.sizes[worker] and self.next[w] < self.end[w]
+        ]
         if not victims:
             return None
         victim = max(victims, key=lambda w: (self.end[w] - self.next[w]) * self.batch_s[w])

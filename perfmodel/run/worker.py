@@ -71,9 +71,13 @@ class RunWorker:
 
         self.spec = spec
         self.torch = torch
-        options = TorchOptions(device=spec.device, precision=spec.precision,
-                               channels_last="channels-last" in spec.backend, compile="compile" in spec.backend,
-                               threads=spec.threads)
+        options = TorchOptions(
+            device=spec.device,
+            precision=spec.precision,
+            channels_last="channels-last" in spec.backend,
+            compile="compile" in spec.backend,
+            threads=spec.threads,
+        )
         self.runner = TorchRunner(ModelSpec(spec.model, spec.model_path), options, spec.seed)
         self.pool = ThreadPoolExecutor(max(1, spec.decode_threads), thread_name_prefix="decode")
         self.pending: deque = deque()
@@ -83,10 +87,17 @@ class RunWorker:
 
     def ready(self) -> dict:
         """Who and where this worker is (called before the clock starts)."""
-        return {"pid": os.getpid(), "host": platform.node(), "threads": self.torch.get_num_threads(),
-                "niceness": os.getpriority(os.PRIO_PROCESS, 0), "device": str(self.runner.device)}
+        return {
+            "pid": os.getpid(),
+            "host": platform.node(),
+            "threads": self.torch.get_num_threads(),
+            "niceness": os.getpriority(os.PRIO_PROCESS, 0),
+            "device": str(self.runner.device),
+        }
 
-    def load(self, input_size: int, batches=None, queue=None, worker: int = 0, synthetic_batch: int | None = None) -> dict:
+    def load(
+        self, input_size: int, batches=None, queue=None, worker: int = 0, synthetic_batch: int | None = None
+    ) -> dict:
         """Build the model (and its weights) on the device, then start decoding the first batches.
         Returns the load's start and end (time.time(), seconds)."""
         start = time.time()
@@ -110,8 +121,10 @@ class RunWorker:
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as exc:  # not a torch file, or one that needs pickled code
-            raise InputError(f"cannot read the weights {path} ({first_line(exc)}): give a state_dict saved with "
-                             "torch.save(model.state_dict(), path).") from None
+            raise InputError(
+                f"cannot read the weights {path} ({first_line(exc)}): give a state_dict saved with "
+                "torch.save(model.state_dict(), path)."
+            ) from None
         if not isinstance(state, dict):
             raise InputError(f"the weights {path} are not a state_dict (a dict of tensors).")
         model = getattr(self.runner.model, "_orig_mod", self.runner.model)  # torch.compile wraps the module
@@ -174,10 +187,21 @@ class RunWorker:
                 else:
                     model_end = start
                 end = time.time()
-                yield {"seq": done, "owner": owner, "batch": number, "start": start, "end": end,
-                       "model_s": model_end - start, "wait_s": start - asked, "decode_s": decode_s, "images": n,
-                       "paths": None if self.synthetic is not None else content, "classes": classes,
-                       "scores": scores, "failed": failed}
+                yield {
+                    "seq": done,
+                    "owner": owner,
+                    "batch": number,
+                    "start": start,
+                    "end": end,
+                    "model_s": model_end - start,
+                    "wait_s": start - asked,
+                    "decode_s": decode_s,
+                    "images": n,
+                    "paths": None if self.synthetic is not None else content,
+                    "classes": classes,
+                    "scores": scores,
+                    "failed": failed,
+                }
                 done += 1
 
     def _input(self, array, n: int, k: int):

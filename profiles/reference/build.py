@@ -52,46 +52,161 @@ PD_RN50 = "PaddlePaddle/Classification/RN50v1.5/README.md"
 
 
 def _tf(heading: str, hardware: str, device: str, single: str) -> list[Table]:
-    tables = [Table(heading, f"{single.upper()} Inference Latency", hardware, device, "tensorflow", single),
-              Table(heading, "Mixed Precision Inference Latency", hardware, device, "tensorflow", "fp16"),
-              Table(heading, "Mixed Precision Inference Latency + XLA", hardware, device, "tensorflow-xla", "fp16")]
+    tables = [
+        Table(heading, f"{single.upper()} Inference Latency", hardware, device, "tensorflow", single),
+        Table(heading, "Mixed Precision Inference Latency", hardware, device, "tensorflow", "fp16"),
+        Table(heading, "Mixed Precision Inference Latency + XLA", hardware, device, "tensorflow-xla", "fp16"),
+    ]
     if single == "tf32":
         tables.append(Table(heading, "TF32 Inference Latency + XLA", hardware, device, "tensorflow-xla", "tf32"))
     return tables
 
 
 SECTIONS: dict[str, tuple[str, str, list[Table]]] = {
-    "dle-tensorflow-resnet50": (TF_RN50, "resnet50", [
-        *_tf("NVIDIA DGX A100 (1x A100 40GB)", "a100", "A100-SXM4-40GB (DGX A100)", "tf32"),
-        *_tf("NVIDIA DGX-1 (1x V100 16G)", "v100", "V100-SXM2-16GB (DGX-1)", "fp32"),
-        *_tf("NVIDIA DGX-2 (1x V100 32G)", "v100-32gb", "V100-SXM3-32GB (DGX-2)", "fp32"),
-        *_tf("NVIDIA T4 (1x T4 16G)", "t4", "T4 16GB", "fp32"),
-    ]),
-    "dle-pytorch-resnet50": (PT_RN50, "resnet50", [
-        Table("NVIDIA DGX-1 (1x V100 16GB)", "FP32 Inference Latency", "v100", "V100-SXM2-16GB (DGX-1)", "torch", "fp32"),
-        Table("NVIDIA DGX-1 (1x V100 16GB)", "Mixed Precision Inference Latency", "v100", "V100-SXM2-16GB (DGX-1)", "torch", "fp16"),
-        Table("Inference performance: NVIDIA T4", "FP32 Inference Latency", "t4", "T4 16GB", "torch", "fp32"),
-        Table("Inference performance: NVIDIA T4", "Mixed Precision Inference Latency", "t4", "T4 16GB", "torch", "fp16"),
-    ]),
-    "dle-pytorch-efficientnet_b0": (PT_EFF, "efficientnet_b0", [
-        Table("NVIDIA A100 (1x A100 80GB)", "TF32 Inference Latency", "a100-80gb", "A100-SXM4-80GB", "torch", "tf32", "efficientnet-b0"),
-        Table("NVIDIA A100 (1x A100 80GB)", "Mixed Precision Inference Latency", "a100-80gb", "A100-SXM4-80GB", "torch", "fp16", "efficientnet-b0"),
-        Table("NVIDIA V100 (1x V100 16GB)", "FP32 Inference Latency", "v100", "V100-SXM2-16GB (DGX-1)", "torch", "fp32", "efficientnet-b0"),
-        Table("NVIDIA V100 (1x V100 16GB)", "Mixed Precision Inference Latency", "v100", "V100-SXM2-16GB (DGX-1)", "torch", "fp16", "efficientnet-b0"),
-    ]),
-    "dle-mxnet-resnet50": (MX_RN50, "resnet50", [
-        Table("Inference performance: NVIDIA DGX A100 (1x A100 80GB)", "", "a100-80gb", "A100-SXM4-80GB (DGX A100)", "mxnet", "fp16"),
-        Table("Inference performance: NVIDIA DGX-1 (1x V100 16GB)", "", "v100", "V100-SXM2-16GB (DGX-1)", "mxnet", "fp16"),
-        Table("Inference performance: NVIDIA T4", "", "t4", "T4 16GB", "mxnet", "fp16"),
-    ]),
-    "dle-paddle-resnet50": (PD_RN50, "resnet50", [
-        Table("Inference performance: NVIDIA DGX A100 (1x A100 80GB)", "TF32 Inference Latency", "a100-80gb", "A100-SXM4-80GB (DGX A100)", "paddle", "tf32"),
-        Table("Inference performance: NVIDIA DGX A100 (1x A100 80GB)", "Mixed Precision Inference Latency", "a100-80gb", "A100-SXM4-80GB (DGX A100)", "paddle", "fp16"),
-        *(Table(f"Paddle-TRT performance: NVIDIA {gpu}", f"{p.upper()} Inference Latency", hw, device, "paddle-tensorrt", p)
-          for gpu, hw, device in (("DGX A100 (1x A100 80GB)", "a100-80gb", "A100-SXM4-80GB (DGX A100)"),
-                                  ("A30 (1x A30 24GB)", "a30", "A30 24GB"), ("A10 (1x A10 24GB)", "a10", "A10 24GB"))
-          for p in ("tf32", "fp16", "int8")),
-    ]),
+    "dle-tensorflow-resnet50": (
+        TF_RN50,
+        "resnet50",
+        [
+            *_tf("NVIDIA DGX A100 (1x A100 40GB)", "a100", "A100-SXM4-40GB (DGX A100)", "tf32"),
+            *_tf("NVIDIA DGX-1 (1x V100 16G)", "v100", "V100-SXM2-16GB (DGX-1)", "fp32"),
+            *_tf("NVIDIA DGX-2 (1x V100 32G)", "v100-32gb", "V100-SXM3-32GB (DGX-2)", "fp32"),
+            *_tf("NVIDIA T4 (1x T4 16G)", "t4", "T4 16GB", "fp32"),
+        ],
+    ),
+    "dle-pytorch-resnet50": (
+        PT_RN50,
+        "resnet50",
+        [
+            Table(
+                "NVIDIA DGX-1 (1x V100 16GB)",
+                "FP32 Inference Latency",
+                "v100",
+                "V100-SXM2-16GB (DGX-1)",
+                "torch",
+                "fp32",
+            ),
+            Table(
+                "NVIDIA DGX-1 (1x V100 16GB)",
+                "Mixed Precision Inference Latency",
+                "v100",
+                "V100-SXM2-16GB (DGX-1)",
+                "torch",
+                "fp16",
+            ),
+            Table("Inference performance: NVIDIA T4", "FP32 Inference Latency", "t4", "T4 16GB", "torch", "fp32"),
+            Table(
+                "Inference performance: NVIDIA T4",
+                "Mixed Precision Inference Latency",
+                "t4",
+                "T4 16GB",
+                "torch",
+                "fp16",
+            ),
+        ],
+    ),
+    "dle-pytorch-efficientnet_b0": (
+        PT_EFF,
+        "efficientnet_b0",
+        [
+            Table(
+                "NVIDIA A100 (1x A100 80GB)",
+                "TF32 Inference Latency",
+                "a100-80gb",
+                "A100-SXM4-80GB",
+                "torch",
+                "tf32",
+                "efficientnet-b0",
+            ),
+            Table(
+                "NVIDIA A100 (1x A100 80GB)",
+                "Mixed Precision Inference Latency",
+                "a100-80gb",
+                "A100-SXM4-80GB",
+                "torch",
+                "fp16",
+                "efficientnet-b0",
+            ),
+            Table(
+                "NVIDIA V100 (1x V100 16GB)",
+                "FP32 Inference Latency",
+                "v100",
+                "V100-SXM2-16GB (DGX-1)",
+                "torch",
+                "fp32",
+                "efficientnet-b0",
+            ),
+            Table(
+                "NVIDIA V100 (1x V100 16GB)",
+                "Mixed Precision Inference Latency",
+                "v100",
+                "V100-SXM2-16GB (DGX-1)",
+                "torch",
+                "fp16",
+                "efficientnet-b0",
+            ),
+        ],
+    ),
+    "dle-mxnet-resnet50": (
+        MX_RN50,
+        "resnet50",
+        [
+            Table(
+                "Inference performance: NVIDIA DGX A100 (1x A100 80GB)",
+                "",
+                "a100-80gb",
+                "A100-SXM4-80GB (DGX A100)",
+                "mxnet",
+                "fp16",
+            ),
+            Table(
+                "Inference performance: NVIDIA DGX-1 (1x V100 16GB)",
+                "",
+                "v100",
+                "V100-SXM2-16GB (DGX-1)",
+                "mxnet",
+                "fp16",
+            ),
+            Table("Inference performance: NVIDIA T4", "", "t4", "T4 16GB", "mxnet", "fp16"),
+        ],
+    ),
+    "dle-paddle-resnet50": (
+        PD_RN50,
+        "resnet50",
+        [
+            Table(
+                "Inference performance: NVIDIA DGX A100 (1x A100 80GB)",
+                "TF32 Inference Latency",
+                "a100-80gb",
+                "A100-SXM4-80GB (DGX A100)",
+                "paddle",
+                "tf32",
+            ),
+            Table(
+                "Inference performance: NVIDIA DGX A100 (1x A100 80GB)",
+                "Mixed Precision Inference Latency",
+                "a100-80gb",
+                "A100-SXM4-80GB (DGX A100)",
+                "paddle",
+                "fp16",
+            ),
+            *(
+                Table(
+                    f"Paddle-TRT performance: NVIDIA {gpu}",
+                    f"{p.upper()} Inference Latency",
+                    hw,
+                    device,
+                    "paddle-tensorrt",
+                    p,
+                )
+                for gpu, hw, device in (
+                    ("DGX A100 (1x A100 80GB)", "a100-80gb", "A100-SXM4-80GB (DGX A100)"),
+                    ("A30 (1x A30 24GB)", "a30", "A30 24GB"),
+                    ("A10 (1x A10 24GB)", "a10", "A10 24GB"),
+                )
+                for p in ("tf32", "fp16", "int8")
+            ),
+        ],
+    ),
 }
 
 # Header words -> the plain table's columns (MXNet's tables give mixed-precision figures beside speedups).
@@ -106,8 +221,22 @@ COLUMNS = [
     (re.compile(r"^model$"), "model_name"),
 ]
 NUMBER = re.compile(r"^(\d+(\.\d+)?)\s*(ms|img/s)?$")
-OUT_COLUMNS = ("hardware", "device_name", "model", "backend", "precision", "input_size", "batch_size", "throughput_ips",
-               "latency_mean_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms", "latency_p99_ms", "source")
+OUT_COLUMNS = (
+    "hardware",
+    "device_name",
+    "model",
+    "backend",
+    "precision",
+    "input_size",
+    "batch_size",
+    "throughput_ips",
+    "latency_mean_ms",
+    "latency_p50_ms",
+    "latency_p90_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "source",
+)
 
 
 def markdown_tables(text: str) -> list[tuple[str, str, list[str], list[list[str]]]]:
@@ -149,9 +278,15 @@ def extract(readme: str, model: str, tables: list[Table], path: str) -> tuple[li
             values = dict(zip(names, cells))
             if spec.model_column and values.get("model_name") != spec.model_column:
                 continue
-            row = {"hardware": spec.hardware, "device_name": spec.device, "model": model, "backend": spec.backend,
-                   "precision": spec.precision, "input_size": 224,
-                   "source": f"{source} ({heading}{': ' + spec.title if spec.title else ''})"}
+            row = {
+                "hardware": spec.hardware,
+                "device_name": spec.device,
+                "model": model,
+                "backend": spec.backend,
+                "precision": spec.precision,
+                "input_size": 224,
+                "source": f"{source} ({heading}{': ' + spec.title if spec.title else ''})",
+            }
             for name, cell in values.items():
                 if name in (None, "model_name"):
                     continue
@@ -160,8 +295,10 @@ def extract(readme: str, model: str, tables: list[Table], path: str) -> tuple[li
                     row[name] = match.group(1)
                 else:
                     row[name] = ""
-                    problems.append(f"{path} '{heading}' '{title}' batch {values.get('batch_size')}: {name} {cell!r} "
-                                    "is not a number; left empty")
+                    problems.append(
+                        f"{path} '{heading}' '{title}' batch {values.get('batch_size')}: {name} {cell!r} "
+                        "is not a number; left empty"
+                    )
             if row.get("batch_size"):
                 rows.append(row)
     return rows, problems
@@ -173,8 +310,9 @@ def main() -> None:
     args = parser.parse_args()
     (HERE / "tables").mkdir(exist_ok=True)
     for name, (path, model, tables) in SECTIONS.items():
-        readme = subprocess.run(["git", "-C", args.repo, "show", f"{COMMIT}:{path}"], check=True,
-                                capture_output=True, text=True).stdout
+        readme = subprocess.run(
+            ["git", "-C", args.repo, "show", f"{COMMIT}:{path}"], check=True, capture_output=True, text=True
+        ).stdout
         rows, problems = extract(readme, model, tables, path)
         for problem in problems:
             print("note:", problem, file=sys.stderr)

@@ -38,7 +38,9 @@ class TorchOptions:
         if self.precision not in PRECISIONS:
             raise InputError(f"unknown precision {self.precision!r}: choose one of {', '.join(PRECISIONS)}.")
         if self.precision == "tf32" and not self.device.startswith("cuda"):
-            raise InputError("--precision tf32 (fp32 storage, TF32 tensor-core math) is for CUDA GPUs; use fp32 on a CPU.")
+            raise InputError(
+                "--precision tf32 (fp32 storage, TF32 tensor-core math) is for CUDA GPUs; use fp32 on a CPU."
+            )
         if self.cuda_graphs and not self.device.startswith("cuda"):
             raise InputError("--cuda-graphs needs a CUDA device: add --device cuda, or leave --cuda-graphs out.")
         if self.threads is not None and self.threads < 1:
@@ -69,7 +71,9 @@ def check_device(device: str) -> str:
         if not index.isdigit():
             raise InputError(f"unknown device {device!r}: use cpu, cuda or cuda:N (N a GPU index).")
         if not torch.cuda.is_available():
-            raise DeviceError(f"--device {device} asks for a GPU, but torch finds no CUDA device here; use --device cpu.")
+            raise DeviceError(
+                f"--device {device} asks for a GPU, but torch finds no CUDA device here; use --device cpu."
+            )
         count = torch.cuda.device_count()
         if int(index) >= count:
             raise DeviceError(f"--device {device}: this machine has {count} CUDA device(s), numbered 0 to {count - 1}.")
@@ -93,8 +97,9 @@ class TorchRunner:
         self.options = options
         self.seed = seed
         self.device = torch.device(options.device)
-        self.dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
-                      "bf16": torch.bfloat16}[options.precision]
+        self.dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[
+            options.precision
+        ]
         self.is_cuda = self.device.type == "cuda"
         if options.threads is not None:
             torch.set_num_threads(options.threads)
@@ -155,8 +160,9 @@ class TorchRunner:
         generator = torch.Generator(device=self.device).manual_seed(self.seed + batch_size * 7919 + input_size)
         layout = torch.channels_last if self.options.channels_last else torch.contiguous_format
         batches = [
-            torch.empty((batch_size, 3, input_size, input_size), device=self.device, dtype=self.dtype,
-                        memory_format=layout).normal_(generator=generator)
+            torch.empty(
+                (batch_size, 3, input_size, input_size), device=self.device, dtype=self.dtype, memory_format=layout
+            ).normal_(generator=generator)
             for _ in range(count)
         ]
         self.sync()

@@ -64,20 +64,26 @@ class _TorchSweep:
         if config.fresh_warmup_at is not None and config.batch_sizes is not None:
             missing = sorted(set(config.fresh_warmup_at) - set(config.batch_sizes))
             if missing:
-                raise InputError(f"--fresh-warmup-at {','.join(map(str, missing))} is not among --batch-sizes; "
-                                 "choose batch sizes the sweep measures.")
+                raise InputError(
+                    f"--fresh-warmup-at {','.join(map(str, missing))} is not among --batch-sizes; "
+                    "choose batch sizes the sweep measures."
+                )
         self.device = check_device(config.device)
         self.is_cuda = self.device.startswith("cuda")
         threads = config.threads if config.threads is not None else (None if self.is_cuda else 1)
-        self.options = TorchOptions(self.device, config.precision, config.channels_last, config.compile,
-                                    config.cuda_graphs, threads)
+        self.options = TorchOptions(
+            self.device, config.precision, config.channels_last, config.compile, config.cuda_graphs, threads
+        )
         check_alongside(config.alongside, threads or 1, self.is_cuda)
-        self.memory_limit = None if self.is_cuda else (
-            config.memory_limit_mb or psutil.virtual_memory().available / 2**20 / 2)
+        self.memory_limit = (
+            None if self.is_cuda else (config.memory_limit_mb or psutil.virtual_memory().available / 2**20 / 2)
+        )
         self.max_call_ms = config.max_call_ms if config.max_call_ms is not None else (None if self.is_cuda else 2000.0)
         self.plan = estimate(config)
         self.measuring: WorkerProcess | None = None
-        self.neighbours = Neighbours(config.alongside, self._load_request(), config.worker_timeout_s, config.call_timeout_s)
+        self.neighbours = Neighbours(
+            config.alongside, self._load_request(), config.worker_timeout_s, config.call_timeout_s
+        )
         self.largest_ok: dict[int, int] = {}  # input size -> largest batch that ran (for OOM in disguise)
         self.done = self.measured = 0
         self.measuring_s = 0.0  # time spent on newly measured points, for the ETA
@@ -93,18 +99,35 @@ class _TorchSweep:
             self.loaded = self._start_measuring_worker()
             provenance = self.loaded["provenance"]
             hardware = c.hardware or hardware_key(str(provenance["device_name"]), self.is_cuda)
-            self.identity = {"hardware": hardware, "model": self.spec.name, "backend": self.options.backend_name,
-                             "precision": self.options.precision, "architecture": "inprocess"}
-            self.fixed = {**self.identity, "warmup_method": c.warmup, "threads": self.loaded["threads"],
-                          "alongside": c.alongside, **provenance}
+            self.identity = {
+                "hardware": hardware,
+                "model": self.spec.name,
+                "backend": self.options.backend_name,
+                "precision": self.options.precision,
+                "architecture": "inprocess",
+            }
+            self.fixed = {
+                **self.identity,
+                "warmup_method": c.warmup,
+                "threads": self.loaded["threads"],
+                "alongside": c.alongside,
+                **provenance,
+            }
             self.output.check_resumable(self.identity, self.fixed)
             with HardwareMonitor(gpu_index=gpu_index, interval_s=0.05 if self.is_cuda else CPU_INTERVAL_S) as monitor:
                 self.monitor = monitor
                 if monitor.has_gpu_counters:
                     self.fixed["driver"] = monitor.gpu_info().driver
                 plan = replace(self.plan, worker_s=self.loaded["start_s"])
-                self.notify(SweepEvent("start", total=plan.points, total_is_bound=plan.bound, eta_s=plan.seconds,
-                                       message=plan.describe()))
+                self.notify(
+                    SweepEvent(
+                        "start",
+                        total=plan.points,
+                        total_is_bound=plan.bound,
+                        eta_s=plan.seconds,
+                        message=plan.describe(),
+                    )
+                )
                 for size in c.input_sizes:
                     self._sweep_size(size)
         finally:
@@ -118,8 +141,9 @@ class _TorchSweep:
             for b in c.batch_sizes:
                 self.point(b, size)
             return
-        result = search_batch_sizes(lambda b: self.point(b, size), _max_batch(c, self.is_cuda), self.max_call_ms,
-                                    c.search_tolerance)
+        result = search_batch_sizes(
+            lambda b: self.point(b, size), _max_batch(c, self.is_cuda), self.max_call_ms, c.search_tolerance
+        )
         tried = {row["batch_size"] for row in result.rows}
         for b in sorted(c.fresh_warmup_at or ()):  # the chosen warm-up sizes the search did not visit
             if b not in tried and result.largest_ok is not None and b <= result.largest_ok:
@@ -150,8 +174,19 @@ class _TorchSweep:
                 "--resume to go on (this point is recorded as an error)."
             )
         total = self.done + sum(self.remaining_bound.values())
-        self.notify(SweepEvent("point", self.done, total, input_size, batch_size, row["status"], resumed,
-                               eta_s=self._eta(), total_is_bound=self.config.batch_sizes is None))
+        self.notify(
+            SweepEvent(
+                "point",
+                self.done,
+                total,
+                input_size,
+                batch_size,
+                row["status"],
+                resumed,
+                eta_s=self._eta(),
+                total_is_bound=self.config.batch_sizes is None,
+            )
+        )
         return row
 
     def _eta(self) -> float | None:
@@ -169,8 +204,13 @@ class _TorchSweep:
         memory that earlier points left to the C allocator.
         """
         c = self.config
-        row = {**self.fixed, "input_size": input_size, "batch_size": batch_size, "load_avg_1m": os.getloadavg()[0],
-               "created_at": now_utc()}
+        row = {
+            **self.fixed,
+            "input_size": input_size,
+            "batch_size": batch_size,
+            "load_avg_1m": os.getloadavg()[0],
+            "created_at": now_utc(),
+        }
         if c.alongside:  # the others first, so that every part of the point is timed beside them
             busy = self.neighbours.busy(batch_size, input_size, self.memory_limit)
             if busy["status"] != "ok":
@@ -187,8 +227,12 @@ class _TorchSweep:
         else:
             row["load_ms"] = self.loaded["load_ms"]
         mark = self.monitor.window()
-        steady = self._steady(batch_size, input_size, timed_first_call=c.warmup == "in-process",
-                              memory_limit=None if fresh else self.memory_limit)
+        steady = self._steady(
+            batch_size,
+            input_size,
+            timed_first_call=c.warmup == "in-process",
+            memory_limit=None if fresh else self.memory_limit,
+        )
         row.update(self.monitor.summary(mark))
         if steady["status"] != "ok":
             return self._failed(row, steady, batch_size, input_size)
@@ -212,9 +256,14 @@ class _TorchSweep:
     # -- the workers --------------------------------------------------------------------------
 
     def _load_request(self) -> dict:
-        return {"op": "load", "model": asdict(self.spec), "options": asdict(self.options), "seed": self.config.seed,
-                "call_timeout_s": self.config.call_timeout_s,
-                "device_memory_limit_mb": self.config.memory_limit_mb if self.is_cuda else None}
+        return {
+            "op": "load",
+            "model": asdict(self.spec),
+            "options": asdict(self.options),
+            "seed": self.config.seed,
+            "call_timeout_s": self.config.call_timeout_s,
+            "device_memory_limit_mb": self.config.memory_limit_mb if self.is_cuda else None,
+        }
 
     def _start_measuring_worker(self) -> dict:
         """Start (or restart) the measuring worker and load the model; a failure here ends the sweep."""
@@ -238,8 +287,15 @@ class _TorchSweep:
         if self.measuring is None or not self.measuring.is_alive():
             self.loaded = {**self.loaded, **self._start_measuring_worker()}
         rule = self.config.rule
-        request = {"op": "steady", "batch_size": batch_size, "input_size": input_size, "memory_limit_mb": memory_limit,
-                   "memory_budget_mb": self.memory_limit, "timed_first_call": timed_first_call, "rule": asdict(rule)}
+        request = {
+            "op": "steady",
+            "batch_size": batch_size,
+            "input_size": input_size,
+            "memory_limit_mb": memory_limit,
+            "memory_budget_mb": self.memory_limit,
+            "timed_first_call": timed_first_call,
+            "rule": asdict(rule),
+        }
         # A backstop only: the worker's own watchdog reports a stuck call after --call-timeout.
         backstop = rule.max_time_s + (rule.warmup_calls + 3) * self.config.call_timeout_s + 60
         reply = self.measuring.request(request, backstop, "--call-timeout")
@@ -255,7 +311,11 @@ class _TorchSweep:
             loaded = fresh.request(self._load_request(), self.config.worker_timeout_s, "--worker-timeout")
             if loaded["status"] != "ok":
                 return loaded
-            request = {"op": "first_call", "batch_size": batch_size, "input_size": input_size,
-                       "memory_limit_mb": self.memory_limit}
+            request = {
+                "op": "first_call",
+                "batch_size": batch_size,
+                "input_size": input_size,
+                "memory_limit_mb": self.memory_limit,
+            }
             first = fresh.request(request, max(1.0, deadline - time.monotonic()), "--worker-timeout")
         return {**first, "load_ms": loaded["load_ms"]}

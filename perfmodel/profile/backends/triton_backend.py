@@ -26,6 +26,7 @@ import numpy as np
 
 from perfmodel import __version__
 from perfmodel.errors import BackendError, InputError, PerfmodelError
+from perfmodel.profile.affinity import pinned_apart_from
 from perfmodel.profile.backends.triton_client import (
     MODES,
     PROTOCOLS,
@@ -40,7 +41,6 @@ from perfmodel.profile.backends.triton_client import (
 )
 from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerInfo, ServerSettings
 from perfmodel.profile.backends.triton_server import TOKEN_ENV
-from perfmodel.profile.affinity import pinned_apart_from
 from perfmodel.profile.config import Estimate, ProfileConfig, ProgressCallback, SweepEvent
 from perfmodel.profile.failures import describe
 from perfmodel.profile.models import resolve_model
@@ -74,8 +74,10 @@ class TritonOptions:
         for name, values, allowed in (("--protocol", self.protocols, PROTOCOLS), ("--mode", self.modes, MODES)):
             bad = [v for v in values if v not in allowed]
             if not values or bad:
-                raise InputError(f"{name}: {', '.join(bad) or 'nothing'} is not one of {', '.join(allowed)}; "
-                                 f"give e.g. {name} {','.join(allowed)}.")
+                raise InputError(
+                    f"{name}: {', '.join(bad) or 'nothing'} is not one of {', '.join(allowed)}; "
+                    f"give e.g. {name} {','.join(allowed)}."
+                )
         if not self.concurrencies or any(c < 1 for c in self.concurrencies):
             raise InputError("--concurrency needs positive whole numbers, e.g. 1,4,16.")
         if self.architecture is not None and self.architecture not in ARCHITECTURES:
@@ -85,8 +87,10 @@ class TritonOptions:
         if self.request_timeout_s <= 0 or self.server_timeout_s <= 0:
             raise InputError("--request-timeout and --server-timeout must be positive numbers of seconds.")
         if self.url is not None and self.server_cpus:
-            raise InputError("--server-cpus places the server perfmodel starts; a running server (--url) runs where "
-                             "it runs: leave --server-cpus out, or --url out.")
+            raise InputError(
+                "--server-cpus places the server perfmodel starts; a running server (--url) runs where "
+                "it runs: leave --server-cpus out, or --url out."
+            )
         if self.url is not None:
             split_url(self.url)
             if len(self.protocols) != 1:
@@ -131,8 +135,9 @@ def serving_monitor(gpu_index: int | None) -> HardwareMonitor:
     the server when both share the machine, but never from the client's timing threads: the monitor
     is its own process.
     """
-    return HardwareMonitor(gpu_index=gpu_index, interval_s=0.2, roles={"client": (os.getpid(), False),
-                                                                       "server": (None, True)})
+    return HardwareMonitor(
+        gpu_index=gpu_index, interval_s=0.2, roles={"client": (os.getpid(), False), "server": (None, True)}
+    )
 
 
 @dataclass
@@ -160,9 +165,14 @@ def _options(config: ProfileConfig) -> TritonOptions:
     if not isinstance(opts, TritonOptions):
         raise InputError("the triton backend takes TritonOptions as its backend_options.")
     if config.batch_sizes is None:
-        raise InputError("--batch-sizes auto is for the in-process backend; with --backend triton give a list, e.g. 1,2,4.")
-    for flag, given in (("--cuda-graphs", config.cuda_graphs), ("--fresh-warmup-at", config.fresh_warmup_at is not None),
-                        ("--search-tolerance", config.search_tolerance > 0)):
+        raise InputError(
+            "--batch-sizes auto is for the in-process backend; with --backend triton give a list, e.g. 1,2,4."
+        )
+    for flag, given in (
+        ("--cuda-graphs", config.cuda_graphs),
+        ("--fresh-warmup-at", config.fresh_warmup_at is not None),
+        ("--search-tolerance", config.search_tolerance > 0),
+    ):
         if given:
             raise InputError(f"{flag} is for the in-process backend; leave it out with --backend triton.")
     return opts
@@ -189,8 +199,14 @@ def sweep(config: ProfileConfig, output: ProfileOutput, notify: ProgressCallback
         from perfmodel.profile.backends.triton_rate import sweep_rates
 
         gpu_index = _gpu_index(config) if opts.url is None else None
-        sweep_rates(config, opts, output, notify, config.hardware or server_hardware_key(config.device, opts.url),
-                    lambda: serving_monitor(gpu_index))
+        sweep_rates(
+            config,
+            opts,
+            output,
+            notify,
+            config.hardware or server_hardware_key(config.device, opts.url),
+            lambda: serving_monitor(gpu_index),
+        )
 
 
 def _gpu_index(config: ProfileConfig) -> int | None:
@@ -222,16 +238,29 @@ class _TritonSweep:
         self.architecture = opts.resolved_architecture
         self.is_cuda = config.device.strip().lower().startswith("cuda")
         self.hardware = config.hardware or server_hardware_key(config.device, opts.url)
-        self.rule = ThroughputRule(window_s=opts.window_s, rel_ci=config.rule.rel_ci,
-                                   min_samples=config.rule.min_samples, max_time_s=config.rule.max_time_s)
+        self.rule = ThroughputRule(
+            window_s=opts.window_s,
+            rel_ci=config.rule.rel_ci,
+            min_samples=config.rule.min_samples,
+            max_time_s=config.rule.max_time_s,
+        )
         self.done = self.measured = 0
         self.measuring_s = 0.0  # time spent on newly measured points, for the ETA
         self.checked: set[str] = set()
 
     def _identity(self, protocol: str, mode: str, concurrency: int, size: int, batch: int) -> dict:
-        return {"hardware": self.hardware, "model": self.spec.name, "backend": f"triton-{protocol}",
-                "precision": self.config.precision, "architecture": self.architecture, "protocol": protocol,
-                "mode": mode, "concurrency": concurrency, "input_size": size, "batch_size": batch}
+        return {
+            "hardware": self.hardware,
+            "model": self.spec.name,
+            "backend": f"triton-{protocol}",
+            "precision": self.config.precision,
+            "architecture": self.architecture,
+            "protocol": protocol,
+            "mode": mode,
+            "concurrency": concurrency,
+            "input_size": size,
+            "batch_size": batch,
+        }
 
     def run(self):
         c, o = self.config, self.opts
@@ -239,7 +268,9 @@ class _TritonSweep:
         loads = [(p, m, k) for p in o.protocols for m in o.modes for k in o.concurrencies]
         self.total = len(groups) * len(loads)
         self.notify(SweepEvent("start", total=self.total, message=estimate(c).describe()))
-        gpu_index = int(c.device.partition(":")[2] or 0) if self.is_cuda and self.architecture == "local-server" else None
+        gpu_index = (
+            int(c.device.partition(":")[2] or 0) if self.is_cuda and self.architecture == "local-server" else None
+        )
         target: _Target | None = None
         with serving_monitor(gpu_index) as monitor:
             self.monitor = monitor
@@ -269,23 +300,46 @@ class _TritonSweep:
         self.done += 1
         load = f"{identity['protocol']} {identity['mode']} x{identity['concurrency']}"
         eta = self.measuring_s / self.measured * (self.total - self.done) if self.measured else None
-        self.notify(SweepEvent("point", self.done, self.total, identity["input_size"], identity["batch_size"],
-                               row["status"], resumed, load, eta_s=eta))
+        self.notify(
+            SweepEvent(
+                "point",
+                self.done,
+                self.total,
+                identity["input_size"],
+                identity["batch_size"],
+                row["status"],
+                resumed,
+                load,
+                eta_s=eta,
+            )
+        )
 
     # -- the server ---------------------------------------------------------------------------
 
     def _open_target(self) -> _Target:
         c, o = self.config, self.opts
         if o.url is not None:
-            target = _Target(urls={o.protocols[0]: o.url}, model_name=o.server_model or self.spec.name,
-                             access_token=os.environ.get(TOKEN_ENV),
-                             warmup_method="running-server", load_ms=math.nan, threads=None,
-                             provenance={"device_name": "", "torch": ""})
+            target = _Target(
+                urls={o.protocols[0]: o.url},
+                model_name=o.server_model or self.spec.name,
+                access_token=os.environ.get(TOKEN_ENV),
+                warmup_method="running-server",
+                load_ms=math.nan,
+                threads=None,
+                provenance={"device_name": "", "torch": ""},
+            )
         else:
             settings = ServerSettings(
-                model=self.spec.path or self.spec.name, device=c.device, precision=c.precision,
-                channels_last=c.channels_last, compile=c.compile, threads=c.threads,
-                max_batch_size=max(c.batch_sizes), seed=c.seed, model_name=o.server_model, cpus=o.server_cpus,
+                model=self.spec.path or self.spec.name,
+                device=c.device,
+                precision=c.precision,
+                channels_last=c.channels_last,
+                compile=c.compile,
+                threads=c.threads,
+                max_batch_size=max(c.batch_sizes),
+                seed=c.seed,
+                model_name=o.server_model,
+                cpus=o.server_cpus,
             )
             server = LocalTritonServer(settings, start_timeout_s=o.server_timeout_s)
             try:
@@ -293,10 +347,16 @@ class _TritonSweep:
             except PerfmodelError as exc:
                 raise self._with_resume_hint(exc) from None
             self.monitor.watch("server", info.pid)
-            target = _Target(urls={p: info.url(p) for p in PROTOCOLS}, model_name=info.model_name,
-                             access_token=info.access_token,
-                             warmup_method="fresh-server" if c.warmup == "fresh-process" else "same-server",
-                             load_ms=info.start_ms, threads=info.threads, provenance=info.provenance, local=server)
+            target = _Target(
+                urls={p: info.url(p) for p in PROTOCOLS},
+                model_name=info.model_name,
+                access_token=info.access_token,
+                warmup_method="fresh-server" if c.warmup == "fresh-process" else "same-server",
+                load_ms=info.start_ms,
+                threads=info.threads,
+                provenance=info.provenance,
+                local=server,
+            )
         try:
             for protocol in o.protocols:
                 with ServerConnection(protocol, target.urls[protocol], target.access_token) as conn:
@@ -315,13 +375,24 @@ class _TritonSweep:
         return type(exc)(f"{exc} {self.output.saved()} Run the same command with --resume to measure the rest.")
 
     def _fixed(self, target: _Target, protocol: str) -> dict:
-        fixed = {"warmup_method": target.warmup_method, "threads": target.threads, "load_ms": target.load_ms,
-                 "server_version": target.inputs[protocol].server_version, "perfmodel": __version__,
-                 "host": platform.node(), "schema_version": SCHEMA_VERSION, **target.provenance}
+        fixed = {
+            "warmup_method": target.warmup_method,
+            "threads": target.threads,
+            "load_ms": target.load_ms,
+            "server_version": target.inputs[protocol].server_version,
+            "perfmodel": __version__,
+            "host": platform.node(),
+            "schema_version": SCHEMA_VERSION,
+            **target.provenance,
+        }
         backend = f"triton-{protocol}"
         if backend not in self.checked:  # once per backend: resuming must not mix two kinds of measurement
-            identity = {"hardware": self.hardware, "model": self.spec.name, "backend": backend,
-                        "precision": self.config.precision}
+            identity = {
+                "hardware": self.hardware,
+                "model": self.spec.name,
+                "backend": backend,
+                "precision": self.config.precision,
+            }
             self.output.check_resumable(identity, fixed)
             self.checked.add(backend)
         return fixed
@@ -337,8 +408,13 @@ class _TritonSweep:
             self._raise_if_dead(target, first, exc, f"{size} px, batch {batch}: the first request")
             warmup_ms, warmup_error = math.nan, self._describe(exc)
         for identity in pending:
-            row = {**self._fixed(target, identity["protocol"]), **identity, "warmup_ms": warmup_ms,
-                   "load_avg_1m": os.getloadavg()[0], "created_at": now_utc()}
+            row = {
+                **self._fixed(target, identity["protocol"]),
+                **identity,
+                "warmup_ms": warmup_ms,
+                "load_avg_1m": os.getloadavg()[0],
+                "created_at": now_utc(),
+            }
             if warmup_error is not None:
                 row.update(status="error", error=f"the first request failed: {warmup_error}")
             else:
@@ -351,17 +427,29 @@ class _TritonSweep:
     def _workload(self, target: _Target, protocol: str, mode: str, concurrency: int, size: int, batch: int) -> Workload:
         model_input = target.inputs[protocol]
         dtype = np.float16 if model_input.datatype == "FP16" else np.float32
-        return Workload(protocol, target.urls[protocol], target.model_name, model_input.name, model_input.datatype,
-                        mode, concurrency, random_batches(batch, size, dtype, seed=self.config.seed),
-                        self.opts.request_timeout_s)
+        return Workload(
+            protocol,
+            target.urls[protocol],
+            target.model_name,
+            model_input.name,
+            model_input.datatype,
+            mode,
+            concurrency,
+            random_batches(batch, size, dtype, seed=self.config.seed),
+            self.opts.request_timeout_s,
+        )
 
     def _measure(self, target: _Target, identity: dict) -> dict:
         protocol, batch = identity["protocol"], identity["batch_size"]
         limit = target.inputs[protocol].max_batch_size
         if limit and batch > limit:
-            return {"status": "error", "error": f"batch size {batch} is above the served model's max_batch_size {limit}"}
-        workload = self._workload(target, protocol, identity["mode"], identity["concurrency"],
-                                  identity["input_size"], batch)
+            return {
+                "status": "error",
+                "error": f"batch size {batch} is above the served model's max_batch_size {limit}",
+            }
+        workload = self._workload(
+            target, protocol, identity["mode"], identity["concurrency"], identity["input_size"], batch
+        )
         url, token, model = target.urls[protocol], target.access_token, target.model_name
         stats: dict = {}
 
@@ -374,7 +462,9 @@ class _TritonSweep:
         try:
             result = run_load(workload, self.rule, on_ramp_done=lambda: snapshot("ramp"), abort=target.died)
         except Exception as exc:
-            where = f"{identity['input_size']} px, batch {batch}, {protocol} {identity['mode']} x{identity['concurrency']}"
+            where = (
+                f"{identity['input_size']} px, batch {batch}, {protocol} {identity['mode']} x{identity['concurrency']}"
+            )
             self._raise_if_dead(target, protocol, exc, where)
             return {"status": "error", "error": self._describe(exc), **self.monitor.summary(mark)}
         counters = self.monitor.summary(mark)
@@ -405,7 +495,8 @@ class _TritonSweep:
 
     def _describe(self, exc: BaseException) -> str:
         if is_timeout(exc):
-            return f"a request took longer than the request timeout of {self.opts.request_timeout_s:g} s (--request-timeout)"
+            timeout = self.opts.request_timeout_s
+            return f"a request took longer than the request timeout of {timeout:g} s (--request-timeout)"
         return describe(exc)
 
     def _raise_if_dead(self, target: _Target, protocol: str, exc: BaseException, where: str) -> None:
@@ -415,6 +506,8 @@ class _TritonSweep:
             with ServerConnection(protocol, target.urls[protocol], target.access_token) as conn:
                 problem = conn.problem(target.model_name)
         if problem is not None:
-            raise self._with_resume_hint(BackendError(
-                f"the Triton server stopped serving while measuring {where}: {problem} ({self._describe(exc)})."
-            )) from None
+            raise self._with_resume_hint(
+                BackendError(
+                    f"the Triton server stopped serving while measuring {where}: {problem} ({self._describe(exc)})."
+                )
+            ) from None

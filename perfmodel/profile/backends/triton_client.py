@@ -114,8 +114,9 @@ def make_client(protocol: str, url: str, timeout_s: float, concurrency: int = 1)
     module = _module(protocol)
     if protocol == "grpc":
         return module.InferenceServerClient(url)
-    return module.InferenceServerClient(url, concurrency=concurrency, connection_timeout=timeout_s,
-                                        network_timeout=timeout_s)
+    return module.InferenceServerClient(
+        url, concurrency=concurrency, connection_timeout=timeout_s, network_timeout=timeout_s
+    )
 
 
 def _inputs(workload: Workload) -> list:
@@ -203,7 +204,7 @@ class _Windows:
     def counted(self) -> list[tuple[float, list[float]]]:
         """The windows the result is computed from: the last `windows` after ramp-up (all, if fewer)."""
         after_ramp = self.closed[1:] or self.closed
-        return after_ramp[-self.rule.windows:]
+        return after_ramp[-self.rule.windows :]
 
     def _steady(self) -> bool:
         if len(self.closed) - 1 < self.rule.windows:
@@ -248,8 +249,9 @@ POLL_S = 0.25  # how often a wait looks up from a request to check that the serv
 Abort = Callable[[], "str | None"]
 
 
-def run_load(workload: Workload, rule: ThroughputRule, on_ramp_done: Callable[[], None] | None = None,
-             abort: Abort | None = None) -> LoadResult:
+def run_load(
+    workload: Workload, rule: ThroughputRule, on_ramp_done: Callable[[], None] | None = None, abort: Abort | None = None
+) -> LoadResult:
     """Send requests until the rule says the point is steady; raise the first request error.
 
     `on_ramp_done` is called (from a helper thread) when ramp-up ends, e.g. to snapshot server statistics.
@@ -260,6 +262,7 @@ def run_load(workload: Workload, rule: ThroughputRule, on_ramp_done: Callable[[]
     check = abort or (lambda: None)
     helper = None
     if on_ramp_done is not None:
+
         def after_ramp() -> None:
             if windows.ramp_done.wait(rule.max_time_s + workload.request_timeout_s) and not windows.done.is_set():
                 on_ramp_done()
@@ -314,8 +317,10 @@ def _run_sync(workload: Workload, windows: _Windows, abort: Abort) -> None:
         finally:
             client.close()
 
-    threads = [threading.Thread(target=worker, args=(k,), name=f"perfmodel-sync-{k}", daemon=True)
-               for k in range(workload.concurrency)]
+    threads = [
+        threading.Thread(target=worker, args=(k,), name=f"perfmodel-sync-{k}", daemon=True)
+        for k in range(workload.concurrency)
+    ]
     for thread in threads:
         thread.start()
     # Each request is bounded by the request timeout, and the rule by max_time_s: so is this loop.
@@ -340,9 +345,12 @@ def _run_async_grpc(workload: Workload, windows: _Windows, abort: Abort) -> None
 
     def submit(i: int) -> None:
         t0 = clock()
-        client.async_infer(workload.model_name, inputs[i % len(inputs)],
-                           callback=lambda result, error: finished.put((t0, clock(), error)),
-                           client_timeout=workload.request_timeout_s)
+        client.async_infer(
+            workload.model_name,
+            inputs[i % len(inputs)],
+            callback=lambda result, error: finished.put((t0, clock(), error)),
+            client_timeout=workload.request_timeout_s,
+        )
 
     try:
         windows.begin()
@@ -357,7 +365,9 @@ def _run_async_grpc(workload: Workload, windows: _Windows, abort: Abort) -> None
                 _check(abort)
                 waited += POLL_S
                 if waited > workload.request_timeout_s + 5:  # the client's own deadline should have fired
-                    raise BackendError("a request did not come back within its timeout; the server may be hung.") from None
+                    raise BackendError(
+                        "a request did not come back within its timeout; the server may be hung."
+                    ) from None
                 continue
             waited = 0.0
             in_flight -= 1
@@ -469,7 +479,8 @@ class ServerConnection:
             if not self._speaks_triton():
                 raise DeviceError(
                     f"the server at {self.url} answers, but not as a Triton server (it does not serve the KServe v2 "
-                    f"{self.protocol.upper()} API): check the address and port (HTTP and gRPC listen on different ports)."
+                    f"{self.protocol.upper()} API): check the address and port (HTTP and gRPC listen on different "
+                    "ports)."
                 )
             raise DeviceError(f"the Triton server at {self.url} is not live yet; try again when it is.")
         try:
@@ -497,8 +508,12 @@ class ServerConnection:
                 "FP32 or FP16 N x 3 x H x W tensors."
             )
         server = self._call("get_server_metadata", **as_json)
-        return ModelInput(first["name"], first["datatype"], int(config.get("max_batch_size", 0)),
-                          f"{server.get('name', 'triton')} {server.get('version', '')}".strip())
+        return ModelInput(
+            first["name"],
+            first["datatype"],
+            int(config.get("max_batch_size", 0)),
+            f"{server.get('name', 'triton')} {server.get('version', '')}".strip(),
+        )
 
     def _speaks_triton(self) -> bool:
         """Whether the server answers Triton's server-metadata request (a Triton that is starting does)."""

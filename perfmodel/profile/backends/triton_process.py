@@ -50,8 +50,18 @@ class ServerSettings:
     cpus: tuple[int, ...] = ()  # the CPU cores the server runs on (--server-cpus); () for all
 
     def arguments(self) -> list[str]:
-        args = ["--model", self.model, "--device", self.device, "--precision", self.precision,
-                "--max-batch-size", str(self.max_batch_size), "--seed", str(self.seed)]
+        args = [
+            "--model",
+            self.model,
+            "--device",
+            self.device,
+            "--precision",
+            self.precision,
+            "--max-batch-size",
+            str(self.max_batch_size),
+            "--seed",
+            str(self.seed),
+        ]
         if self.channels_last:
             args.append("--channels-last")
         if self.compile:
@@ -61,8 +71,13 @@ class ServerSettings:
         if self.model_name:
             args += ["--model-name", self.model_name]
         if self.dynamic_batching:
-            args += ["--dynamic-batching", "--max-queue-delay-us", str(self.max_queue_delay_us),
-                     "--preferred-batch-sizes", ",".join(str(b) for b in self.preferred_batch_sizes)]
+            args += [
+                "--dynamic-batching",
+                "--max-queue-delay-us",
+                str(self.max_queue_delay_us),
+                "--preferred-batch-sizes",
+                ",".join(str(b) for b in self.preferred_batch_sizes),
+            ]
         if self.cpus:
             args += ["--cpus", ",".join(map(str, self.cpus))]
         return args
@@ -93,8 +108,13 @@ class LocalTritonServer(OwnedChild):
     It binds 127.0.0.1 unless told another address of this machine (an experiment's veth link).
     """
 
-    def __init__(self, settings: ServerSettings, start_timeout_s: float = 180.0, stop_timeout_s: float = 30.0,
-                 host: str = "127.0.0.1"):
+    def __init__(
+        self,
+        settings: ServerSettings,
+        start_timeout_s: float = 180.0,
+        stop_timeout_s: float = 30.0,
+        host: str = "127.0.0.1",
+    ):
         self.settings = settings
         self.host = host
         self.start_timeout_s = start_timeout_s
@@ -108,8 +128,10 @@ class LocalTritonServer(OwnedChild):
 
     def start(self) -> ServerInfo:
         if importlib.util.find_spec("pytriton") is None:
-            raise DeviceError("the local Triton server needs nvidia-pytriton: pip install 'perfmodel[triton]' "
-                              "(it needs numpy<2), or measure a running server with --url.")
+            raise DeviceError(
+                "the local Triton server needs nvidia-pytriton: pip install 'perfmodel[triton]' "
+                "(it needs numpy<2), or measure a running server with --url."
+            )
         try:
             return self._start()
         except BaseException:  # an error or Ctrl-C while starting: leave nothing behind
@@ -126,10 +148,26 @@ class LocalTritonServer(OwnedChild):
         self._log = open(self.directory / "server.log", "wb")
         t0 = time.perf_counter()
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "perfmodel.profile.backends.triton_server", *self.settings.arguments(),
-             "--host", self.host, "--workspace", str(self.directory / "pytriton"),
-             "--ready-file", str(ready_file), "--exit-with-parent", "--owned-dir", str(self.directory)],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "perfmodel.profile.backends.triton_server",
+                *self.settings.arguments(),
+                "--host",
+                self.host,
+                "--workspace",
+                str(self.directory / "pytriton"),
+                "--ready-file",
+                str(ready_file),
+                "--exit-with-parent",
+                "--owned-dir",
+                str(self.directory),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
         )
         deadline = t0 + self.start_timeout_s
         while not ready_file.exists():
@@ -148,9 +186,16 @@ class LocalTritonServer(OwnedChild):
             raise BackendError(f"the local Triton server did not start: {ready['error']}.")
         self._remember_leftovers()
         self.info = ServerInfo(
-            pid=self._proc.pid, host=ready["host"], http_port=ready["http_port"], grpc_port=ready["grpc_port"],
-            model_name=ready["model_name"], access_token=token, start_ms=(time.perf_counter() - t0) * 1e3,
-            model_load_ms=ready["model_load_ms"], threads=ready["threads"], provenance=ready["provenance"],
+            pid=self._proc.pid,
+            host=ready["host"],
+            http_port=ready["http_port"],
+            grpc_port=ready["grpc_port"],
+            model_name=ready["model_name"],
+            access_token=token,
+            start_ms=(time.perf_counter() - t0) * 1e3,
+            model_load_ms=ready["model_load_ms"],
+            threads=ready["threads"],
+            provenance=ready["provenance"],
         )
         return self.info
 

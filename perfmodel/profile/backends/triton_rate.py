@@ -5,7 +5,8 @@ one sender thread sends each request at its time with the client's asynchronous 
 for an answer, so a slow server cannot slow the sender (a fixed concurrency would). The first
 `warmup_s` seconds are not counted, the next `duration_s` are. A request's latency runs from when
 it was sent to its answer, as perf_analyzer counts it; how late the sender was against its schedule
-is recorded beside it (sender_lag_p99_ms: a busy client machine shows there, not in the latency). Triton's statistics before and after the counted window give the batches the server
+is recorded beside it (sender_lag_p99_ms: a busy client machine shows there, not in the latency). Triton's
+statistics before and after the counted window give the batches the server
 formed (executions, images per execution, the largest). The server kept up when it answered as
 many requests per second as were sent (within 5%), nothing failed, and the median latency of the
 window's last third is within twice that of its first third (no growing queue).
@@ -15,7 +16,8 @@ settings of a config.pbtxt (--triton-config, e.g. one `perfmodel plan --mode onl
 per (protocol, input size, request size = --batch-sizes, rate), in the profile CSV contract:
 `rate_per_s` (asked), `achieved_rate_per_s`, `kept_up`, `server_batch_mean`, `server_batch_max`,
 `server_executions`, `server_compute_ms` (the model instance's busy time per execution),
-`server_busy_share` (the share of the window it was busy), `sender_lag_p99_ms`, `requests_failed`, and the server's batcher settings
+`server_busy_share` (the share of the window it was busy), `sender_lag_p99_ms`, `requests_failed`, and the server's
+batcher settings
 `server_max_batch` and `server_max_queue_delay_ms`.
 """
 
@@ -45,9 +47,9 @@ from perfmodel.profile.backends.triton_client import (
 )
 from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings
 from perfmodel.profile.backends.triton_server import TOKEN_ENV
+from perfmodel.profile.config import SweepEvent
 from perfmodel.profile.models import resolve_model
 from perfmodel.profile.output import ProfileOutput
-from perfmodel.profile.config import SweepEvent
 from perfmodel.profile.provenance import now_utc
 from perfmodel.profile.timing import LatencySummary
 from perfmodel.schema import SCHEMA_VERSION
@@ -77,8 +79,12 @@ class RateResult:
 
     @property
     def kept_up(self) -> bool:
-        return (not self.stopped_early and self.failed == 0 and self.achieved_per_s >= KEPT_UP_RATE * self.offered_per_s
-                and self.growth <= GROWTH_LIMIT)
+        return (
+            not self.stopped_early
+            and self.failed == 0
+            and self.achieved_per_s >= KEPT_UP_RATE * self.offered_per_s
+            and self.growth <= GROWTH_LIMIT
+        )
 
 
 def send_times(rate_per_s: float, span_s: float, seed: int) -> np.ndarray:
@@ -103,20 +109,34 @@ class Requests:
     first_error: str | None
 
 
-def run_open_loop(workload: Workload, rate_per_s: float, warmup_s: float, duration_s: float, seed: int = 0,
-                  on_window: Callable[[str], None] | None = None, abort: Callable[[], str | None] | None = None) -> RateResult:
+def run_open_loop(
+    workload: Workload,
+    rate_per_s: float,
+    warmup_s: float,
+    duration_s: float,
+    seed: int = 0,
+    on_window: Callable[[str], None] | None = None,
+    abort: Callable[[], str | None] | None = None,
+) -> RateResult:
     """Send `workload`'s requests at `rate_per_s` for warmup_s + duration_s; measure the last duration_s.
 
     `on_window('start' | 'end')` is called (from a timer thread) when the counted window opens and closes,
     e.g. to read the server's statistics. `abort` is asked now and then; a reason ends the load.
     """
-    return summarize(send_open_loop(workload, rate_per_s, warmup_s, duration_s, seed, on_window, abort),
-                     warmup_s, duration_s)
+    return summarize(
+        send_open_loop(workload, rate_per_s, warmup_s, duration_s, seed, on_window, abort), warmup_s, duration_s
+    )
 
 
-def send_open_loop(workload: Workload, rate_per_s: float, warmup_s: float, duration_s: float, seed: int = 0,
-                   on_window: Callable[[str], None] | None = None,
-                   abort: Callable[[], str | None] | None = None) -> Requests:
+def send_open_loop(
+    workload: Workload,
+    rate_per_s: float,
+    warmup_s: float,
+    duration_s: float,
+    seed: int = 0,
+    on_window: Callable[[str], None] | None = None,
+    abort: Callable[[], str | None] | None = None,
+) -> Requests:
     """run_open_loop's load, every request kept (for an experiment that looks at each)."""
     schedule = send_times(rate_per_s, warmup_s + duration_s, seed)
     n = len(schedule)
@@ -150,8 +170,14 @@ def send_open_loop(workload: Workload, rate_per_s: float, warmup_s: float, durat
     finally:
         for timer in timers:
             timer.join(ADMIN_TIMEOUT_S * 2)
-    return Requests(schedule[:sent], schedule[:sent] + lag[:sent], answered_at[:sent] - start, failed[:sent], stopped,
-                    errors[0] if errors else None)
+    return Requests(
+        schedule[:sent],
+        schedule[:sent] + lag[:sent],
+        answered_at[:sent] - start,
+        failed[:sent],
+        stopped,
+        errors[0] if errors else None,
+    )
 
 
 def _pace(target: float) -> None:
@@ -167,8 +193,12 @@ def _grpc_sender(workload, inputs, schedule, start, lag, answer, done, abort) ->
         for i, t in enumerate(schedule):
             _pace(start + t)
             lag[i] = time.perf_counter() - (start + t)
-            client.async_infer(workload.model_name, inputs[i % len(inputs)], callback=lambda result, error, i=i: answer(i, error),
-                               client_timeout=workload.request_timeout_s)
+            client.async_infer(
+                workload.model_name,
+                inputs[i % len(inputs)],
+                callback=lambda result, error, i=i: answer(i, error),
+                client_timeout=workload.request_timeout_s,
+            )
             sent, in_flight = i + 1, in_flight + 1
             while not done.empty():
                 done.get_nowait()
@@ -195,7 +225,9 @@ def _http_sender(workload, inputs, schedule, start, lag, answer, done, abort) ->
 
         async def one(i: int) -> None:
             try:
-                await asyncio.wait_for(client.infer(workload.model_name, inputs[i % len(inputs)]), workload.request_timeout_s)
+                await asyncio.wait_for(
+                    client.infer(workload.model_name, inputs[i % len(inputs)]), workload.request_timeout_s
+                )
                 answer(i, None)
             except Exception as exc:  # a failed or timed-out request is counted, not raised
                 answer(i, exc)
@@ -274,8 +306,13 @@ def batch_statistics(before: dict | None, after: dict | None, wall_s: float = ma
     """Between two statistics snapshots `wall_s` apart: model executions, images per execution, the largest
     batch, the model instance's busy time per execution (compute input + infer + output) and the share of
     the window it was busy (near 1: the server had no spare time, queues grow with any extra load)."""
-    out = {"server_executions": math.nan, "server_batch_mean": math.nan, "server_batch_max": math.nan,
-           "server_compute_ms": math.nan, "server_busy_share": math.nan}
+    out = {
+        "server_executions": math.nan,
+        "server_batch_mean": math.nan,
+        "server_batch_max": math.nan,
+        "server_compute_ms": math.nan,
+        "server_busy_share": math.nan,
+    }
     if not before or not after:
         return out
 
@@ -288,8 +325,9 @@ def batch_statistics(before: dict | None, after: dict | None, wall_s: float = ma
             for entry in model.get("batch_stats", []):
                 size = int(entry.get("batch_size", 0))
                 batches[size] = batches.get(size, 0) + int(entry.get("compute_infer", {}).get("count", 0))
-                busy_ns += sum(int(entry.get(k, {}).get("ns", 0)) for k in ("compute_input", "compute_infer",
-                                                                             "compute_output"))
+                busy_ns += sum(
+                    int(entry.get(k, {}).get("ns", 0)) for k in ("compute_input", "compute_infer", "compute_output")
+                )
         return executions, inferences, busy_ns, batches
 
     e0, i0, n0, b0 = totals(before)
@@ -327,23 +365,46 @@ def sweep_rates(config, opts, output: ProfileOutput, notify, hardware: str, moni
     batching = opts.batching or Batching(DEFAULT_MAX_BATCH, 0)
     too_big = [b for b in config.batch_sizes if b > batching.max_batch_size]
     if too_big:
-        raise InputError(f"request size {too_big[0]} is above the server's max batch size {batching.max_batch_size}: "
-                         "give smaller --batch-sizes or a larger --max-batch-size.")
+        raise InputError(
+            f"request size {too_big[0]} is above the server's max batch size {batching.max_batch_size}: "
+            "give smaller --batch-sizes or a larger --max-batch-size."
+        )
     points = []
-    for protocol, size, batch, rate in ((p, s, b, r) for p in opts.protocols for s in config.input_sizes
-                                        for b in config.batch_sizes for r in opts.rates):
-        identity = {"hardware": hardware, "model": spec.name, "backend": f"triton-{protocol}",
-                    "precision": config.precision, "architecture": opts.resolved_architecture, "protocol": protocol,
-                    "mode": MODE, "input_size": size, "batch_size": batch, "rate_per_s": rate,
-                    "server_max_batch": batching.max_batch_size, "server_max_queue_delay_ms": batching.max_queue_delay_us / 1000}
+    for protocol, size, batch, rate in (
+        (p, s, b, r) for p in opts.protocols for s in config.input_sizes for b in config.batch_sizes for r in opts.rates
+    ):
+        identity = {
+            "hardware": hardware,
+            "model": spec.name,
+            "backend": f"triton-{protocol}",
+            "precision": config.precision,
+            "architecture": opts.resolved_architecture,
+            "protocol": protocol,
+            "mode": MODE,
+            "input_size": size,
+            "batch_size": batch,
+            "rate_per_s": rate,
+            "server_max_batch": batching.max_batch_size,
+            "server_max_queue_delay_ms": batching.max_queue_delay_us / 1000,
+        }
         points.append((identity, output.get(identity)))
     notify(SweepEvent("start", total=len(points)))
     done = 0
     for identity, row in points:  # what the file already holds
         if row is not None:
             done += 1
-            notify(SweepEvent("point", done, len(points), identity["input_size"], identity["batch_size"], row["status"],
-                              True, f"{identity['protocol']} {identity['rate_per_s']:g}/s"))
+            notify(
+                SweepEvent(
+                    "point",
+                    done,
+                    len(points),
+                    identity["input_size"],
+                    identity["batch_size"],
+                    row["status"],
+                    True,
+                    f"{identity['protocol']} {identity['rate_per_s']:g}/s",
+                )
+            )
     pending = [identity for identity, row in points if row is None]
     if not pending:
         return
@@ -356,19 +417,39 @@ def sweep_rates(config, opts, output: ProfileOutput, notify, hardware: str, moni
                 with ServerConnection(protocol, urls[protocol], token) as conn:
                     inputs[protocol] = conn.check_model(model_name)
             for identity in pending:
-                protocol, size, batch, rate = (identity[k] for k in ("protocol", "input_size", "batch_size", "rate_per_s"))
+                protocol, size, batch, rate = (
+                    identity[k] for k in ("protocol", "input_size", "batch_size", "rate_per_s")
+                )
                 model_input = inputs[protocol]
                 dtype = np.float16 if model_input.datatype == "FP16" else np.float32
-                workload = Workload(protocol, urls[protocol], model_name, model_input.name, model_input.datatype, "async", 1,
-                                    random_batches(batch, size, dtype, seed=config.seed), opts.request_timeout_s)
-                row = {**identity, **_measure(workload, rate, opts, monitor, token, server, config.seed + done),
-                       "load_ms": load_ms, "threads": provenance.get("threads"), "perfmodel": __version__,
-                       "host": platform.node(), "schema_version": SCHEMA_VERSION, "created_at": now_utc(),
-                       "server_version": model_input.server_version,
-                       **{k: v for k, v in provenance.items() if k != "threads"}}
+                workload = Workload(
+                    protocol,
+                    urls[protocol],
+                    model_name,
+                    model_input.name,
+                    model_input.datatype,
+                    "async",
+                    1,
+                    random_batches(batch, size, dtype, seed=config.seed),
+                    opts.request_timeout_s,
+                )
+                row = {
+                    **identity,
+                    **_measure(workload, rate, opts, monitor, token, server, config.seed + done),
+                    "load_ms": load_ms,
+                    "threads": provenance.get("threads"),
+                    "perfmodel": __version__,
+                    "host": platform.node(),
+                    "schema_version": SCHEMA_VERSION,
+                    "created_at": now_utc(),
+                    "server_version": model_input.server_version,
+                    **{k: v for k, v in provenance.items() if k != "threads"},
+                }
                 output.add(row)
                 done += 1
-                notify(SweepEvent("point", done, len(points), size, batch, row["status"], False, f"{protocol} {rate:g}/s"))
+                notify(
+                    SweepEvent("point", done, len(points), size, batch, row["status"], False, f"{protocol} {rate:g}/s")
+                )
         finally:
             if server is not None:
                 server.stop()
@@ -377,20 +458,41 @@ def sweep_rates(config, opts, output: ProfileOutput, notify, hardware: str, moni
 def _target(config, opts, spec, batching: Batching, monitor):
     """The server to load: a running one (--url) or a local one with the dynamic batcher on."""
     if opts.url is not None:
-        return ({opts.protocols[0]: opts.url}, opts.server_model or spec.name, os.environ.get(TOKEN_ENV),
-                {"device_name": "", "torch": ""}, math.nan, None)
+        return (
+            {opts.protocols[0]: opts.url},
+            opts.server_model or spec.name,
+            os.environ.get(TOKEN_ENV),
+            {"device_name": "", "torch": ""},
+            math.nan,
+            None,
+        )
     settings = ServerSettings(
-        model=spec.path or spec.name, device=config.device, precision=config.precision,
-        channels_last=config.channels_last, compile=config.compile, threads=config.threads,
-        max_batch_size=batching.max_batch_size, seed=config.seed, model_name=opts.server_model, cpus=opts.server_cpus,
-        dynamic_batching=True, max_queue_delay_us=batching.max_queue_delay_us,
+        model=spec.path or spec.name,
+        device=config.device,
+        precision=config.precision,
+        channels_last=config.channels_last,
+        compile=config.compile,
+        threads=config.threads,
+        max_batch_size=batching.max_batch_size,
+        seed=config.seed,
+        model_name=opts.server_model,
+        cpus=opts.server_cpus,
+        dynamic_batching=True,
+        max_queue_delay_us=batching.max_queue_delay_us,
         preferred_batch_sizes=batching.preferred_batch_sizes,
     )
     server = LocalTritonServer(settings, start_timeout_s=opts.server_timeout_s)
     info = server.start()
     monitor.watch("server", info.pid)
     provenance = {**info.provenance, "threads": info.threads}
-    return ({p: info.url(p) for p in ("http", "grpc")}, info.model_name, info.access_token, provenance, info.start_ms, server)
+    return (
+        {p: info.url(p) for p in ("http", "grpc")},
+        info.model_name,
+        info.access_token,
+        provenance,
+        info.start_ms,
+        server,
+    )
 
 
 def _measure(workload: Workload, rate: float, opts, monitor, token, server, seed: int) -> dict:
@@ -421,8 +523,12 @@ def _measure(workload: Workload, rate: float, opts, monitor, token, server, seed
     if died():
         raise BackendError(f"the Triton server stopped serving at {rate:g} requests/s.")
     row = {
-        "load_avg_1m": os.getloadavg()[0], "samples": result.answered, "achieved_rate_per_s": result.achieved_per_s,
-        "kept_up": str(result.kept_up).lower(), "sender_lag_p99_ms": result.lag_p99_ms, "requests_failed": result.failed,
+        "load_avg_1m": os.getloadavg()[0],
+        "samples": result.answered,
+        "achieved_rate_per_s": result.achieved_per_s,
+        "kept_up": str(result.kept_up).lower(),
+        "sender_lag_p99_ms": result.lag_p99_ms,
+        "requests_failed": result.failed,
         "throughput_ips": result.achieved_per_s * workload.batch_size,
         **batch_statistics(stats.get("start"), stats.get("end"), taken.get("end", 0.0) - taken.get("start", math.inf)),
         **counters,

@@ -42,8 +42,11 @@ def free_port(host: str) -> int:
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m perfmodel.profile.backends.triton_server", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m perfmodel.profile.backends.triton_server",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--model", required=True, help="resnet50, efficientnet_b0, tiny, or a TorchScript file")
     p.add_argument("--workspace", required=True, help="a directory that must not exist yet; removed on exit")
     p.add_argument("--ready-file", default=None, help="write ports, load time and provenance here (JSON) once ready")
@@ -64,9 +67,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--exit-with-parent", action="store_true", help="stop when the process that started this one ends")
     p.add_argument("--cpus", default=None, help="run on these CPU cores only, e.g. 1 or 2-3 (with every child)")
-    p.add_argument("--owned-dir", default=None,
-                   help="with --exit-with-parent: the parent's private folder (workspace, log), removed when the parent "
-                        "dies before it could remove it itself")
+    p.add_argument(
+        "--owned-dir",
+        default=None,
+        help="with --exit-with-parent: the parent's private folder (workspace, log), removed when the parent "
+        "dies before it could remove it itself",
+    )
     return p.parse_args(argv)
 
 
@@ -160,9 +166,16 @@ def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
 
     workspace = Path(args.workspace)
     ports = {name: getattr(args, f"{name}_port") or free_port(args.host) for name in ("http", "grpc", "metrics")}
-    config = TritonConfig(http_address=args.host, grpc_address=args.host, metrics_address=args.host,
-                          http_port=ports["http"], grpc_port=ports["grpc"], metrics_port=ports["metrics"],
-                          allow_metrics=True, exit_timeout_secs=5)
+    config = TritonConfig(
+        http_address=args.host,
+        grpc_address=args.host,
+        metrics_address=args.host,
+        http_port=ports["http"],
+        grpc_port=ports["grpc"],
+        metrics_port=ports["metrics"],
+        allow_metrics=True,
+        exit_timeout_secs=5,
+    )
     token = os.environ.get(TOKEN_ENV)  # None: pytriton makes a random one, so statistics stay private
     wire = np.float16 if args.precision == "fp16" else np.float32
     model_name = args.model_name or spec.name
@@ -177,18 +190,21 @@ def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
         )
         triton.run()  # starts tritonserver and returns when the model is loaded and ready
         if args.ready_file:
-            _write_ready(Path(args.ready_file), {
-                "pid": os.getpid(),
-                "host": args.host,
-                "http_port": ports["http"],
-                "grpc_port": ports["grpc"],
-                "metrics_port": ports["metrics"],
-                "model_name": model_name,
-                "model_load_ms": model_load_ms,
-                "ready_ms": (time.perf_counter() - t0) * 1e3,
-                "threads": threads if threads else runner.torch.get_num_threads(),
-                "provenance": {**torch_provenance(device), **_placement(args)},
-            })
+            _write_ready(
+                Path(args.ready_file),
+                {
+                    "pid": os.getpid(),
+                    "host": args.host,
+                    "http_port": ports["http"],
+                    "grpc_port": ports["grpc"],
+                    "metrics_port": ports["metrics"],
+                    "model_name": model_name,
+                    "model_load_ms": model_load_ms,
+                    "ready_ms": (time.perf_counter() - t0) * 1e3,
+                    "threads": threads if threads else runner.torch.get_num_threads(),
+                    "provenance": {**torch_provenance(device), **_placement(args)},
+                },
+            )
         while not stop.wait(0.5):
             if not triton.is_alive():
                 logging.getLogger(__name__).error("Triton stopped on its own")

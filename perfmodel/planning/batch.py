@@ -19,8 +19,8 @@ import numpy as np
 
 import solvers
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
-from perfmodel.plan_basis import EXTRAPOLATION_FACTOR, Basis
-from perfmodel.plan_context import Option, PlannedJob, build_context, model_argument, option_of
+from perfmodel.planning.basis import EXTRAPOLATION_FACTOR, Basis
+from perfmodel.planning.context import Option, PlannedJob, build_context, model_argument, option_of
 from perfmodel.units import MAX_SECONDS, parse_count, parse_duration, parse_fraction, shown, spoken_list
 
 # The most images (in all) and GPUs (of one type) a plan may hold: beyond them the solver's
@@ -49,15 +49,22 @@ class _Options:
     details: dict[str, Option] = field(default_factory=dict)  # what each candidate label stands for
 
     def add(self, size: int, batch, latency_s, warmup_s, labels) -> None:
-        self.columns.setdefault(size, []).append((np.asarray(batch), np.asarray(latency_s), np.asarray(warmup_s), list(labels)))
+        self.columns.setdefault(size, []).append(
+            (np.asarray(batch), np.asarray(latency_s), np.asarray(warmup_s), list(labels))
+        )
 
     def candidates(self, size: int) -> solvers.Candidates | None:
         parts = self.columns.get(size)
         if not parts:
             return None
         b, lat, warm, labels = zip(*parts)
-        return solvers.Candidates(size, np.concatenate(b), np.concatenate(lat), np.concatenate(warm),
-                                  labels=[x for part in labels for x in part])
+        return solvers.Candidates(
+            size,
+            np.concatenate(b),
+            np.concatenate(lat),
+            np.concatenate(warm),
+            labels=[x for part in labels for x in part],
+        )
 
 
 def make_plan(
@@ -99,8 +106,10 @@ def make_plan(
     """
     deadline_s = deadline if isinstance(deadline, (int, float)) else parse_duration(deadline, "--deadline")
     if isinstance(deadline_s, bool) or not 0 < deadline_s <= MAX_SECONDS:
-        raise InputError(f"the deadline must be a number of seconds > 0 and at most {MAX_SECONDS:,.0f} (10 years), "
-                         f"not {shown(deadline)}.")
+        raise InputError(
+            f"the deadline must be a number of seconds > 0 and at most {MAX_SECONDS:,.0f} (10 years), "
+            f"not {shown(deadline)}."
+        )
     margin = margin if isinstance(margin, (int, float)) else parse_fraction(margin, "--margin")
     load_s = load_time
     if isinstance(load_time, str):
@@ -114,7 +123,9 @@ def make_plan(
         raise InputError(f"mode must be soft or relaxed and objective gpus or cost, not {mode!r} and {objective!r}.")
     workload = _workload(images, input_size, mix, mode)
     if mode == "relaxed" and None in workload.values() and not pool:
-        raise InputError("relaxed mode with no --images plans as many images as a fixed pool can do: give --pool, e.g. --pool cpu=8.")
+        raise InputError(
+            "relaxed mode with no --images plans as many images as a fixed pool can do: give --pool, e.g. --pool cpu=8."
+        )
 
     profiles, predictors = list(profiles), list(predictors)
     if not profiles and not predictors:
@@ -123,8 +134,9 @@ def make_plan(
     model, model_path = model_argument(model)
     options, model = _gather(profiles, predictors, model, sorted(workload), use, backend, precision, basis)
     decode_s = _with_decode(options, decode)
-    problem = _problem(options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches,
-                       gap, time_limit)
+    problem = _problem(
+        options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches, gap, time_limit
+    )
     try:
         plan = solvers.solve(problem)
         plan = dataclasses.replace(plan, annotations=basis.to_dict(plan))
@@ -133,12 +145,14 @@ def make_plan(
     except solvers.ProblemError as exc:
         raise InputError(str(exc)) from None
     except solvers.errors.SolverTimeLimit:
-        raise PerfmodelError(f"the solver found no plan within its time limit of {time_limit:g} s; allow more with "
-                             "--time-limit.") from None
+        raise PerfmodelError(
+            f"the solver found no plan within its time limit of {time_limit:g} s; allow more with --time-limit."
+        ) from None
     except solvers.SolverFailure as exc:
         raise PerfmodelError(f"the solver failed: {exc}") from None
-    context = build_context(model, model_path, sorted(workload), use, margin, profiles, predictors, options, load_s,
-                            decode_s)
+    context = build_context(
+        model, model_path, sorted(workload), use, margin, profiles, predictors, options, load_s, decode_s
+    )
     return PlannedJob(plan, context)
 
 
@@ -165,8 +179,10 @@ def _check_confidence(confidence, profiles, predictors) -> float | None:
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
         raise InputError(f"--confidence must lie between 0 and 1, e.g. 0.99; not {confidence!r}.")
     if profiles or not predictors:
-        raise InputError("--confidence takes its margin from a predictor's measured error: plan with --predictor files "
-                         "only (make them with perfmodel fit), or give a --margin for profiles.")
+        raise InputError(
+            "--confidence takes its margin from a predictor's measured error: plan with --predictor files "
+            "only (make them with perfmodel fit), or give a --margin for profiles."
+        )
     return float(confidence)
 
 
@@ -208,8 +224,10 @@ def _gather(profiles, predictors, model, sizes, use, backend, precision, basis) 
                 what = " ".join(x for x in (backend, precision) if x)
                 raise InputError(f"no point of {model}{' ' + what if what else ''} at {size} px has status ok.")
             hint = f"plan at one of them with --input-size {measured[0]}, or give" if measured else "give"
-            raise InputError(f"nothing measured at input size {size} for {model}; sizes measured: "
-                             f"{', '.join(map(str, measured)) or 'none'}: {hint} a predictor, which can extrapolate.")
+            raise InputError(
+                f"nothing measured at input size {size} for {model}; sizes measured: "
+                f"{', '.join(map(str, measured)) or 'none'}: {hint} a predictor, which can extrapolate."
+            )
     return options, model
 
 
@@ -291,18 +309,25 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
             latency = at[column].to_numpy(dtype=float)
             points = list(at.itertuples(index=False))
             labels = [_label(r) for r in points]  # once per row: the warm-up fill, the options and their details
-            warmup, n_filled, n_unmeasured = _fill_warmup(at["batch_size"].to_numpy(dtype=float), np.array(labels),
-                                                          latency, at["warmup_ms"].to_numpy(dtype=float))
+            warmup, n_filled, n_unmeasured = _fill_warmup(
+                at["batch_size"].to_numpy(dtype=float), np.array(labels), latency, at["warmup_ms"].to_numpy(dtype=float)
+            )
             filled, unmeasured = filled + n_filled, unmeasured + n_unmeasured
             o.add(int(size), at["batch_size"].to_numpy(dtype=np.int64), latency / 1000, warmup / 1000, labels)
             o.details.update((label, option_of(r)) for label, r in zip(labels, points))
     if filled:
-        warnings.warn(f"{filled} profile point(s) have no warm-up time; planning with the warm-up excess over latency "
-                      "interpolated from the batch sizes measured with a fresh warm-up (same option and input size).",
-                      PerfmodelWarning, stacklevel=3)
+        warnings.warn(
+            f"{filled} profile point(s) have no warm-up time; planning with the warm-up excess over latency "
+            "interpolated from the batch sizes measured with a fresh warm-up (same option and input size).",
+            PerfmodelWarning,
+            stacklevel=3,
+        )
     if unmeasured:
-        warnings.warn(f"{unmeasured} profile point(s) have no warm-up time; planning with their latency instead.",
-                      PerfmodelWarning, stacklevel=3)
+        warnings.warn(
+            f"{unmeasured} profile point(s) have no warm-up time; planning with their latency instead.",
+            PerfmodelWarning,
+            stacklevel=3,
+        )
 
 
 def _fill_warmup(batch, labels, latency, warmup):
@@ -356,12 +381,18 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
             o.load_s.append(float(load_ms) / 1000)
             o.load_from.add("predictor")
         low, high = min(group.input_sizes), max(group.input_sizes)
-        label = f"{group.backend} {group.precision} " + ("(transferred)" if getattr(group, "transfer", None) else "(predicted)")
+        label = f"{group.backend} {group.precision} " + (
+            "(transferred)" if getattr(group, "transfer", None) else "(predicted)"
+        )
         _record_predictor_basis(basis, group, label, name, predictor)
         for size in sizes:
             if not low <= size <= high:
-                warnings.warn(f"{group.hardware} {group.backend} {group.precision}: input size {size} is outside the "
-                              f"sizes measured ({low}-{high}); the predictor extrapolates.", PerfmodelWarning, stacklevel=3)
+                warnings.warn(
+                    f"{group.hardware} {group.backend} {group.precision}: input size {size} is outside the "
+                    f"sizes measured ({low}-{high}); the predictor extrapolates.",
+                    PerfmodelWarning,
+                    stacklevel=3,
+                )
             largest = int(np.asarray(group.max_batch(size)).ravel()[0])
             measured = _largest_measured(group, size)
             t.measured[(label, size)] = measured
@@ -386,15 +417,22 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
                 latency, warmup = latency * factor, warmup * factor
             good = np.isfinite(latency) & (latency > 0) & np.isfinite(warmup) & (warmup >= 0)
             if not good.all():
-                warnings.warn(f"{group.hardware}: the predictor gives no usable time for {int((~good).sum())} batch "
-                              f"size(s) at {size} px; they are left out.", PerfmodelWarning, stacklevel=3)
+                warnings.warn(
+                    f"{group.hardware}: the predictor gives no usable time for {int((~good).sum())} batch "
+                    f"size(s) at {size} px; they are left out.",
+                    PerfmodelWarning,
+                    stacklevel=3,
+                )
             o.add(size, b[good], latency[good] / 1000, warmup[good] / 1000, [label] * int(good.sum()))
             o.details[label] = option_of(group)
     if no_warmup:
         names = list(no_warmup)
-        warnings.warn(f"{len(names)} predictor group(s) have no warm-up model ({', '.join(names[:3])}"
-                      f"{', ...' if len(names) > 3 else ''}); planning their first batch with the latency instead.",
-                      PerfmodelWarning, stacklevel=3)
+        warnings.warn(
+            f"{len(names)} predictor group(s) have no warm-up model ({', '.join(names[:3])}"
+            f"{', ...' if len(names) > 3 else ''}); planning their first batch with the latency instead.",
+            PerfmodelWarning,
+            stacklevel=3,
+        )
 
 
 def _largest_measured(group, size: int) -> float:
@@ -405,7 +443,9 @@ def _largest_measured(group, size: int) -> float:
 
 
 def _record_predictor_basis(basis, group, label: str, name: str, predictor) -> None:
-    fitted_on = [os.path.basename(str(s.get("source", ""))) for s in getattr(predictor, "provenance", {}).get("sources", [])]
+    fitted_on = [
+        os.path.basename(str(s.get("source", ""))) for s in getattr(predictor, "provenance", {}).get("sources", [])
+    ]
     source = f"predictor {name}" + (f" (fitted on {', '.join(fitted_on)})" if fitted_on else "")
     transfer = getattr(group, "transfer", None)
     basis.cite(group.hardware, label, source, "transferred" if transfer else "predicted")
@@ -425,14 +465,25 @@ def _confidence_factor(group, b, measured, confidence, quantity, t, label) -> np
         quantile = group.error_quantile(confidence, beyond=region == "beyond", quantity=quantity)
         if quantile is None:
             if region == "inside":
-                raise InputError(f"{group.name} has no measured {quantity} error (fewer than 3 batch sizes were fitted): "
-                                 "--confidence cannot take a margin from it; use --margin.")
-            warnings.warn(f"{group.name}: no measured error beyond the batch sizes measured; --confidence leaves them out.",
-                          PerfmodelWarning, stacklevel=4)
+                raise InputError(
+                    f"{group.name} has no measured {quantity} error (fewer than 3 batch sizes were fitted): "
+                    "--confidence cannot take a margin from it; use --margin."
+                )
+            warnings.warn(
+                f"{group.name}: no measured error beyond the batch sizes measured; --confidence leaves them out.",
+                PerfmodelWarning,
+                stacklevel=4,
+            )
             continue
         factors[mask] = 1.0 + quantile["fraction"]
-        entry = {"hardware": group.hardware, "option": label, "region": region, "margin": quantile["fraction"],
-                 "errors": quantile["errors"], "origin": quantile["origin"]}
+        entry = {
+            "hardware": group.hardware,
+            "option": label,
+            "region": region,
+            "margin": quantile["fraction"],
+            "errors": quantile["errors"],
+            "origin": quantile["origin"],
+        }
         if entry not in t.margins:
             t.margins.append(entry)
     return factors
@@ -457,23 +508,30 @@ def pool_counts(found, pool, prices, objective) -> tuple[dict, dict]:
     named has a source, every price a type, and a cost objective a price for every type it may use."""
     unknown = [name for name in (pool or {}) if name not in found]
     if unknown:
-        raise InputError(f"no profile or predictor for {', '.join(unknown)} (hardware found: {', '.join(sorted(found))}).")
+        raise InputError(
+            f"no profile or predictor for {', '.join(unknown)} (hardware found: {', '.join(sorted(found))})."
+        )
     counts = dict(pool) if pool else {name: None for name in sorted(found)}
     prices = dict(prices or {})
     unknown = [name for name in prices if name not in counts]
     if unknown:
-        raise InputError(f"--price names {spoken_list(unknown)}, which {'is' if len(unknown) == 1 else 'are'} not in the "
-                         f"pool ({', '.join(counts)}).")
+        raise InputError(
+            f"--price names {spoken_list(unknown)}, which {'is' if len(unknown) == 1 else 'are'} not in the "
+            f"pool ({', '.join(counts)})."
+        )
     if objective == "cost":
         unpriced = [name for name, n in counts.items() if name not in prices and n != 0]
         if unpriced:
-            raise InputError(f"--objective cost needs a price per GPU-hour for {', '.join(unpriced)}: "
-                             f"add e.g. --price {unpriced[0]}=2.5.")
+            raise InputError(
+                f"--objective cost needs a price per GPU-hour for {', '.join(unpriced)}: "
+                f"add e.g. --price {unpriced[0]}=2.5."
+            )
     return counts, prices
 
 
-def _problem(options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches, gap,
-             time_limit) -> solvers.Problem:
+def _problem(
+    options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches, gap, time_limit
+) -> solvers.Problem:
     counts, prices = pool_counts(options, pool, prices, objective)
     try:
         types = []
@@ -482,8 +540,17 @@ def _problem(options, workload, deadline_s, pool, prices, mode, objective, margi
             candidates = [c for c in (o.candidates(size) for size in workload) if c is not None]
             load = load_s if load_s is not None else (float(np.median(o.load_s)) if o.load_s else 0.0)
             types.append(solvers.GpuType(name, count, candidates, cost_per_hour=prices.get(name), load_s=load))
-        return solvers.Problem(types, workload, deadline_s, mode=mode, objective=objective, margin=margin,
-                               max_batches=max_batches, mip_rel_gap=gap, time_limit_s=time_limit)
+        return solvers.Problem(
+            types,
+            workload,
+            deadline_s,
+            mode=mode,
+            objective=objective,
+            margin=margin,
+            max_batches=max_batches,
+            mip_rel_gap=gap,
+            time_limit_s=time_limit,
+        )
     except solvers.ProblemError as exc:
         raise InputError(str(exc)) from None
 
@@ -509,9 +576,8 @@ def explain(d: solvers.Diagnosis) -> str:
 
 def format_seconds(value: float, up: bool = False) -> str:
     """'250 ms', '58.7 s', '12.5 min', '3.2 h' (3 significant digits); `up` rounds up, for a deadline to meet."""
-    for unit, scale, above in (("h", 3600.0, 7200.0), ("min", 60.0, 600.0), ("s", 1.0, 1.0), ("ms", 0.001, 0.0)):
-        if value >= above:
-            break
+    units = (("h", 3600.0, 7200.0), ("min", 60.0, 600.0), ("s", 1.0, 1.0), ("ms", 0.001, 0.0))
+    unit, scale = next((u, s) for u, s, above in units if value >= above or u == "ms")
     x = value / scale
     if up and x > 0:
         step = 10.0 ** (math.floor(math.log10(x)) - 2)
@@ -525,7 +591,11 @@ def summary(plan: solvers.Plan) -> str:
     asked = None if None in plan.images_requested.values() else sum(plan.images_requested.values())
     images = f"{plan.total_images:,} images"
     if plan.mode == "relaxed":
-        images = f"{plan.total_images:,} of {asked:,} images" if asked is not None else f"{plan.total_images:,} images (as many as fit)"
+        images = (
+            f"{plan.total_images:,} of {asked:,} images"
+            if asked is not None
+            else f"{plan.total_images:,} images (as many as fit)"
+        )
     line = f"{gpus}, {images} by {format_seconds(plan.makespan_s)} of {format_seconds(plan.deadline_s)}"
     if plan.margin:
         line += f" (margin {plan.margin:.0%})"
@@ -535,14 +605,38 @@ def summary(plan: solvers.Plan) -> str:
     return line + f", solved in {format_seconds(plan.solve_time_s)}"
 
 
-PLAN_COLUMNS = ("GPUs", "type", "option", "size px", "batch", "batches", "last batch", "images/GPU",
-                "load s", "warm-up s", "batch s", "finish s")
+PLAN_COLUMNS = (
+    "GPUs",
+    "type",
+    "option",
+    "size px",
+    "batch",
+    "batches",
+    "last batch",
+    "images/GPU",
+    "load s",
+    "warm-up s",
+    "batch s",
+    "finish s",
+)
 
 
 def plan_rows(plan: solvers.Plan) -> list[tuple]:
     """One row per group of identical GPUs, for console.table with PLAN_COLUMNS."""
     return [
-        (a.count, a.hardware, a.label or "-", a.input_size, a.batch_size, a.batches, a.last_batch, a.images,
-         a.load_s, a.warmup_s, a.latency_s, a.finish_s)
+        (
+            a.count,
+            a.hardware,
+            a.label or "-",
+            a.input_size,
+            a.batch_size,
+            a.batches,
+            a.last_batch,
+            a.images,
+            a.load_s,
+            a.warmup_s,
+            a.latency_s,
+            a.finish_s,
+        )
         for a in plan.assignments
     ]

@@ -1,6 +1,6 @@
-"""Online serving plans from profiles or predictors: batch service times per GPU type, then solvers.online.
+"""Online serving plans from profiles or predictors: batch service times per GPU type, then solvers.online_solve.
 
-    from perfmodel.online import make_online_plan
+    from perfmodel.planning.online import make_online_plan
     plan = make_online_plan("400/s", "100ms", percentile=99, profiles=["p.csv"], input_size=64)
 
 A profile gives, per hardware type and option (backend, precision; for Triton profiles also protocol
@@ -23,18 +23,19 @@ import numpy as np
 
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
 from perfmodel.files import read_csv_text
-from perfmodel.plan import _load_predictor, _pick_model, pool_counts
+from perfmodel.planning.batch import _load_predictor, _pick_model, pool_counts
 from perfmodel.units import parse_duration, parse_fraction, parse_percentile, parse_rate
 from solvers import InfeasibleProblem, ProblemError, SolverError
-from solvers.online import OnlineDiagnosis, OnlineGpuType, OnlinePlan, OnlineProblem, ServiceTimes, solve_online
-from solvers.online_plan import percent
+from solvers.online_solution import percent
+from solvers.online_solve import OnlineDiagnosis, OnlineGpuType, OnlinePlan, OnlineProblem, ServiceTimes, solve_online
 
 ARRIVAL_COLUMN = "arrival_s"
 PREDICTED_LARGEST = 4096  # a predictor's batch sizes are asked up to this many images (max_batch may say far more)
 
 
 class NoOnlinePlanError(InfeasibleError):
-    """No GPUs of the pool meet the SLO at the rate; `diagnosis` (solvers.online.OnlineDiagnosis) says why and what would."""
+    """No GPUs of the pool meet the SLO at the rate; `diagnosis` (solvers.online_solve.OnlineDiagnosis) says why
+    and what would."""
 
     def __init__(self, message: str, diagnosis: OnlineDiagnosis) -> None:
         super().__init__(message)
@@ -73,7 +74,7 @@ def make_online_plan(
     predictors, the files shipped in profiles/ are used. Raises NoOnlinePlanError (exit code 3) when
     nothing meets the SLO, InputError for bad input.
     """
-    from perfmodel.plan import DEFAULT_INPUT_SIZE, shipped_sources
+    from perfmodel.planning.batch import DEFAULT_INPUT_SIZE, shipped_sources
 
     rate_s = None if rate is None else rate if isinstance(rate, (int, float)) else parse_rate(rate)
     slo_s = slo if isinstance(slo, (int, float)) else parse_duration(slo, "--slo")
@@ -88,13 +89,26 @@ def make_online_plan(
     size = int(input_size or DEFAULT_INPUT_SIZE)
     options = service_options(profiles, predictors, model, size, backend, precision)
     try:
-        problem = OnlineProblem(_gpu_types(options, pool, prices, objective), rate_s, slo_s, pct, request_size,
-                                objective, arrivals_s=trace, delays_s=None if max_queue_delays is None else list(max_queue_delays),
-                                simulate=simulate, seed=seed, input_size=size, margin=share)
+        problem = OnlineProblem(
+            _gpu_types(options, pool, prices, objective),
+            rate_s,
+            slo_s,
+            pct,
+            request_size,
+            objective,
+            arrivals_s=trace,
+            delays_s=None if max_queue_delays is None else list(max_queue_delays),
+            simulate=simulate,
+            seed=seed,
+            input_size=size,
+            margin=share,
+        )
         largest = max(o.largest for found in options.values() for o in found)
         if problem.request_size > largest:
-            raise InputError(f"--request-size {problem.request_size} is above the largest batch timed ({largest} "
-                             "images): no GPU takes requests of that many images.")
+            raise InputError(
+                f"--request-size {problem.request_size} is above the largest batch timed ({largest} "
+                "images): no GPU takes requests of that many images."
+            )
         return solve_online(problem)
     except InfeasibleProblem as exc:
         raise NoOnlinePlanError(explain_online(exc.diagnosis), exc.diagnosis) from None
@@ -114,7 +128,9 @@ def _gpu_types(options: dict[str, list[ServiceTimes]], pool, prices, objective) 
 # Service times
 
 
-def service_options(profiles, predictors, model, input_size: int, backend=None, precision=None) -> dict[str, list[ServiceTimes]]:
+def service_options(
+    profiles, predictors, model, input_size: int, backend=None, precision=None
+) -> dict[str, list[ServiceTimes]]:
     """Per hardware type, every way of serving `model` at `input_size` that the sources time."""
     from perfmodel.schema import load_profiles
 
@@ -149,7 +165,7 @@ def _single_requests(frame):
 
 
 def _from_profiles(options, frame, model, size, backend, precision) -> None:
-    from perfmodel.plan import _label
+    from perfmodel.planning.batch import _label
 
     rows = frame[(frame["status"] == "ok") & (frame["model"] == model) & (frame["input_size"] == size)]
     if backend:
@@ -168,7 +184,8 @@ def _from_profiles(options, frame, model, size, backend, precision) -> None:
         p99 = np.interp(b, measured, by_batch["latency_p99_ms"].to_numpy(dtype=float)) / 1000
         overhead = _overhead_s(group, p50)
         options.setdefault(str(hardware), []).append(
-            ServiceTimes(p50 - overhead, np.maximum(p99, p50) - overhead, label, tuple(measured), overhead))
+            ServiceTimes(p50 - overhead, np.maximum(p99, p50) - overhead, label, tuple(measured), overhead)
+        )
 
 
 def _overhead_s(group, p50) -> float:
@@ -193,8 +210,12 @@ def _from_predictor(options, predictor, model, size, backend, precision) -> None
             continue
         low, high = min(group.input_sizes), max(group.input_sizes)
         if not low <= size <= high:
-            warnings.warn(f"{group.hardware} {group.backend} {group.precision}: input size {size} is outside the "
-                          f"sizes measured ({low}-{high}); the predictor extrapolates.", PerfmodelWarning, stacklevel=4)
+            warnings.warn(
+                f"{group.hardware} {group.backend} {group.precision}: input size {size} is outside the "
+                f"sizes measured ({low}-{high}); the predictor extrapolates.",
+                PerfmodelWarning,
+                stacklevel=4,
+            )
         largest = min(int(np.asarray(group.max_batch(size)).ravel()[0]), PREDICTED_LARGEST)
         if largest < 1:
             continue
@@ -203,15 +224,20 @@ def _from_predictor(options, predictor, model, size, backend, precision) -> None
         try:
             p99 = np.broadcast_to(np.asarray(group.latency_p99_ms(b, size), dtype=float), b.shape) / 1000
         except InputError:
-            warnings.warn(f"{group.hardware}: the predictor has no p99 model; the batch time is taken as fixed.",
-                          PerfmodelWarning, stacklevel=4)
+            warnings.warn(
+                f"{group.hardware}: the predictor has no p99 model; the batch time is taken as fixed.",
+                PerfmodelWarning,
+                stacklevel=4,
+            )
             p99 = p50
         good = np.isfinite(p50) & (p50 > 0) & np.isfinite(p99)
         if not good.all():  # keep the batch sizes up to the first one without a usable time
             b = b[: int(np.argmin(good))]
         if len(b):
             label = f"{group.backend} {group.precision} (predicted)"
-            options.setdefault(group.hardware, []).append(ServiceTimes(p50[: len(b)], np.maximum(p99, p50)[: len(b)], label))
+            options.setdefault(group.hardware, []).append(
+                ServiceTimes(p50[: len(b)], np.maximum(p99, p50)[: len(b)], label)
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,7 +259,9 @@ def read_arrivals(path: str | os.PathLike) -> np.ndarray:
     bad = ~np.isfinite(values)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{source}, row {i + 1}, column '{ARRIVAL_COLUMN}': {text.iloc[i]!r} is not a finite number of seconds.")
+        raise InputError(
+            f"{source}, row {i + 1}, column '{ARRIVAL_COLUMN}': {text.iloc[i]!r} is not a finite number of seconds."
+        )
     values = np.sort(values)
     if len(values) < 2 or values[-1] <= values[0]:
         raise InputError(f"{source} needs at least two arrivals at different times to give a rate.")
@@ -253,7 +281,7 @@ def explain_online(d: OnlineDiagnosis) -> str:
     if d.max_rate_per_s:
         fixes.append(f"ask for no more than {d.max_rate_per_s:,.4g} requests/s")
     if d.min_slo_s is not None and d.min_slo_s > d.slo_s:
-        from perfmodel.plan import format_seconds
+        from perfmodel.planning.batch import format_seconds
 
         fixes.append(f"allow an SLO of at least {format_seconds(d.min_slo_s, up=True)}")
     if d.margin:
@@ -267,14 +295,16 @@ def explain_online(d: OnlineDiagnosis) -> str:
 def online_summary(plan: OnlinePlan) -> str:
     """'3 x cpu: 400 requests/s within 100 ms for 99% of them (up to 431/s), optimal, solved in 412 ms';
     with a margin '... of them (up to 431/s; margin 10%: holds the SLO with every batch 10% slower), ...'."""
-    from perfmodel.plan import format_seconds
+    from perfmodel.planning.batch import format_seconds
 
     gpus = " + ".join(f"{n:,} x {name}" for name, n in plan.gpus_by_type.items())
     margin = ""
     if plan.margin:
         margin = f"; margin {percent(plan.margin)}: holds the SLO with every batch {percent(plan.margin)} slower"
-    line = (f"{gpus}: {plan.rate_per_s:,.4g} requests/s within {format_seconds(plan.slo_s)} for "
-            f"{plan.percentile:g}% of them (up to {plan.capacity_per_s:,.4g}/s{margin})")
+    line = (
+        f"{gpus}: {plan.rate_per_s:,.4g} requests/s within {format_seconds(plan.slo_s)} for "
+        f"{plan.percentile:g}% of them (up to {plan.capacity_per_s:,.4g}/s{margin})"
+    )
     if plan.request_size > 1:
         line += f", {plan.request_size} images per request"
     if plan.arrivals == "trace":
@@ -285,35 +315,64 @@ def online_summary(plan: OnlinePlan) -> str:
     return line + f", solved in {format_seconds(plan.solve_time_s)}"
 
 
-ONLINE_COLUMNS = ("GPUs", "type", "option", "size px", "max batch", "delay ms", "req/s per GPU", "utilization",
-                  "p50 ms", "p99 ms")
+ONLINE_COLUMNS = (
+    "GPUs",
+    "type",
+    "option",
+    "size px",
+    "max batch",
+    "delay ms",
+    "req/s per GPU",
+    "utilization",
+    "p50 ms",
+    "p99 ms",
+)
 
 
 def online_rows(plan: OnlinePlan) -> list[tuple]:
     return [
-        (a.count, a.hardware, a.option or "-", a.input_size, a.max_batch, a.max_queue_delay_s * 1000,
-         a.rate_per_gpu_s, f"{a.utilization:.0%}", a.predicted_p50_s * 1000, a.predicted_p99_s * 1000)
+        (
+            a.count,
+            a.hardware,
+            a.option or "-",
+            a.input_size,
+            a.max_batch,
+            a.max_queue_delay_s * 1000,
+            a.rate_per_gpu_s,
+            f"{a.utilization:.0%}",
+            a.predicted_p50_s * 1000,
+            a.predicted_p99_s * 1000,
+        )
         for a in plan.assignments
     ]
 
 
 def triton_settings(plan: OnlinePlan, cpu_types: Iterable[str] = ("cpu",)) -> dict:
     """The config.pbtxt settings each GPU type of the plan assumes (one model instance per device)."""
-    from perfmodel.triton_config import BatchingSettings
+    from perfmodel.planning.triton_config import BatchingSettings
 
     cpu = set(cpu_types)
-    return {a.hardware: BatchingSettings(a.max_batch, a.preferred_batch_sizes, int(round(a.max_queue_delay_s * 1e6)),
-                                         "KIND_CPU" if a.hardware in cpu else "KIND_GPU")
-            for a in plan.assignments}
+    return {
+        a.hardware: BatchingSettings(
+            a.max_batch,
+            a.preferred_batch_sizes,
+            int(round(a.max_queue_delay_s * 1e6)),
+            "KIND_CPU" if a.hardware in cpu else "KIND_GPU",
+        )
+        for a in plan.assignments
+    }
 
 
 def triton_header(plan: OnlinePlan) -> str:
     margin = f", margin {percent(plan.margin)}" if plan.margin else ""
-    lines = [f"perfmodel plan --mode online: {plan.rate_per_s:,.6g} requests/s, p{plan.percentile:g} <= "
-             f"{plan.slo_s * 1000:g} ms{margin}, {plan.request_size} image(s) per request."]
+    lines = [
+        f"perfmodel plan --mode online: {plan.rate_per_s:,.6g} requests/s, p{plan.percentile:g} <= "
+        f"{plan.slo_s * 1000:g} ms{margin}, {plan.request_size} image(s) per request."
+    ]
     for a in plan.assignments:
-        lines.append(f"{a.hardware}: {a.count} device(s), each its own model instance behind a load balancer "
-                     f"({a.rate_per_gpu_s:,.4g} requests/s each); predicted p50 {a.predicted_p50_s * 1000:.3g} ms, "
-                     f"p99 {a.predicted_p99_s * 1000:.3g} ms.")
+        lines.append(
+            f"{a.hardware}: {a.count} device(s), each its own model instance behind a load balancer "
+            f"({a.rate_per_gpu_s:,.4g} requests/s each); predicted p50 {a.predicted_p50_s * 1000:.3g} ms, "
+            f"p99 {a.predicted_p99_s * 1000:.3g} ms."
+        )
     return "\n".join(lines)
-

@@ -17,7 +17,9 @@ def check_plan_fields(plan: dict, source: str, how: str) -> None:
     """InputError naming the first known field (of the plan, or of an assignment) that does not hold
     what the plan command writes there."""
     if plan["status"] not in PLAN_STATUSES:
-        raise InputError(f"{source} has the status {shown(plan['status'])}, which is none of {', '.join(PLAN_STATUSES)}; {how}.")
+        raise InputError(
+            f"{source} has the status {shown(plan['status'])}, which is none of {', '.join(PLAN_STATUSES)}; {how}."
+        )
     problem = _fields_problem(plan, _PLAN_FIELDS)
     if problem:
         raise InputError(f"{source}: {problem}; {how}.")
@@ -25,7 +27,7 @@ def check_plan_fields(plan: dict, source: str, how: str) -> None:
         return
     assignments = plan.get("assignments")
     if not isinstance(assignments, list):
-        raise InputError(f"{source} is not a plan (no \"assignments\" list); {how}.")
+        raise InputError(f'{source} is not a plan (no "assignments" list); {how}.')
     for i, a in enumerate(assignments):
         problem = _assignment_problem(a)
         if problem:
@@ -34,7 +36,11 @@ def check_plan_fields(plan: dict, source: str, how: str) -> None:
 
 # What each known field must hold (None is allowed wherever a field is optional).
 _SECONDS = ("seconds", lambda v: is_number(v) and 0 <= v <= MAX_SECONDS, "a number of seconds from 0 to 10 years")
-_DEADLINE = ("deadline", lambda v: is_number(v) and 0 < v <= MAX_SECONDS, "a number of seconds above 0, at most 10 years")
+_DEADLINE = (
+    "deadline",
+    lambda v: is_number(v) and 0 < v <= MAX_SECONDS,
+    "a number of seconds above 0, at most 10 years",
+)
 _COUNT = ("count", lambda v: _is_whole(v) and 0 <= v <= MAX_COUNT, f"a whole number from 0 to {MAX_COUNT:,}")
 _POSITIVE = ("positive", lambda v: _is_whole(v) and 1 <= v <= MAX_COUNT, f"a whole number from 1 to {MAX_COUNT:,}")
 _BATCH = ("batch", lambda v: _is_whole(v) and 1 <= v <= MAX_BATCH_SIZE, f"a whole number from 1 to {MAX_BATCH_SIZE:,}")
@@ -44,18 +50,46 @@ _NUMBER = ("number", lambda v: is_number(v) and v >= 0, "a number >= 0")
 _TEXT = ("text", lambda v: isinstance(v, str), "text")
 _FLAG = ("flag", lambda v: isinstance(v, bool), "true or false")
 _PLAN_FIELDS = {
-    "mode": _TEXT, "objective": _TEXT, "reason": _TEXT, "cost_billing": _TEXT, "exact": _FLAG,
-    "deadline_s": _DEADLINE, "usable_s": _SECONDS, "makespan_s": _SECONDS, "min_deadline_s": _SECONDS,
-    "margin": _FRACTION, "objective_value": _NUMBER, "gap": _NUMBER, "max_images_gap": _NUMBER, "cost": _NUMBER,
-    "build_time_s": _NUMBER, "solver_time_s": _NUMBER, "solve_time_s": _NUMBER,
-    "images": _COUNT, "images_planned": _COUNT, "total_gpus": _COUNT, "max_images": _COUNT,
-    "images_by_size": {"": _COUNT}, "images_planned_by_size": {"": _COUNT}, "max_images_by_size": {"": _COUNT},
-    "gpus_by_type": {"": _COUNT}, "extra_gpus": {"": _COUNT}, "fastest_first_batch_s": {"": _SECONDS},
+    "mode": _TEXT,
+    "objective": _TEXT,
+    "reason": _TEXT,
+    "cost_billing": _TEXT,
+    "exact": _FLAG,
+    "deadline_s": _DEADLINE,
+    "usable_s": _SECONDS,
+    "makespan_s": _SECONDS,
+    "min_deadline_s": _SECONDS,
+    "margin": _FRACTION,
+    "objective_value": _NUMBER,
+    "gap": _NUMBER,
+    "max_images_gap": _NUMBER,
+    "cost": _NUMBER,
+    "build_time_s": _NUMBER,
+    "solver_time_s": _NUMBER,
+    "solve_time_s": _NUMBER,
+    "images": _COUNT,
+    "images_planned": _COUNT,
+    "total_gpus": _COUNT,
+    "max_images": _COUNT,
+    "images_by_size": {"": _COUNT},
+    "images_planned_by_size": {"": _COUNT},
+    "max_images_by_size": {"": _COUNT},
+    "gpus_by_type": {"": _COUNT},
+    "extra_gpus": {"": _COUNT},
+    "fastest_first_batch_s": {"": _SECONDS},
     "unservable_sizes": [_SIZE],
 }
 _ASSIGNMENT_FIELDS = {
-    "option": _TEXT, "input_size": _SIZE, "count": _POSITIVE, "batches": _POSITIVE, "images": _COUNT,
-    "images_total": _COUNT, "last_batch": _COUNT, "load_s": _SECONDS, "warmup_s": _SECONDS, "latency_s": _SECONDS,
+    "option": _TEXT,
+    "input_size": _SIZE,
+    "count": _POSITIVE,
+    "batches": _POSITIVE,
+    "images": _COUNT,
+    "images_total": _COUNT,
+    "last_batch": _COUNT,
+    "load_s": _SECONDS,
+    "warmup_s": _SECONDS,
+    "latency_s": _SECONDS,
     "gpu": _COUNT,
 }
 
@@ -69,16 +103,16 @@ def _fields_problem(data: dict, fields: dict) -> str:
         if isinstance(kind, dict):  # an object of name -> value
             check = kind[""]
             if not isinstance(value, dict):
-                return f"\"{key}\" is {_json(value)}, not an object"
+                return f'"{key}" is {_json(value)}, not an object'
             bad = next((k for k, v in value.items() if v is not None and not check[1](v)), None)
             if bad is not None:
-                return f"\"{key}\" gives {shown(bad)} the value {_json(value[bad])}, not {check[2]}"
+                return f'"{key}" gives {shown(bad)} the value {_json(value[bad])}, not {check[2]}'
         elif isinstance(kind, list):  # a list of values
             check = kind[0]
             if not isinstance(value, list) or not all(check[1](v) for v in value):
-                return f"\"{key}\" is {_json(value)}, not a list of {check[2]}s"
+                return f'"{key}" is {_json(value)}, not a list of {check[2]}s'
         elif not kind[1](value):
-            return f"\"{key}\" is {_json(value)}, not {kind[2]}"
+            return f'"{key}" is {_json(value)}, not {kind[2]}'
     return ""
 
 
@@ -86,10 +120,10 @@ def _assignment_problem(a) -> str:
     if not isinstance(a, dict):
         return "is not an object"
     if not isinstance(a.get("hardware"), str) or not a["hardware"]:
-        return "has no \"hardware\""
+        return 'has no "hardware"'
     for key, kind in (("batch_size", _BATCH), ("finish_s", _SECONDS)):  # the two the timeline cannot do without
         if not kind[1](a.get(key)):
-            return f"\"{key}\" is {_json(a.get(key))}, not {kind[2]}"
+            return f'"{key}" is {_json(a.get(key))}, not {kind[2]}'
     return _fields_problem(a, _ASSIGNMENT_FIELDS)
 
 

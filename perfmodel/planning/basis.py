@@ -1,5 +1,5 @@
 """What a plan's numbers rest on, per hardware type: where they come from, what was not measured, how far
-a predictor was trusted, and the margin its error calls for. perfmodel.plan fills a Basis while it
+a predictor was trusted, and the margin its error calls for. perfmodel.planning.batch fills a Basis while it
 gathers candidates; the plan carries `Basis.to_dict(plan)` in its JSON and `notes(plan)` in its output.
 """
 
@@ -47,16 +47,22 @@ class Basis:
         out = {
             "warmup_measured": all(t["warmup_measured"] for t in types.values()),
             "data_by_type": types,
-            "extrapolation": {"allowed": self.extrapolate,
-                              "limit": None if self.extrapolate else f"{EXTRAPOLATION_FACTOR:g}x the largest batch measured "
-                                                                      "at each input size (predictors)"},
+            "extrapolation": {
+                "allowed": self.extrapolate,
+                "limit": None
+                if self.extrapolate
+                else f"{EXTRAPOLATION_FACTOR:g}x the largest batch measured at each input size (predictors)",
+            },
         }
         if self.confidence is not None:
-            out["confidence"] = {"level": self.confidence,
-                                 "applied": "each predicted batch time and warm-up is multiplied by (1 + margin), margin "
-                                            "the level's quantile of the predictor's measured errors",
-                                 "margins": [m for name in sorted(types) for m in self.types[name].margins
-                                             if m["option"] in types[name]["kinds"]]}
+            out["confidence"] = {
+                "level": self.confidence,
+                "applied": "each predicted batch time and warm-up is multiplied by (1 + margin), margin "
+                "the level's quantile of the predictor's measured errors",
+                "margins": [
+                    m for name in sorted(types) for m in self.types[name].margins if m["option"] in types[name]["kinds"]
+                ],
+            }
         return out
 
     def _type_dict(self, name: str, t: TypeBasis, plan) -> dict:
@@ -67,17 +73,34 @@ class Basis:
             options.append(a.label)
             largest = t.measured.get((a.label, a.input_size))
             if largest is not None and a.batch_size > largest:
-                beyond.append({"option": a.label, "input_size": a.input_size, "batch_size": a.batch_size,
-                               "largest_measured": largest})
+                beyond.append(
+                    {
+                        "option": a.label,
+                        "input_size": a.input_size,
+                        "batch_size": a.batch_size,
+                        "largest_measured": largest,
+                    }
+                )
             ci = t.median_ci.get((a.label, a.input_size, a.batch_size))
             if ci is not None and ci > max(SPREAD_NOTED, plan.margin):
-                loose.append({"option": a.label, "input_size": a.input_size, "batch_size": a.batch_size,
-                              "median_ci_rel": ci, "margin": plan.margin})
+                loose.append(
+                    {
+                        "option": a.label,
+                        "input_size": a.input_size,
+                        "batch_size": a.batch_size,
+                        "median_ci_rel": ci,
+                        "margin": plan.margin,
+                    }
+                )
         options = list(dict.fromkeys(options))
-        out = {"numbers_from": {o: list(t.sources.get(o, {})) for o in options},
-               "kinds": {o: t.kinds.get(o) for o in options}, "warmup_measured": t.warmup_measured,
-               "transferred": {o: t.transferred[o] for o in options if o in t.transferred},
-               "beyond_measured": beyond, "loosely_measured": loose}
+        out = {
+            "numbers_from": {o: list(t.sources.get(o, {})) for o in options},
+            "kinds": {o: t.kinds.get(o) for o in options},
+            "warmup_measured": t.warmup_measured,
+            "transferred": {o: t.transferred[o] for o in options if o in t.transferred},
+            "beyond_measured": beyond,
+            "loosely_measured": loose,
+        }
         measured_with = min((t.measured_workers[o] for o in options if o in t.measured_workers), default=None)
         if measured_with is not None and plan.gpus_by_type[name] > measured_with:
             out["workers_when_measured"] = {"planned": plan.gpus_by_type[name], "measured_with": measured_with}
@@ -96,24 +119,34 @@ def notes(basis_dict: dict) -> list[str]:
         lines += list(t["transferred"].values())
         if "workers_when_measured" in t:
             w = t["workers_when_measured"]
-            lines.append(f"{name}: {w['planned']} workers planned from times measured with {w['measured_with']} running; "
-                         f"workers on one machine slow each other: profile with --alongside {w['planned'] - 1} to "
-                         "time them as they will run.")
+            lines.append(
+                f"{name}: {w['planned']} workers planned from times measured with {w['measured_with']} running; "
+                f"workers on one machine slow each other: profile with --alongside {w['planned'] - 1} to "
+                "time them as they will run."
+            )
         for b in t.get("loosely_measured", []):
-            lines.append(f"{name} {b['option']} at {b['input_size']} px: the profile knows batch {b['batch_size']}'s median "
-                         f"time within +-{b['median_ci_rel']:.0%} only (95% interval), wider than the {b['margin']:.0%} "
-                         f"margin: profile it again with a longer --max-time-per-point, or plan with --margin "
-                         f"{math.ceil(b['median_ci_rel'] * 100)}%.")
+            lines.append(
+                f"{name} {b['option']} at {b['input_size']} px: the profile knows batch {b['batch_size']}'s median "
+                f"time within +-{b['median_ci_rel']:.0%} only (95% interval), wider than the {b['margin']:.0%} "
+                f"margin: profile it again with a longer --max-time-per-point, or plan with --margin "
+                f"{math.ceil(b['median_ci_rel'] * 100)}%."
+            )
         for b in t["beyond_measured"]:
-            lines.append(f"{name} {b['option']} at {b['input_size']} px: batch {b['batch_size']} lies beyond the largest "
-                         f"measured ({b['largest_measured']:g}); its time is extrapolated.")
+            lines.append(
+                f"{name} {b['option']} at {b['input_size']} px: batch {b['batch_size']} lies beyond the largest "
+                f"measured ({b['largest_measured']:g}); its time is extrapolated."
+            )
     extrapolation = basis_dict.get("extrapolation", {})
     if extrapolation.get("allowed"):
-        lines.append("--extrapolate: predictors were used past 2x the largest batch measured, where their error was "
-                     "never measured.")
+        lines.append(
+            "--extrapolate: predictors were used past 2x the largest batch measured, where their error was "
+            "never measured."
+        )
     confidence = basis_dict.get("confidence")
     if confidence:
         for m in confidence["margins"]:
-            lines.append(f"confidence {confidence['level']:g}: {m['hardware']} {m['option']} {m['region']}: times x "
-                         f"{1 + m['margin']:.3f} ({m['origin']}, {m['errors']} errors)")
+            lines.append(
+                f"confidence {confidence['level']:g}: {m['hardware']} {m['option']} {m['region']}: times x "
+                f"{1 + m['margin']:.3f} ({m['origin']}, {m['errors']} errors)"
+            )
     return lines

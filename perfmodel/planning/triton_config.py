@@ -44,14 +44,16 @@ class BatchingSettings:
     def as_text(self) -> str:
         """The settings in config.pbtxt's text format (for a new file)."""
         sizes = ", ".join(str(b) for b in self.preferred_batch_sizes)
-        return (f"max_batch_size: {self.max_batch_size}\n"
-                "dynamic_batching {\n"
-                f"  preferred_batch_size: [ {sizes} ]\n"
-                f"  max_queue_delay_microseconds: {self.max_queue_delay_us}\n"
-                "}\n"
-                "instance_group [\n"
-                f"  {{\n    count: {self.instance_count}\n    kind: {self.kind}\n  }}\n"
-                "]\n")
+        return (
+            f"max_batch_size: {self.max_batch_size}\n"
+            "dynamic_batching {\n"
+            f"  preferred_batch_size: [ {sizes} ]\n"
+            f"  max_queue_delay_microseconds: {self.max_queue_delay_us}\n"
+            "}\n"
+            "instance_group [\n"
+            f"  {{\n    count: {self.instance_count}\n    kind: {self.kind}\n  }}\n"
+            "]\n"
+        )
 
 
 def targets(directory: Path, names: list[str]) -> dict[str, Path]:
@@ -86,7 +88,11 @@ def write_batching(directory: str | os.PathLike, settings: dict[str, BatchingSet
     plans = {}
     for name, path in targets(directory, list(settings)).items():  # parse everything before writing anything
         source = path if path.exists() else base if base.exists() else None
-        plans[path] = _merged(source, settings[name], header) if source is not None else _comment(header) + settings[name].as_text()
+        plans[path] = (
+            _merged(source, settings[name], header)
+            if source is not None
+            else _comment(header) + settings[name].as_text()
+        )
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for path, text in plans.items():
@@ -108,8 +114,13 @@ def read_batching(location: str | os.PathLike) -> BatchingSettings:
     cpu = _model_config().ModelInstanceGroup.Kind.Value("KIND_CPU")
     kind = "KIND_CPU" if any(g.kind == cpu for g in config.instance_group) else "KIND_GPU"
     count = max((g.count for g in config.instance_group), default=1) or 1
-    return BatchingSettings(int(config.max_batch_size), tuple(int(b) for b in batching.preferred_batch_size),
-                            int(batching.max_queue_delay_microseconds), kind, int(count))
+    return BatchingSettings(
+        int(config.max_batch_size),
+        tuple(int(b) for b in batching.preferred_batch_size),
+        int(batching.max_queue_delay_microseconds),
+        kind,
+        int(count),
+    )
 
 
 def _comment(header: str) -> str:

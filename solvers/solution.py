@@ -35,10 +35,19 @@ class Assignment:
 
     def to_dict(self) -> dict:
         return {
-            "hardware": self.hardware, "input_size": self.input_size, "option": self.label,
-            "batch_size": self.batch_size, "count": self.count, "batches": self.batches, "images": self.images,
-            "images_total": self.images_total, "last_batch": self.last_batch, "load_s": self.load_s,
-            "warmup_s": self.warmup_s, "latency_s": self.latency_s, "finish_s": self.finish_s,
+            "hardware": self.hardware,
+            "input_size": self.input_size,
+            "option": self.label,
+            "batch_size": self.batch_size,
+            "count": self.count,
+            "batches": self.batches,
+            "images": self.images,
+            "images_total": self.images_total,
+            "last_batch": self.last_batch,
+            "load_s": self.load_s,
+            "warmup_s": self.warmup_s,
+            "latency_s": self.latency_s,
+            "finish_s": self.finish_s,
         }
 
 
@@ -161,4 +170,3 @@ class Diagnosis:
             "min_deadline_s": self.min_deadline_s,
             "exact": self.exact,
         }
-

@@ -31,15 +31,24 @@ class OnlineAssignment:
     def to_dict(self) -> dict:
         ms = 1000.0
         return {
-            "hardware": self.hardware, "option": self.option, "input_size": self.input_size, "count": self.count,
-            "max_batch": self.max_batch, "max_queue_delay_ms": self.max_queue_delay_s * ms,
+            "hardware": self.hardware,
+            "option": self.option,
+            "input_size": self.input_size,
+            "count": self.count,
+            "max_batch": self.max_batch,
+            "max_queue_delay_ms": self.max_queue_delay_s * ms,
             "preferred_batch_sizes": list(self.preferred_batch_sizes),
-            "utilization": self.utilization, "predicted_p50_ms": self.predicted_p50_s * ms,
-            "predicted_p99_ms": self.predicted_p99_s * ms, "predicted_ms_at_percentile": self.predicted_s * ms,
-            "analytic_ms_at_percentile": self.analytic_s * ms, "slowed_ms_at_percentile": self.slowed_s * ms,
+            "utilization": self.utilization,
+            "predicted_p50_ms": self.predicted_p50_s * ms,
+            "predicted_p99_ms": self.predicted_p99_s * ms,
+            "predicted_ms_at_percentile": self.predicted_s * ms,
+            "analytic_ms_at_percentile": self.analytic_s * ms,
+            "slowed_ms_at_percentile": self.slowed_s * ms,
             "simulated": self.simulated,
-            "rate_per_gpu_per_s": self.rate_per_gpu_s, "capacity_per_gpu_per_s": self.capacity_per_gpu_s,
-            "peak_per_gpu_per_s": self.peak_per_gpu_s, "mean_batch_requests": self.mean_batch,
+            "rate_per_gpu_per_s": self.rate_per_gpu_s,
+            "capacity_per_gpu_per_s": self.capacity_per_gpu_s,
+            "peak_per_gpu_per_s": self.peak_per_gpu_s,
+            "mean_batch_requests": self.mean_batch,
         }
 
 
@@ -72,12 +81,22 @@ class OnlinePlan:
 
     def to_dict(self) -> dict:
         return {
-            "status": self.status, "mode": "online", "objective": self.objective, "rate_per_s": self.rate_per_s,
-            "slo_ms": self.slo_s * 1000.0, "percentile": self.percentile, "margin": self.margin,
-            "request_size": self.request_size, "arrivals": self.arrivals, "total_gpus": self.total_gpus,
+            "status": self.status,
+            "mode": "online",
+            "objective": self.objective,
+            "rate_per_s": self.rate_per_s,
+            "slo_ms": self.slo_s * 1000.0,
+            "percentile": self.percentile,
+            "margin": self.margin,
+            "request_size": self.request_size,
+            "arrivals": self.arrivals,
+            "total_gpus": self.total_gpus,
             "gpus_by_type": dict(self.gpus_by_type),
-            "cost": self.cost, "cost_billing": "per hour, every GPU of the plan", "capacity_per_s": self.capacity_per_s,
-            "gap": self.gap, "solve_time_s": self.solve_time_s,
+            "cost": self.cost,
+            "cost_billing": "per hour, every GPU of the plan",
+            "capacity_per_s": self.capacity_per_s,
+            "gap": self.gap,
+            "solve_time_s": self.solve_time_s,
             "assignments": [a.to_dict() for a in self.assignments],
         }
 
@@ -106,11 +125,17 @@ class OnlineDiagnosis:
 
     def to_dict(self) -> dict:
         return {
-            "status": "infeasible", "mode": "online", "reason": self.reason, "rate_per_s": self.rate_per_s,
-            "slo_ms": self.slo_s * 1000.0, "percentile": self.percentile, "margin": self.margin,
+            "status": "infeasible",
+            "mode": "online",
+            "reason": self.reason,
+            "rate_per_s": self.rate_per_s,
+            "slo_ms": self.slo_s * 1000.0,
+            "percentile": self.percentile,
+            "margin": self.margin,
             "unservable": list(self.unservable),
             "fastest_ms": {k: None if v is None else v * 1000.0 for k, v in self.fastest_s.items()},
-            "max_rate_per_s": self.max_rate_per_s, "extra_gpus": dict(self.extra_gpus),
+            "max_rate_per_s": self.max_rate_per_s,
+            "extra_gpus": dict(self.extra_gpus),
             "min_slo_ms": None if self.min_slo_s is None else self.min_slo_s * 1000.0,
         }
 

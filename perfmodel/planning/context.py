@@ -103,7 +103,7 @@ class PlannedJob:
             raise AttributeError(name)
         return getattr(self.plan, name)
 
-    def to_dict(self, per_gpu_limit: int = solvers.plan.PER_GPU_LIMIT) -> dict:
+    def to_dict(self, per_gpu_limit: int = solvers.solution.PER_GPU_LIMIT) -> dict:
         """The plan JSON: the context's keys first, then the plan's; each assignment and GPU names its
         backend and precision beside its option label."""
         data = self.plan.to_dict(per_gpu_limit)
@@ -137,8 +137,18 @@ def sha256_of(path) -> str:
     return digest.hexdigest()
 
 
-def build_context(model: str, model_path: str | None, input_sizes, use: str, margin: float, profiles, predictors,
-                  options: dict, load_time_given: float | None, decode_s: float = 0.0) -> PlanContext:
+def build_context(
+    model: str,
+    model_path: str | None,
+    input_sizes,
+    use: str,
+    margin: float,
+    profiles,
+    predictors,
+    options: dict,
+    load_time_given: float | None,
+    decode_s: float = 0.0,
+) -> PlanContext:
     """The context of a plan made by make_plan. `options` maps each hardware type to what _gather found:
     its load times (load_s, load_from) and the Option of each candidate label (details)."""
     sources = [_source("profile", p) for p in profiles if _profile_has(p, model)]
@@ -153,8 +163,17 @@ def build_context(model: str, model_path: str | None, input_sizes, use: str, mar
         else:
             load_times[name] = LoadTime(0.0, "none")
     details = {(name, label): option for name, o in options.items() for label, option in o.details.items()}
-    return PlanContext(model, model_path, tuple(int(s) for s in input_sizes), use, float(margin), tuple(sources),
-                       load_times, details, decode_s)
+    return PlanContext(
+        model,
+        model_path,
+        tuple(int(s) for s in input_sizes),
+        use,
+        float(margin),
+        tuple(sources),
+        load_times,
+        details,
+        decode_s,
+    )
 
 
 def _profile_has(path, model: str) -> bool:
@@ -190,22 +209,28 @@ def check_plan_format(data: dict, source: str, hint: str) -> None:
         raise InputError(f"{source} is a {fmt!r} file, not a plan; {hint}.")
     version = data.get("schema_version", PLAN_SCHEMA_VERSION)
     if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= PLAN_SCHEMA_VERSION:
-        raise InputError(f"{source} has plan schema_version {version!r}, but this perfmodel reads version "
-                         f"{PLAN_SCHEMA_VERSION}; {hint}.")
+        raise InputError(
+            f"{source} has plan schema_version {version!r}, but this perfmodel reads version "
+            f"{PLAN_SCHEMA_VERSION}; {hint}."
+        )
 
 
 def describe(job: PlannedJob) -> list[str]:
     """Lines for people: what was planned, from which files, under which assumptions."""
     c = job.context
     model = f"{c.model} ({c.model_path})" if c.model_path else c.model
-    lines = [f"model {model} at {', '.join(f'{s} px' for s in c.input_sizes)}; "
-             f"{'p99' if c.use == 'p99' else 'median (p50)'} latency, margin {c.margin:.0%}"]
+    lines = [
+        f"model {model} at {', '.join(f'{s} px' for s in c.input_sizes)}; "
+        f"{'p99' if c.use == 'p99' else 'median (p50)'} latency, margin {c.margin:.0%}"
+    ]
     for s in c.sources:
         where = _shown(s.path) if s.path else "a predictor object"
         lines.append(f"planned from {s.kind} {where}" + (f" (sha256 {s.sha256[:12]})" if s.sha256 else ""))
     for name, t in c.load_times.items():
         if name in job.plan.gpus_by_type:
-            how = {"none": "none measured, so 0 s", "--load-time": "from --load-time"}.get(t.source, f"from the {t.source}")
+            how = {"none": "none measured, so 0 s", "--load-time": "from --load-time"}.get(
+                t.source, f"from the {t.source}"
+            )
             lines.append(f"load time per {name}: {t.seconds:.3g} s ({how})")
     if c.decode_s:
         lines.append(f"decoding: {c.decode_s * 1000:.3g} ms per image, added to every batch (--decode-time)")

@@ -1,6 +1,6 @@
 """Online serving plans: a request rate and a latency objective in; GPUs and dynamic-batching settings out.
 
-    from solvers.online import OnlineGpuType, OnlineProblem, ServiceTimes, solve_online
+    from solvers.online_solve import OnlineGpuType, OnlineProblem, ServiceTimes, solve_online
     h100 = OnlineGpuType("h100", None, [ServiceTimes(p50_s, p99_s, label="torch fp16")], cost_per_hour=4.5)
     plan = solve_online(OnlineProblem([h100], rate_per_s=400, slo_s=0.1, percentile=99))
 
@@ -31,13 +31,24 @@ import numpy as np
 from solvers.batcher import Batcher
 from solvers.errors import InfeasibleProblem
 from solvers.online_diagnose import diagnose
-from solvers.online_plan import OnlineAssignment, OnlineDiagnosis, OnlinePlan
 from solvers.online_problem import OBJECTIVES, OnlineGpuType, OnlineProblem, ServiceTimes
-from solvers.online_search import Setting, peak_rate, best_setting, fastest
+from solvers.online_search import Setting, best_setting, fastest, peak_rate
+from solvers.online_solution import OnlineAssignment, OnlineDiagnosis, OnlinePlan
 from solvers.simulate import WARMUP_SHARE, poisson_arrivals, simulate_gpu, split_randomly
 
-__all__ = ["OBJECTIVES", "OnlineAssignment", "OnlineDiagnosis", "OnlineGpuType", "OnlinePlan", "OnlineProblem",
-           "ServiceTimes", "Setting", "best_setting", "fastest", "solve_online"]
+__all__ = [
+    "OBJECTIVES",
+    "OnlineAssignment",
+    "OnlineDiagnosis",
+    "OnlineGpuType",
+    "OnlinePlan",
+    "OnlineProblem",
+    "ServiceTimes",
+    "Setting",
+    "best_setting",
+    "fastest",
+    "solve_online",
+]
 
 CHECK_ROUNDS = 30  # at most this many simulation rounds that lower a type's rate
 CHECK_STEP = 0.97  # each round lowers a failing type's per-GPU rate by at least 3% ...
@@ -78,8 +89,9 @@ def solve_online(problem: OnlineProblem) -> OnlinePlan:
     return _plan(nominal, problem, settings, counts, capacity, checked, status, gap, started)
 
 
-def _search_types(problem: OnlineProblem, settings: list, capacity: np.ndarray, avail: np.ndarray, searched: np.ndarray,
-                  lazy: bool):
+def _search_types(
+    problem: OnlineProblem, settings: list, capacity: np.ndarray, avail: np.ndarray, searched: np.ndarray, lazy: bool
+):
     """Find each type's best setting not `searched` yet (filling `settings`, `capacity`, `searched`), then the counts.
 
     lazy (the fewest GPUs): types in order of their peak, stopping once the types found cover the rate
@@ -95,7 +107,7 @@ def _search_types(problem: OnlineProblem, settings: list, capacity: np.ndarray, 
         searched[k] = True
         if lazy:
             counts, gap = _cover(problem, capacity, avail)
-            rest = max((peaks[r] for r in todo[i + 1:]), default=0.0)
+            rest = max((peaks[r] for r in todo[i + 1 :]), default=0.0)
             if counts is not None and all(capacity[u] >= rest for u in np.flatnonzero(counts)):
                 return counts, gap
     return _cover(problem, capacity, avail)
@@ -146,8 +158,10 @@ def _check(problem: OnlineProblem, settings, counts, capacity) -> dict[int, tupl
     if problem.trace is None:  # the GPUs of a type alike: one of them, Poisson at its share of the rate
         rates = _per_gpu_rates(problem, counts, capacity)
         wanted = problem.simulated_requests or int(min(200_000, max(20_000, 200 / problem.target)))
-        runs = {k: [(poisson_arrivals(rates[k], wanted, seed=problem.seed + 1), problem.seed + 2, WARMUP_SHARE)]
-                for k in used}
+        runs = {
+            k: [(poisson_arrivals(rates[k], wanted, seed=problem.seed + 1), problem.seed + 2, WARMUP_SHARE)]
+            for k in used
+        }
     else:  # a trace: every GPU of the pool gets its share of the very requests, at random
         gpu_type = np.repeat(used, counts[used])
         parts = split_randomly(problem.trace, capacity[gpu_type], seed=problem.seed + 1)
@@ -159,14 +173,23 @@ def _check(problem: OnlineProblem, settings, counts, capacity) -> dict[int, tupl
         s = settings[k]
         option = problem.gpu_types[k].options[s.option]
         median, sigma = option.per_request(problem.request_size, s.requests)
-        sims = [simulate_gpu(arrivals, s.requests, s.delay_s, median, sigma, seed=seed, warmup_share=warmup)
-                for arrivals, seed, warmup in gpus]
-        latency = np.concatenate([sim.latency_s for sim in sims]) + option.overhead_s  # the round trip takes no server time
+        sims = [
+            simulate_gpu(arrivals, s.requests, s.delay_s, median, sigma, seed=seed, warmup_share=warmup)
+            for arrivals, seed, warmup in gpus
+        ]
+        latency = (
+            np.concatenate([sim.latency_s for sim in sims]) + option.overhead_s
+        )  # the round trip takes no server time
         if not len(latency):
             out[k] = (0.0, math.nan, math.nan, math.nan)
             continue
         q = np.percentile(latency, [problem.percentile, 50, 99])
-        out[k] = (float(q[0]), float(q[1]), float(q[2]), float(np.concatenate([sim.batch_sizes for sim in sims]).mean()))
+        out[k] = (
+            float(q[0]),
+            float(q[1]),
+            float(q[2]),
+            float(np.concatenate([sim.batch_sizes for sim in sims]).mean()),
+        )
     return out
 
 
@@ -174,12 +197,15 @@ def _analytic(problem: OnlineProblem, setting: Setting, k: int, rate: float):
     """One GPU of type k with its setting at `rate`, by the analytic model: its latency (seconds, the round
     trip included) at a percentile, and its peak rate (requests/s with every batch full)."""
     option = problem.gpu_types[k].options[setting.option]
-    model = Batcher(rate, setting.requests, setting.delay_s, *option.per_request(problem.request_size, setting.requests))
+    model = Batcher(
+        rate, setting.requests, setting.delay_s, *option.per_request(problem.request_size, setting.requests)
+    )
     return (lambda percentile: model.quantile(percentile, 1e-3) + option.overhead_s), model.peak_rate
 
 
-def _plan(problem: OnlineProblem, slowed: OnlineProblem, settings, counts, capacity, checked, status, gap,
-          started) -> OnlinePlan:
+def _plan(
+    problem: OnlineProblem, slowed: OnlineProblem, settings, counts, capacity, checked, status, gap, started
+) -> OnlinePlan:
     """The plan: counts, settings and capacities found on the `slowed` problem (the problem itself without a
     margin), latencies predicted at `problem`'s service times and, with a margin, at the slowed ones."""
     rates = _per_gpu_rates(problem, counts, capacity)
@@ -198,22 +224,45 @@ def _plan(problem: OnlineProblem, slowed: OnlineProblem, settings, counts, capac
         else:  # the analytic model alone (slower than the simulation for these two)
             at, p50, p99, batch = analytic, latency(50), latency(99), math.nan
             held = analytic if slowed is problem else _analytic(slowed, s, k, rates[k])[0](problem.percentile)
-        assignments.append(OnlineAssignment(
-            hardware=gpu.name, option=gpu.options[s.option].label, input_size=problem.input_size, count=int(counts[k]),
-            max_batch=s.max_batch, max_queue_delay_s=s.delay_s, preferred_batch_sizes=(s.requests * problem.request_size,),
-            rate_per_gpu_s=float(rates[k]), capacity_per_gpu_s=float(capacity[k]), peak_per_gpu_s=float(peak),
-            utilization=float(rates[k] / peak), predicted_p50_s=p50, predicted_p99_s=p99, predicted_s=at,
-            analytic_s=analytic, slowed_s=held, simulated=simulated,
-            mean_batch=batch,
-        ))
+        assignments.append(
+            OnlineAssignment(
+                hardware=gpu.name,
+                option=gpu.options[s.option].label,
+                input_size=problem.input_size,
+                count=int(counts[k]),
+                max_batch=s.max_batch,
+                max_queue_delay_s=s.delay_s,
+                preferred_batch_sizes=(s.requests * problem.request_size,),
+                rate_per_gpu_s=float(rates[k]),
+                capacity_per_gpu_s=float(capacity[k]),
+                peak_per_gpu_s=float(peak),
+                utilization=float(rates[k] / peak),
+                predicted_p50_s=p50,
+                predicted_p99_s=p99,
+                predicted_s=at,
+                analytic_s=analytic,
+                slowed_s=held,
+                simulated=simulated,
+                mean_batch=batch,
+            )
+        )
     by_type = {a.hardware: a.count for a in assignments}
     prices = {t.name: t.cost_per_hour for t in problem.gpu_types}
     priced = all(prices[name] is not None for name in by_type)
     cost = sum(n * prices[name] for name, n in by_type.items()) if priced else None
     return OnlinePlan(
-        status=status, objective=problem.objective, rate_per_s=problem.rate_per_s, slo_s=problem.slo_s,
-        percentile=problem.percentile, margin=problem.margin, request_size=problem.request_size,
-        arrivals="poisson" if problem.trace is None else "trace", assignments=tuple(assignments),
-        gpus_by_type=by_type, cost=cost, capacity_per_s=float(np.sum(counts * capacity)), gap=gap,
+        status=status,
+        objective=problem.objective,
+        rate_per_s=problem.rate_per_s,
+        slo_s=problem.slo_s,
+        percentile=problem.percentile,
+        margin=problem.margin,
+        request_size=problem.request_size,
+        arrivals="poisson" if problem.trace is None else "trace",
+        assignments=tuple(assignments),
+        gpus_by_type=by_type,
+        cost=cost,
+        capacity_per_s=float(np.sum(counts * capacity)),
+        gap=gap,
         solve_time_s=time.perf_counter() - started,
     )
