@@ -348,10 +348,19 @@ def diffusers_may(c: Collection, text: str) -> None:
 
 
 def mxnet_perf(c: Collection, text: str) -> None:
-    gpus = {"K80 (single GPU)": ("k80", "Tesla K80 (one GK210)"), "M60": ("m60", "Tesla M60 (one GM204)"),
-            "V100": ("v100", "V100 (EC2 p3.2xlarge)")}
-    models = {"Alexnet": ("alexnet", 224), "VGG 16": ("vgg16", 224), "Inception-BN": ("inception-bn", 224),
-              "Inception-v3": ("inception-v3", 299), "Resnet 50": ("resnet50", 224), "Resnet 152": ("resnet152", 224)}
+    gpus = {
+        "K80 (single GPU)": ("k80", "Tesla K80 (one GK210)"),
+        "M60": ("m60", "Tesla M60 (one GM204)"),
+        "V100": ("v100", "V100 (EC2 p3.2xlarge)"),
+    }
+    models = {
+        "Alexnet": ("alexnet", 224),
+        "VGG 16": ("vgg16", 224),
+        "Inception-BN": ("inception-bn", 224),
+        "Inception-v3": ("inception-v3", 299),
+        "Resnet 50": ("resnet50", 224),
+        "Resnet 152": ("resnet152", 224),
+    }
     for t in tables(text):
         if not t.headings or t.headings[-1] != "Scoring results" or t.header[0] != "Batch":
             continue
@@ -362,8 +371,9 @@ def mxnet_perf(c: Collection, text: str) -> None:
         for cells in t.rows:
             for header, cell in zip(t.header[1:], cells[1:]):
                 model = models[header.strip()]
+                table = f"{device} float 16" if fp16 else device
                 c.add(
-                    f"Nvidia GPU > Scoring results: {device}{' float 16' if fp16 else ''}, {header.strip()} (images/sec)",
+                    f"Nvidia GPU > Scoring results: {table}, {header.strip()} (images/sec)",
                     cell,
                     column="throughput_ips",
                     hardware=gpus[device][0],
@@ -377,31 +387,42 @@ def mxnet_perf(c: Collection, text: str) -> None:
 
 
 COLLECTIONS: dict[str, tuple[str, str, str, Callable[[Collection, str], None]]] = {
-    "trt-bert-2021": (
-        "NVIDIA/TensorRT", "ab20a8ac26da03df5e434b4f9d1da0156ca019b6", "demo/BERT/README.md", trt_bert),
-    "trt-bert-2022": (
-        "NVIDIA/TensorRT", "1d6bf36034bb07fc88d924ebf5d34d358298e545", "demo/BERT/README.md", trt_bert),
-    "trt-bert-2024": (
-        "NVIDIA/TensorRT", "17003e43da9858f574e3a4a1d795fcf218862fe3", "demo/BERT/README.md", trt_bert),
+    "trt-bert-2021": ("NVIDIA/TensorRT", "ab20a8ac26da03df5e434b4f9d1da0156ca019b6", "demo/BERT/README.md", trt_bert),
+    "trt-bert-2022": ("NVIDIA/TensorRT", "1d6bf36034bb07fc88d924ebf5d34d358298e545", "demo/BERT/README.md", trt_bert),
+    "trt-bert-2024": ("NVIDIA/TensorRT", "17003e43da9858f574e3a4a1d795fcf218862fe3", "demo/BERT/README.md", trt_bert),
     "ft-vit": ("NVIDIA/FasterTransformer", "df4a7534860137e060e18d2ebf019906120ea204", "docs/vit_guide.md", ft_vit),
     "ft-swin": ("NVIDIA/FasterTransformer", "df4a7534860137e060e18d2ebf019906120ea204", "docs/swin_guide.md", ft_swin),
     "ft-bert": ("NVIDIA/FasterTransformer", "df4a7534860137e060e18d2ebf019906120ea204", "docs/bert_guide.md", ft_bert),
     "diffusers-2023-03": (
-        "huggingface/diffusers", "a39d42b91dd561d4487240e59455d9e2a53654fb",
-        "docs/source/en/optimization/torch2.0.mdx", diffusers_march),
+        "huggingface/diffusers",
+        "a39d42b91dd561d4487240e59455d9e2a53654fb",
+        "docs/source/en/optimization/torch2.0.mdx",
+        diffusers_march,
+    ),
     "diffusers-2023-05": (
-        "huggingface/diffusers", "bdefabd1a8f155235ee4b65c91ef96ce60602c51",
-        "docs/source/en/optimization/torch2.0.mdx", diffusers_may),
+        "huggingface/diffusers",
+        "bdefabd1a8f155235ee4b65c91ef96ce60602c51",
+        "docs/source/en/optimization/torch2.0.mdx",
+        diffusers_may,
+    ),
     "mxnet-perf": (
-        "apache/mxnet", "48d7f4af70015a559b20bc58aea037548c7e2658",
-        "docs/static_site/src/pages/api/faq/perf.md", mxnet_perf),
+        "apache/mxnet",
+        "48d7f4af70015a559b20bc58aea037548c7e2658",
+        "docs/static_site/src/pages/api/faq/perf.md",
+        mxnet_perf,
+    ),
 }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME=PATH",
-                        help="a clone (or bare mirror) of each repository named in COLLECTIONS")
+    parser.add_argument(
+        "--repo",
+        action="append",
+        default=[],
+        metavar="OWNER/NAME=PATH",
+        help="a clone (or bare mirror) of each repository named in COLLECTIONS",
+    )
     args = parser.parse_args()
     repos = dict(item.split("=", 1) for item in args.repo)
     (HERE / "tables").mkdir(exist_ok=True)
@@ -409,8 +430,9 @@ def main() -> None:
         if repository not in repos:
             print(f"{name}: skipped (no --repo {repository}=PATH)", file=sys.stderr)
             continue
-        text = subprocess.run(["git", "-C", repos[repository], "show", f"{commit}:{path}"],
-                              check=True, capture_output=True, text=True).stdout
+        text = subprocess.run(
+            ["git", "-C", repos[repository], "show", f"{commit}:{path}"], check=True, capture_output=True, text=True
+        ).stdout
         collection = Collection(name, repository, commit, path)
         extract(collection, text)
         buffer = io.StringIO()
