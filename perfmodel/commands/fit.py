@@ -59,6 +59,7 @@ def run(args) -> int:
         MAX_BATCH_HEADERS,
         QUANTITY_HEADERS,
         REPORT_LEGEND,
+        few_points_note,
         max_batch_rows,
         noise_note,
         quantity_rows,
@@ -92,6 +93,8 @@ def run(args) -> int:
                 if note:
                     console.note(note)
         console.note(REPORT_LEGEND)
+    for note in filter(None, map(few_points_note, predictor.groups)):
+        console.note(note)
     transferred = [g for g in predictor.groups if g.transfer is not None]
     if transferred and not args.report:
         for group in transferred:

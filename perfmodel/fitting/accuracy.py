@@ -94,3 +94,24 @@ def summary(errors: pd.DataFrame) -> pd.DataFrame:
             "points": grouped.size(),
         }
     ).reset_index()
+
+
+def two_batch_size_line_errors(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    """|error| % of the straight line through two batch sizes of a curve (what `fit` makes of a profile with two):
+    'between' at the batch sizes between the two, 'beyond' at those above the larger, up to twice it.
+    Every pair of batch sizes of every curve (one input size) counts once."""
+    out = {"between": [], "beyond": []}
+    for _, b, s, y in latency_curves(frame):
+        for size in np.unique(s):
+            at = s == size
+            bs, ys = b[at], y[at]
+            for i in range(len(bs)):
+                for j in range(len(bs)):
+                    if not bs[i] < bs[j]:
+                        continue
+                    slope = (ys[j] - ys[i]) / (bs[j] - bs[i])
+                    line = ys[i] + slope * (bs - bs[i])
+                    error = np.abs(line - ys) / ys * 100.0
+                    out["between"].extend(error[(bs > bs[i]) & (bs < bs[j])])
+                    out["beyond"].extend(error[(bs > bs[j]) & (bs <= 2 * bs[j])])
+    return {k: np.asarray(v, dtype=float) for k, v in out.items()}

@@ -241,6 +241,8 @@ class RooflineRegression(_Estimator):
 
     def fit(self, X, y) -> RooflineRegression:
         b, s, y = _training_data(X, y)
+        if len(np.unique(b * pixels(s))) < 2:
+            raise InputError("the roofline needs points at two or more batch sizes to fit; these data have one.")
         ks = np.asarray(self.sharpness_grid or self.SHARPNESS, dtype=float)
         self.floor_, self.intercept_, self.slope_, self.sharpness_ = _fit_roofline(b * pixels(s), y, ks, self.intercept)
         self.n_features_in_ = 2

@@ -69,6 +69,13 @@ def noise_note(group: GroupPredictor) -> str | None:
     )
 
 
+def few_points_note(group: GroupPredictor) -> str | None:
+    """One line on a group whose latency was fitted on too few batch sizes to measure its error."""
+    model = group.models.get("latency_ms")
+    note = model.report.get("note") if model is not None else None
+    return f"{group.name}: {note}" if note else None
+
+
 def transfer_note(group: GroupPredictor) -> str | None:
     """One line on a transferred group: from which GPUs, with which error."""
     t = group.transfer

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfmodel.errors import InputError
 from perfmodel.fitting.folds import batch_folds, percent_errors, summarise
 from perfmodel.fitting.regressors import FAMILIES, _Estimator
 
@@ -30,6 +31,17 @@ DEFAULT_FAMILIES: tuple[str, ...] = ("roofline", "linear", "piecewise", "tree")
 # the family chosen when every family offered is unstable past the data.
 PREFERRED_FAMILY = "roofline"
 PREFERENCE = 1.1
+# Two batch sizes leave nothing to choose or check a family with: the fit is the straight line through them.
+TWO_BATCH_SIZES = (
+    "fitted on two batch sizes: a straight line through them, and no batch size is left to measure its error; "
+    "on the published GPU curves of profiles/reference/ such a line misses the batch sizes between its two by a "
+    "median {between}% (90th percentile {between_p90}%) and those up to twice the larger by a median {beyond}% "
+    "(90th percentile {beyond_p90}%; experiments/003_fit_accuracy). Profile three or more batch sizes (five or more "
+    "for a trustworthy error)."
+)
+# Measured by experiments/003_fit_accuracy/run.py (accuracy.two_batch_size_line_errors on profiles/reference/, every
+# pair of batch sizes of the 35 curves), which says so if these figures no longer match what it measures.
+TWO_BATCH_SIZE_ERRORS = {"between": 3.8, "between_p90": 22, "beyond": 3.6, "beyond_p90": 22}
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,8 @@ def fit_quantity(
     """
     b, s, y = (np.asarray(v, dtype=float) for v in (b, s, y))
     X = np.column_stack([b, s])
+    if len(np.unique(b)) < 3:
+        return _line_through_two(X, y)
     folds = batch_folds(b)
     held_out = {name: _cross_val_predict(FAMILIES[name], X, y, folds) for name in families}
     scores = {name: _mape(pred, y) for name, pred in held_out.items()}
@@ -99,6 +113,34 @@ def fit_quantity(
             name: _extrapolate(FAMILIES[best], X, y, train, description)
             for name, (train, description) in extrapolation_splits(b, s).items()
         },
+    }
+    return QuantityFit(estimator, report)
+
+
+def _line_through_two(X: np.ndarray, y: np.ndarray) -> QuantityFit:
+    """The straight line (intercept + slope x work) through two batch sizes, with the error it is known to have."""
+    from perfmodel.fitting.regressors import FeatureLinearRegression
+
+    b, s = X[:, 0], X[:, 1]
+    if len(np.unique(b)) < 2:
+        raise InputError("a fit needs at least two batch sizes (better five or more); profile more.")
+    estimator = FeatureLinearRegression(candidates=["b*p"]).fit(X, y)
+    report = {
+        "family": "linear",
+        "features": list(estimator.features_),
+        "rows": int(len(y)),
+        "training_range": {
+            "batch_size": [float(b.min()), float(b.max())],
+            "input_size": [float(s.min()), float(s.max())],
+        },
+        "cv_mape": None,
+        "cv_max_error": None,
+        "cv_points": 0,
+        "cv_errors_pct": [],
+        "measured": measured_region(b, s),
+        "selection": {},
+        "extrapolation": {},
+        "note": TWO_BATCH_SIZES.format(**TWO_BATCH_SIZE_ERRORS),
     }
     return QuantityFit(estimator, report)
 
