@@ -9,13 +9,13 @@ BIN2   := $(VENV2)/bin
 PIP    := pip install
 STEP   = @echo "==> [$(1)] $(2)"
 
-.PHONY: setup demo test test-main test-numpy2 clean
+.PHONY: setup demo test test-main test-numpy2 docs clean
 
 setup: $(VENV)/.installed
 
 # torch is pinned to the local CPU build (any other spec downloads GBs of CUDA packages), and
 # torchvision 0.28.0 (its match) goes in with --no-deps; perfmodel/_torchvision.py explains why.
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(call STEP,1/4,$(VENV): a virtual environment for $(shell $(PYTHON) --version))
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/$(PIP) -q --upgrade pip
@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 	$(call STEP,3/4,torchvision 0.28.0 (architectures only))
 	$(BIN)/$(PIP) --no-deps torchvision==0.28.0
 	$(call STEP,4/4,perfmodel and its extras: profile triton run report test)
-	$(BIN)/$(PIP) -e '.[profile,triton,run,report,test]' 'pandas<3'
+	$(BIN)/$(PIP) -c constraints.txt -e '.[profile,triton,run,report,test,docs]' 'pandas<3'
 	@touch $@
 	@echo "==> $(VENV) is ready: $(BIN)/perfmodel --help"
 
@@ -32,8 +32,8 @@ demo: setup
 	$(BIN)/perfmodel plan --images 100000 --deadline 60s
 
 # Both environments: numpy 1 / pandas 2 with the Triton server (pandas<3 above keeps pandas 2 tested),
-# then numpy 2 / pandas 3 without it.
-test: test-main test-numpy2
+# then numpy 2 / pandas 3 without it; then the documentation, built strictly (a broken link fails).
+test: test-main test-numpy2 docs
 
 test-main: setup
 	$(BIN)/python -m pytest -q
@@ -53,5 +53,9 @@ test-numpy2: $(VENV2)/.installed
 	$(BIN2)/python -c 'import numpy, pandas; print(f"==> tests on numpy {numpy.__version__}, pandas {pandas.__version__}")'
 	$(BIN2)/python -m pytest -q
 
+# The user documentation (docs/, mkdocs.yml) as a site in site/.
+docs: setup
+	$(BIN)/mkdocs build --strict --quiet
+
 clean:
-	rm -rf $(VENV) $(VENV2) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VENV2) .pytest_cache .hypothesis site

@@ -292,7 +292,7 @@ def validate_profile(df: pd.DataFrame, source: str = "profile") -> pd.DataFrame:
         names = ", ".join(f"'{c}'" for c in missing)
         raise ProfileFormatError(
             f"{source} lacks the required column{'s' if len(missing) > 1 else ''} {names} "
-            "(README, 'The profile format', says what each column holds)."
+            "(docs/profile-format.md says what each column holds)."
         )
     df = df.reset_index(drop=True)
     as_text = df.apply(lambda col: col.map(lambda v: "" if _is_missing(v) else str(v)))

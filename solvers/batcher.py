@@ -16,7 +16,7 @@ after the next one: its latency is the rest of the current service, J full batch
 batch's service. Averaging over the chain, the moment of arrival (time-weighted) and the service's
 spread gives P(latency > t); the percentile is where that crosses 1 - percentile/100 (bracket_root).
 
-Approximations (measured against the simulation in simulate.py, README 'Online serving'): after a
+Approximations (measured against the simulation in simulate.py, docs/online.md): after a
 batch ends, waiting requests are sent at once (Triton would hold them until the oldest has waited
 `delay`; that rarely matters when the delay is at most one request's service time, the planner's
 automatic candidates); full batches ahead take their mean time; the own batch's size ignores its

@@ -44,18 +44,19 @@ def test_cited_files_exist(doc):
 def _command_lines(text: str) -> list[str]:
     """The `perfmodel ...` command lines of a document's code blocks, continuation lines joined."""
     blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
-    blocks += ["\n".join(m) for m in re.findall(r"((?:\n {4}[^\n]*)+)", text)]  # indented blocks
+    blocks += re.findall(r"((?:\n {4}[^\n]*)+)", text)  # indented blocks
     lines, joined = [], ""
     for block in blocks:
         for raw in block.splitlines():
-            line = joined + " " + raw.strip() if joined else raw.strip()
+            line = raw.strip().removeprefix("$ ")
+            line = joined + " " + line if joined else line
             if line.endswith("\\"):
                 joined = line[:-1]
                 continue
             joined = ""
             line = re.sub(r"\s+#\s.*$", "", line)  # a comment after the command
             line = line.split(" > ")[0].split(" | ")[0]
-            if line.startswith("perfmodel "):
+            if line.startswith("perfmodel ") and len(line.split()) > 2:  # not a bare `perfmodel fit` summary
                 lines.append(line)
     return lines
 
