@@ -6,45 +6,54 @@ BIN    := $(VENV)/bin
 VENV2  := .venv-numpy2
 BIN2   := $(VENV2)/bin
 # pip prints what it collects and installs (no -q): the set-up takes minutes and should show it is alive.
-PIP    := pip install
+# constraints.txt holds the exact versions of these environments; pyproject.toml asks for ranges.
+PIP    := pip install -c constraints.txt
 STEP   = @echo "==> [$(1)] $(2)"
 
-.PHONY: setup demo test test-main test-numpy2 docs clean
+.PHONY: setup demo test test-main test-numpy2 test-fast lint docs clean
 
 setup: $(VENV)/.installed
 
-# torch is pinned to the local CPU build (any other spec downloads GBs of CUDA packages), and
-# torchvision 0.28.0 (its match) goes in with --no-deps; perfmodel/_torchvision.py explains why.
+# torch first, on its own: constraints.txt pins the local CPU build (any other spec downloads GBs of
+# CUDA packages); torchvision (its match) goes in with --no-deps; perfmodel/_torchvision.py explains why.
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(call STEP,1/4,$(VENV): a virtual environment for $(shell $(PYTHON) --version))
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/$(PIP) -q --upgrade pip
-	$(call STEP,2/4,torch 2.13.0 (CPU build))
-	$(BIN)/$(PIP) torch==2.13.0
-	$(call STEP,3/4,torchvision 0.28.0 (architectures only))
-	$(BIN)/$(PIP) --no-deps torchvision==0.28.0
-	$(call STEP,4/4,perfmodel and its extras: profile triton run report test)
-	$(BIN)/$(PIP) -c constraints.txt -e '.[profile,triton,run,report,test,docs]' 'pandas<3'
+	$(BIN)/pip install -q --upgrade pip
+	$(call STEP,2/4,torch (CPU build))
+	$(BIN)/$(PIP) torch
+	$(call STEP,3/4,torchvision (architectures only))
+	$(BIN)/$(PIP) --no-deps torchvision
+	$(call STEP,4/4,perfmodel and its extras: all test docs)
+	$(BIN)/$(PIP) -e '.[all,test,docs]' 'pandas<3'
 	@touch $@
 	@echo "==> $(VENV) is ready: $(BIN)/perfmodel --help"
 
 demo: setup
 	$(BIN)/perfmodel plan --images 100000 --deadline 60s
 
-# Both environments: numpy 1 / pandas 2 with the Triton server (pandas<3 above keeps pandas 2 tested),
-# then numpy 2 / pandas 3 without it; then the documentation, built strictly (a broken link fails).
-test: test-main test-numpy2 docs
+# The linter and the formatter's check, both environments' suites (numpy 1 / pandas 2 with the Triton
+# server, then numpy 2 / pandas 3 without it), then the documentation built strictly (a broken link fails).
+test: lint test-main test-numpy2 docs
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 test-main: setup
 	$(BIN)/python -m pytest -q
 
-$(VENV2)/.installed: pyproject.toml
+# The inner loop: the suite without the slow and integration tests (subprocesses, Ray, Triton).
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow and not integration"
+
+$(VENV2)/.installed: pyproject.toml constraints.txt
 	$(call STEP,1/3,$(VENV2): numpy 2 and pandas 3 without Triton (the GPU machines' versions))
 	$(PYTHON) -m venv $(VENV2)
-	$(BIN2)/$(PIP) -q --upgrade pip
-	$(call STEP,2/3,torch 2.13.0 and torchvision 0.28.0)
-	$(BIN2)/$(PIP) torch==2.13.0
-	$(BIN2)/$(PIP) --no-deps torchvision==0.28.0
+	$(BIN2)/pip install -q --upgrade pip
+	$(call STEP,2/3,torch and torchvision)
+	$(BIN2)/$(PIP) torch
+	$(BIN2)/$(PIP) --no-deps torchvision
 	$(call STEP,3/3,perfmodel with numpy>=2 and pandas>=3)
 	$(BIN2)/$(PIP) -e '.[profile,run,report,test]' 'numpy>=2' 'pandas>=3'
 	@touch $@

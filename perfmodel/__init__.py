@@ -10,7 +10,7 @@
 
 import importlib
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the one place; pyproject.toml reads it
 
 from perfmodel.errors import (  # noqa: E402
     BackendError,

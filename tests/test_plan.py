@@ -404,9 +404,9 @@ def test_warm_up_measured_at_a_few_batch_sizes_is_interpolated_for_the_others(tm
 
 
 def test_the_shipped_data_plans_on_published_gpus(capsys):
-    from perfmodel.planning.batch import shipped_sources
+    from perfmodel import shipped
 
-    profiles, predictors = shipped_sources()
+    profiles, predictors = shipped.sources()
     assert not predictors and any("reference" in str(p) for p in profiles) and any("cpu-" in str(p) for p in profiles)
     code, out, err = run_cli(capsys, "--images", "100000", "--deadline", "60s", "--pool", "a100=8", "--json")
     assert code == 0

@@ -14,9 +14,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfmodel import shipped
 from perfmodel.errors import InputError
 
-DEFAULT_TABLE = Path(__file__).resolve().parents[1] / "data" / "gpu_specs.csv"
+DEFAULT_TABLE = shipped.gpu_specs_table()
 COLUMNS = (
     "hardware",
     "name",

@@ -13,11 +13,11 @@ import os
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 import solvers
+from perfmodel import shipped
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
 from perfmodel.planning.basis import EXTRAPOLATION_FACTOR, Basis
 from perfmodel.planning.context import Option, PlannedJob, build_context, model_argument, option_of
@@ -129,7 +129,7 @@ def make_plan(
 
     profiles, predictors = list(profiles), list(predictors)
     if not profiles and not predictors:
-        profiles, predictors = shipped_sources()
+        profiles, predictors = shipped.sources()
     basis = Basis(extrapolate=bool(extrapolate), confidence=_check_confidence(confidence, profiles, predictors))
     model, model_path = model_argument(model)
     options, model = _gather(profiles, predictors, model, sorted(workload), use, backend, precision, basis)
@@ -184,25 +184,6 @@ def _check_confidence(confidence, profiles, predictors) -> float | None:
             "only (make them with perfmodel fit), or give a --margin for profiles."
         )
     return float(confidence)
-
-
-def shipped_sources() -> tuple[list[Path], list[Path]]:
-    """What `perfmodel plan` uses when given no --profile or --predictor.
-
-    The shipped predictors (profiles/*.json and profiles/reference/*.json) if there are any, else the
-    shipped profiles: this machine's CPU profiles (profiles/*.csv, for CPU pools) and the published
-    GPU measurements (profiles/reference/*.csv). Looked for in the working directory, then beside
-    the package.
-    """
-    for base in (Path.cwd(), Path(__file__).resolve().parents[1]):
-        folders = (base / "profiles", base / "profiles" / "reference")
-        predictors = [p for folder in folders for p in sorted(folder.glob("*.json"))]
-        profiles = [p for folder in folders for p in sorted(folder.glob("*.csv"))]
-        if predictors:
-            return [], predictors
-        if profiles:
-            return profiles, []
-    raise InputError("no profiles found in profiles/: give --profile FILE or --predictor FILE.")
 
 
 def _gather(profiles, predictors, model, sizes, use, backend, precision, basis) -> tuple[dict[str, _Options], str]:

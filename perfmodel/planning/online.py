@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from perfmodel import shipped
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
 from perfmodel.files import read_csv_text
 from perfmodel.planning.batch import _load_predictor, _pick_model, pool_counts
@@ -74,7 +75,7 @@ def make_online_plan(
     predictors, the files shipped in profiles/ are used. Raises NoOnlinePlanError (exit code 3) when
     nothing meets the SLO, InputError for bad input.
     """
-    from perfmodel.planning.batch import DEFAULT_INPUT_SIZE, shipped_sources
+    from perfmodel.planning.batch import DEFAULT_INPUT_SIZE
 
     rate_s = None if rate is None else rate if isinstance(rate, (int, float)) else parse_rate(rate)
     slo_s = slo if isinstance(slo, (int, float)) else parse_duration(slo, "--slo")
@@ -85,7 +86,7 @@ def make_online_plan(
         raise InputError("give --rate (e.g. --rate 400/s) or --arrivals FILE: online plans need a request rate.")
     profiles, predictors = list(profiles), list(predictors)
     if not profiles and not predictors:
-        profiles, predictors = shipped_sources()
+        profiles, predictors = shipped.sources()
     size = int(input_size or DEFAULT_INPUT_SIZE)
     options = service_options(profiles, predictors, model, size, backend, precision)
     try:

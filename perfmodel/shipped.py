@@ -1,0 +1,53 @@
+"""The data shipped with perfmodel, found wherever it is installed.
+
+The repository keeps the profiles at its top level (profiles/, profiles/reference/); the package build
+maps that folder into the package as `perfmodel._profiles` (pyproject.toml), so that a wheel, a
+`pip install --target` and an editable install all read the same files through importlib.resources.
+Run from a checkout without installing (PYTHONPATH=checkout), the checkout's profiles/ is used.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+from perfmodel.errors import InputError
+
+PROFILES_PACKAGE = "perfmodel._profiles"
+
+
+def gpu_specs_table() -> Path:
+    """The shipped table of GPU specifications (perfmodel/data/gpu_specs.csv)."""
+    return Path(str(files("perfmodel.data").joinpath("gpu_specs.csv")))
+
+
+def profiles_folder() -> Path | None:
+    """The shipped profiles: installed with the package, else those of the checkout perfmodel runs from."""
+    try:
+        installed = Path(str(files(PROFILES_PACKAGE)))
+    except ModuleNotFoundError:  # run from a checkout that was never installed
+        installed = None
+    for folder in (installed, Path(__file__).resolve().parents[1] / "profiles"):
+        if folder is not None and folder.is_dir():
+            return folder
+    return None
+
+
+def sources() -> tuple[list[Path], list[Path]]:
+    """(profiles, predictors) that `perfmodel plan` uses when given no --profile or --predictor.
+
+    The shipped predictors (profiles/*.json and profiles/reference/*.json) if there are any, else the
+    shipped profiles: this project's CPU profiles (profiles/*.csv, for CPU pools) and the published GPU
+    measurements (profiles/reference/*.csv). A profiles/ folder in the working directory comes first.
+    """
+    for base in (Path.cwd() / "profiles", profiles_folder()):
+        if base is None:
+            continue
+        folders = (base, base / "reference")
+        predictors = [p for folder in folders for p in sorted(folder.glob("*.json"))]
+        profiles = [p for folder in folders for p in sorted(folder.glob("*.csv"))]
+        if predictors:
+            return [], predictors
+        if profiles:
+            return profiles, []
+    raise InputError("no profiles found in profiles/: give --profile FILE or --predictor FILE.")
