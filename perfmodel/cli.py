@@ -1,7 +1,7 @@
 """The `perfmodel` command: parses arguments, runs one subcommand, turns errors into exit codes.
 
 Only this module and perfmodel/commands/ print; library code raises PerfmodelError subclasses,
-each with the exit code it stands for (commands/common.py lists them).
+each with the exit code it stands for (perfmodel/exit_codes.py lists them).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import os
 import re
 import sys
 
-from perfmodel import __version__, console
+from perfmodel import __version__, console, exit_codes
 from perfmodel.commands import fit, import_, plan, profile, report, run
-from perfmodel.commands.common import EXIT_CODES, formatter
+from perfmodel.commands.common import formatter
 from perfmodel.errors import PerfmodelError
 
 
@@ -29,7 +29,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         console.error(f"{message} (see '{self.prog} --help')")
-        sys.exit(2)
+        sys.exit(exit_codes.BAD_INPUT)
 
 
 class OutputError(PerfmodelError):
@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="perfmodel",
         description="How fast a ready-made neural network serves, and how to meet a deadline with the fewest GPUs.",
-        epilog=EXIT_CODES,
+        epilog=exit_codes.help_text(),
         formatter_class=formatter,
     )
     parser.add_argument("--version", action="version", version=f"perfmodel {__version__}")
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     if not hasattr(args, "run"):
         parser.print_help(sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
     stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
     try:
         with console.show_warnings():
@@ -97,10 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         console.error("interrupted.")
-        return 130
+        return exit_codes.INTERRUPTED
     except BrokenPipeError:  # `perfmodel ... | head`: the reader left; stop quietly, as Unix tools do
         _discard_stdout(stdout)
-        return 141
+        return exit_codes.OUTPUT_CLOSED
     finally:
         sys.stdout = stdout
 

@@ -1,16 +1,18 @@
 """The errors perfmodel raises. Only the CLI turns them into messages and exit codes."""
 
+from perfmodel import exit_codes
+
 
 class PerfmodelError(Exception):
     """Base of every error perfmodel raises on purpose; the message is meant for the user."""
 
-    exit_code = 1
+    exit_code = exit_codes.FAILURE
 
 
 class InputError(PerfmodelError):
     """Bad input from the user: an argument, a file, a model name."""
 
-    exit_code = 2
+    exit_code = exit_codes.BAD_INPUT
 
 
 class ProfileFormatError(InputError):
@@ -32,7 +34,7 @@ class BackendError(PerfmodelError):
 class InfeasibleError(PerfmodelError):
     """No plan meets the deadline with the GPUs given."""
 
-    exit_code = 3
+    exit_code = exit_codes.NO_PLAN
 
 
 class PerfmodelWarning(UserWarning):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from perfmodel import console
-from perfmodel.commands.common import EXIT_CODES, formatter
+from perfmodel import console, exit_codes
+from perfmodel.commands.common import formatter
 
 FIT_EXAMPLES = """examples:
   perfmodel fit profiles/cpu-resnet50-torch.csv --out /tmp/cpu-resnet50.json
@@ -27,7 +27,7 @@ def add_parser(sub) -> None:
         help="fit latency, warm-up, memory and max-batch predictors to profiles; report their error",
         description="Fit regression models of latency, p99 latency, warm-up and memory against batch size and input "
         "size, chosen per quantity by cross-validation, and write them as one predictor JSON file.",
-        epilog=FIT_EXAMPLES + "\n" + EXIT_CODES,
+        epilog=FIT_EXAMPLES + "\n" + exit_codes.help_text("fit"),
         formatter_class=formatter,
     )
     p.add_argument("profiles", nargs="+", metavar="PROFILE", help="profile CSV files (several are concatenated)")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from perfmodel import console
-from perfmodel.commands.common import EXIT_CODES, formatter
+from perfmodel import console, exit_codes
+from perfmodel.commands.common import formatter
 
 IMPORT_EXAMPLES = """examples:
   perfmodel import perf-analyzer pa-b1.csv pa-b8.csv --batch-size 1,8 --hardware a100 --model resnet50 \\
@@ -40,7 +40,7 @@ def add_parser(sub) -> None:
         help="turn perf_analyzer, Model Analyzer or published tables into a profile CSV",
         description="Convert other tools' measurements into one profile CSV (the profile contract), every row "
         "with its source.",
-        epilog=IMPORT_EXAMPLES + "\n" + EXIT_CODES,
+        epilog=IMPORT_EXAMPLES + "\n" + exit_codes.help_text("import"),
         formatter_class=formatter,
     )
     p.add_argument("format", choices=list(FORMATS), help="the files' format")

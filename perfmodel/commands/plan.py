@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from perfmodel import console
+from perfmodel import console, exit_codes
 from perfmodel.commands import plan_online
-from perfmodel.commands.common import EXIT_CODES, formatter
+from perfmodel.commands.common import formatter
 
 PLAN_EXAMPLES = """examples:
   perfmodel plan --images 100000 --deadline 60s
@@ -27,12 +27,6 @@ v100-32gb, t4). The plan says per hardware type where its numbers come from; pub
 warm-up, so their first batch is timed as a steady one (warmup_measured: false in --json).
 """
 
-PLAN_EXIT_CODES = EXIT_CODES.replace(
-    "3    no feasible plan (perfmodel plan)",
-    "3    no plan meets the deadline (online: the SLO): the message says why, and how many\n"
-    "       more GPUs, how many images (requests/s), or how long a deadline (SLO) would make one",
-)
-
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
@@ -41,7 +35,7 @@ def add_parser(sub) -> None:
         description="Choose how many GPUs of which type, and which mini-batch size on each, finish the images by "
         "the deadline (soft real-time), or finish as many as possible (relaxed). The answer is proven "
         "optimal by an integer program (Pyomo + HiGHS).",
-        epilog=PLAN_EXAMPLES + "\n" + plan_online.ONLINE_EXAMPLES + "\n" + PLAN_EXIT_CODES,
+        epilog=PLAN_EXAMPLES + "\n" + plan_online.ONLINE_EXAMPLES + "\n" + exit_codes.help_text("plan"),
         formatter_class=formatter,
     )
     p.add_argument(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import signal
 
-from perfmodel import console
-from perfmodel.commands.common import EXIT_CODES, formatter, positive
+from perfmodel import console, exit_codes
+from perfmodel.commands.common import formatter, positive
 from perfmodel.errors import InputError, PerfmodelError
 
 PROFILE_EXAMPLES = """examples:
@@ -54,7 +54,7 @@ def add_parser(sub) -> None:
         help="measure latency, warm-up and memory over batch size and input size",
         description="Measure a model's latency distribution, warm-up and memory for each batch size and input "
         "size, and write them as one profile CSV.",
-        epilog=PROFILE_EXAMPLES + "\n" + EXIT_CODES,
+        epilog=PROFILE_EXAMPLES + "\n" + exit_codes.help_text("profile"),
         formatter_class=formatter,
     )
     p.add_argument("--model", required=True, help="resnet50, efficientnet_b0, tiny, or a TorchScript file (.pt)")
@@ -331,7 +331,7 @@ def run(args) -> int:
     except KeyboardInterrupt as exc:
         what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
         console.error(f"{what}: {_saved(args.out, len(new_points))}")
-        return 143 if isinstance(exc, Terminated) else 130
+        return exit_codes.TERMINATED if isinstance(exc, Terminated) else exit_codes.INTERRUPTED
     finally:
         signal.signal(signal.SIGTERM, previous)
     if new_points and all(s == "error" for s in new_points):

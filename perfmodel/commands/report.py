@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from perfmodel import console
-from perfmodel.commands.common import EXIT_CODES, formatter
+from perfmodel import console, exit_codes
+from perfmodel.commands.common import formatter
 
 REPORT_EXAMPLES = """examples:
   perfmodel report profiles/cpu-resnet50-torch.csv --out /tmp/report
@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
         "report, a plan's per-GPU timeline against the deadline, and a run's measured timeline beside its plan; "
         "write PNGs "
         "and one self-contained HTML page.",
-        epilog=REPORT_EXAMPLES + "\n" + EXIT_CODES,
+        epilog=REPORT_EXAMPLES + "\n" + exit_codes.help_text("report"),
         formatter_class=formatter,
     )
     p.add_argument("profiles", nargs="*", metavar="PROFILE.csv", help="profile CSV files (several overlay)")

@@ -7,8 +7,8 @@ import os
 import signal
 import sys
 
-from perfmodel import console
-from perfmodel.commands.common import EXIT_CODES, formatter, positive
+from perfmodel import console, exit_codes
+from perfmodel.commands.common import formatter, positive
 
 RUN_EXAMPLES = """examples:
   perfmodel plan --images 2000 --deadline 90s --profile p.csv --json > plan.json
@@ -26,19 +26,6 @@ accelerator_type label). The clock starts when the workers are asked to load the
 runs exactly its share of the plan, its first batch being its warm-up.
 """
 
-RUN_EXIT_CODES = (
-    EXIT_CODES.replace("  3    no feasible plan (perfmodel plan)\n", "")
-    .replace(
-        "1    a failure while measuring (a worker or server died)",
-        "1    a worker died: the finished results are kept (--resume completes the rest)",
-    )
-    .replace("130  interrupted (Ctrl-C); finished work is kept", "130  interrupted (Ctrl-C); finished results are kept")
-    .replace(
-        "143  terminated (SIGTERM, perfmodel profile); finished work is kept",
-        "143  terminated (SIGTERM); finished results are kept",
-    )
-)
-
 BEHIND_HELP = "the plan's margin, at least 5%"
 
 
@@ -48,7 +35,7 @@ def add_parser(sub) -> None:
         help="execute a plan on Ray and measure it against its prediction",
         description="Execute a plan from `perfmodel plan --json` on Ray, on this machine or on a cluster, over image "
         "files or random inputs, and report worker by worker what was predicted beside what was measured.",
-        epilog=RUN_EXAMPLES + "\n" + RUN_EXIT_CODES,
+        epilog=RUN_EXAMPLES + "\n" + exit_codes.help_text("run"),
         formatter_class=formatter,
     )
     p.add_argument("plan", metavar="PLAN.json", help="a plan from `perfmodel plan --json`")
@@ -152,12 +139,12 @@ def _exit_code(result, data: dict, terminated: bool, args) -> int:
         console.error(
             f"{'terminated' if terminated else 'interrupted'}: {data['images_done']:,} images done" + _kept(args) + "."
         )
-        return 143 if terminated else 130
+        return exit_codes.TERMINATED if terminated else exit_codes.INTERRUPTED
     if result.status == "worker-failed":
         dead = [w for w in data["workers"] if w["status"] == "died"]
         names = ", ".join(f"{w['worker']} (after {w['batches_done']} of {w['batches_given']} batches)" for w in dead)
         console.error(f"worker {names} died: {data['images_unfinished']:,} images not done" + _kept(args) + ".")
-        return 1
+        return exit_codes.FAILURE
     return 0
 
 
