@@ -2,8 +2,10 @@
 
 perfmodel/data/gpu_specs.csv holds one row per hardware key (the `hardware` of profiles and pools):
 peak dense FLOP/s per precision (fp32 on the CUDA cores; tf32, fp16 and int8 on the tensor cores),
-memory bandwidth, SM count, memory and L2, and the documents the figures come from. A user's own
-table with the same columns may replace it (`perfmodel fit --gpu-specs FILE`).
+memory bandwidth, SM count, memory and L2, the documents the figures come from (`source`) and, where
+one exists, a second document they were checked against (`second_source`, optional). Sparse tensor
+figures are halved: the table holds dense rates. A user's own table with the same columns may replace
+it (`perfmodel fit --gpu-specs FILE`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ COLUMNS = (
     "l2_mb",
     "source",
 )
+OPTIONAL_COLUMNS = ("second_source",)
 # Which peak a precision runs at. bf16 runs at the fp16 tensor rate on every GPU of the table that has it.
 _PEAK_COLUMN = {
     "fp32": "fp32_tflops",
@@ -51,6 +54,7 @@ class GpuSpec:
     memory_gb: float
     l2_mb: float
     source: str
+    second_source: str = ""
 
     def peak_tflops(self, precision: str) -> float | None:
         """The peak rate a precision runs at; None when this GPU does not have it (tf32 before Ampere)."""
@@ -101,6 +105,7 @@ def load_gpu_specs(path: str | os.PathLike | None = None) -> dict[str, GpuSpec]:
             numbers["memory_gb"],
             numbers["l2_mb"],
             row["source"].strip(),
+            (row.get("second_source") or "").strip(),
         )
     return specs
 
