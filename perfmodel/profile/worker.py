@@ -131,14 +131,6 @@ class Worker:
                 kind = "sticky"
         return {"status": "failed", "kind": kind, "error": failure.message}
 
-    def _device_memory_mb(self) -> float | None:
-        """What the device may hold for this worker: its memory, or the cap it was given at load."""
-        if not self.runner.is_cuda:
-            return None
-        torch = self.runner.torch
-        total = torch.cuda.get_device_properties(self.runner.device).total_memory / 2**20
-        return total * torch.cuda.get_per_process_memory_fraction(self.runner.device)
-
     def _free(self) -> None:
         try:
             self.runner.release()
@@ -211,7 +203,7 @@ class Worker:
         graphs = runner.options.cuda_graphs
         runner.release()
         extra = None if limit is None or runner.is_cuda else limit - runner.used_memory_mb()
-        count = runner.input_count(b, s, request.get("memory_budget_mb") or self._device_memory_mb())
+        count = runner.input_count(b, s, request.get("memory_budget_mb") or runner.device_memory_mb())
         out: dict = {}
         try:
             with memory.data_limit(extra), runner.inference():

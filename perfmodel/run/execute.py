@@ -26,7 +26,7 @@ from perfmodel.run.planfile import RunPlan
 from perfmodel.run.progress import TypeProgress, progress
 from perfmodel.run.result import RunResult, WorkerRun
 from perfmodel.run.shares import batches, split, synthetic_batches
-from perfmodel.run.worker import WorkerSpec
+from perfmodel.run.worker import WorkerSpec, check_runnable
 
 READY_TIMEOUT_S = 300.0  # actors started (a process each, torch imported)
 LOAD_TIMEOUT_S = 900.0  # every model loaded
@@ -147,6 +147,8 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
     result's status says which (worker-failed, interrupted)."""
     model, model_path = check_model(plan, options)
     device_of = devices(plan, options)
+    for w in plan.workers:
+        check_runnable(w.backend, w.precision, device_of[w.hardware], f"{plan.path}, GPU {w.index + 1}")
     inputs = prepare_inputs(plan, options)
     if options.address is not None:
         address = clusters.resolve_address(options.address)
@@ -254,6 +256,7 @@ class _Execution:
                 self.options.decode_threads,
                 self.options.seed,
                 fault[1] if fault and fault[0] == p.index else None,
+                batch_size=p.batch_size,
             )
             actors.append(remote.options(**reservations[p.hardware].actor_options()).remote(spec))
         try:

@@ -9,10 +9,10 @@ from perfmodel.errors import InputError
 from perfmodel.files import read_json
 from perfmodel.planning.context import check_plan_format, sha256_of
 from perfmodel.planning.fields import check_plan_fields, is_number
+from perfmodel.profile.backends.torch_backend import parse_backend
 
 HOW = "give the JSON that `perfmodel plan --json` prints"
 REMAKE = "make it again with `perfmodel plan ... --json` (this perfmodel records what running it needs)"
-RUNNABLE_BACKEND_PARTS = ("channels-last", "compile")  # torch options perfmodel run can apply
 
 
 @dataclass(frozen=True)
@@ -142,18 +142,12 @@ def _workers(data: dict, source: str):
 
 
 def _check_backend(backend: str, hardware: str, where: str) -> None:
-    parts = backend.split("-")
-    if parts[0] != "torch" or not _known_options(backend[len("torch") :].lstrip("-")):
+    """Every backend the in-process PyTorch profiler writes runs (torch_backend.BACKENDS); others do not."""
+    if parse_backend(backend) is None:
         raise InputError(
             f"{where} ({hardware}) uses backend {backend!r}, but perfmodel run executes in-process "
-            "PyTorch only (torch, torch-channels-last, torch-compile): re-plan with --backend torch."
+            "PyTorch only (the backends perfmodel profile --backend torch measures): re-plan with --backend torch."
         )
-
-
-def _known_options(rest: str) -> bool:
-    for part in RUNNABLE_BACKEND_PARTS:
-        rest = rest.replace(part, "", 1).strip("-") if rest.startswith(part) else rest
-    return rest == ""
 
 
 def _integer(row: dict, key: str, where: str) -> int:

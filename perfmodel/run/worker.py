@@ -1,6 +1,12 @@
 """The Ray actor that does one planned GPU's work: load the model, then run its batches, one at a time,
 while a thread pool decodes the next ones (PIL), and stream one record per batch back to the driver.
 
+It runs what the plan's profile measured: the backend's options (channels-last, torch.compile, CUDA
+graphs), the input batches the profile held, and every batch at the planned batch size. A last,
+partial batch is filled up to that size and only its images are counted: the plan counts it as a full
+batch, and a new shape would be autotuned by cuDNN (or captured again as a CUDA graph) inside the
+timed window, a warm-up the plan does not have.
+
 The class is plain Python (tests can use it without Ray); perfmodel.run.execute wraps it with
 ray.remote and the resources the plan gave this worker.
 """
@@ -30,11 +36,26 @@ class WorkerSpec:
     weights: str | None  # a torchvision state_dict file
     device: str  # "cpu" or "cuda"
     precision: str
-    backend: str  # torch, torch-channels-last, torch-compile, torch-channels-last-compile
+    backend: str  # one of torch_backend.BACKENDS: torch, torch-channels-last-cuda-graphs ...
     threads: int | None  # torch intra-op threads; 1 for a CPU worker
     decode_threads: int = 1
     seed: int = 0
     fault_after: int | None = None  # for fault drills and tests: SIGKILL itself after this many batches
+    batch_size: int | None = None  # the planned batch size, which a partial batch is filled up to
+
+
+def check_runnable(backend: str, precision: str, device: str, where: str) -> None:
+    """InputError (one sentence) when a planned backend and precision cannot run on `device`, before
+    anything starts: CUDA graphs and TF32 need a CUDA device."""
+    from perfmodel.profile.backends.torch_backend import TorchOptions
+
+    options = TorchOptions.from_backend(backend, device="cuda", precision=precision)
+    if device == "cpu" and (options.cuda_graphs or precision == "tf32"):
+        what = "CUDA graphs" if options.cuda_graphs else "TF32 math"
+        raise InputError(
+            f"{where} runs {backend} {precision}, which needs a CUDA device ({what}): run it with --device "
+            "cuda, or re-plan with a --backend and --precision a CPU runs."
+        )
 
 
 class LocalBatches:
@@ -71,12 +92,8 @@ class RunWorker:
 
         self.spec = spec
         self.torch = torch
-        options = TorchOptions(
-            device=spec.device,
-            precision=spec.precision,
-            channels_last="channels-last" in spec.backend,
-            compile="compile" in spec.backend,
-            threads=spec.threads,
+        options = TorchOptions.from_backend(
+            spec.backend, device=spec.device, precision=spec.precision, threads=spec.threads
         )
         self.runner = TorchRunner(ModelSpec(spec.model, spec.model_path), options, spec.seed)
         self.pool = ThreadPoolExecutor(max(1, spec.decode_threads), thread_name_prefix="decode")
@@ -84,6 +101,7 @@ class RunWorker:
         self.source = None
         self.input_size = 0
         self.synthetic: list | None = None
+        self.batch_size = spec.batch_size or 0
 
     def ready(self) -> dict:
         """Who and where this worker is (called before the clock starts)."""
@@ -108,8 +126,13 @@ class RunWorker:
         end = time.time()
         self.input_size = input_size
         self.source = SharedBatches(queue, worker) if queue is not None else LocalBatches(worker, batches or [])
-        if synthetic_batch is not None:  # a few random batches (never zeros) to rotate between, made once
-            self.synthetic = self.runner.inputs(synthetic_batch, input_size)
+        if synthetic_batch is not None:  # random batches (never zeros) to rotate between, made once
+            runner = self.runner
+            self.batch_size = max(self.batch_size, synthetic_batch)
+            # As many as the profile held at this batch (three, or one for a large batch): three large
+            # ones could run out of memory where the profile did not.
+            count = runner.input_count(synthetic_batch, input_size, runner.device_memory_mb())
+            self.synthetic = runner.inputs(synthetic_batch, input_size, count)
         for _ in range(PREFETCH):
             self._prefetch()
         return {"start": start, "end": end}
@@ -177,12 +200,13 @@ class RunWorker:
                 n = content if self.synthetic is not None else len(content)
                 if n:
                     x = self._input(array, n, done)
-                    out = runner.model(x)
+                    # A single synthetic batch is never written to: it can be the CUDA graph's own input.
+                    out = runner.forward(x, keep_input=self.synthetic is not None and len(self.synthetic) == 1)
                     runner.sync()
                     model_end = time.time()
                     if isinstance(out, (tuple, list)):
                         out = out[0]
-                    top = torch.softmax(out.float(), dim=1).max(dim=1)
+                    top = torch.softmax(out[:n].float(), dim=1).max(dim=1)
                     classes, scores = top.indices.tolist(), top.values.tolist()
                 else:
                     model_end = start
@@ -205,9 +229,16 @@ class RunWorker:
                 done += 1
 
     def _input(self, array, n: int, k: int):
+        """The batch the model runs for n images: at least the planned batch size (the first n rows count)."""
+        import numpy as np
+
         torch = self.torch
         if self.synthetic is not None:
-            return self.synthetic[k % len(self.synthetic)][:n]
+            x = self.synthetic[k % len(self.synthetic)]
+            # A batch stolen from a worker with a larger batch size: drawn now (rare, and its own shape).
+            return x if n <= len(x) else self.runner.inputs(n, self.input_size, count=1)[0]
+        if n < self.batch_size:  # the last, partial batch: filled up to the planned shape
+            array = np.concatenate([array, np.zeros((self.batch_size - n, *array.shape[1:]), array.dtype)])
         layout = torch.channels_last if self.runner.options.channels_last else torch.contiguous_format
         # The memory layout the profile measured: another layout runs at another speed.
         return torch.from_numpy(array).to(self.runner.device, self.runner.dtype).contiguous(memory_format=layout)

@@ -7,6 +7,7 @@ program and `perfmodel run`, so all of them run exactly the same code.
 from __future__ import annotations
 
 import gc
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 # flatters the numbers; a larger batch is larger than any cache, and holding three of them would move
 # the out-of-memory boundary, so it uses one (see TorchRunner.input_count).
 ROTATE_BELOW_MB = 256.0
+# The optional parts of a backend name, in the order TorchOptions.backend_name writes them.
+_BACKEND_PARTS = (("channels-last", "channels_last"), ("compile", "compile"), ("cuda-graphs", "cuda_graphs"))
 
 
 @dataclass(frozen=True)
@@ -49,14 +52,36 @@ class TorchOptions:
     @property
     def backend_name(self) -> str:
         """The profile's `backend` column: torch, torch-compile, torch-channels-last-cuda-graphs ..."""
-        parts = ["torch"]
-        if self.channels_last:
-            parts.append("channels-last")
-        if self.compile:
-            parts.append("compile")
-        if self.cuda_graphs:
-            parts.append("cuda-graphs")
-        return "-".join(parts)
+        return "-".join(["torch", *(part for part, flag in _BACKEND_PARTS if getattr(self, flag))])
+
+    @classmethod
+    def from_backend(cls, backend: str, **kwargs) -> TorchOptions:
+        """The options a profile's `backend` name stands for (its inverse): torch-channels-last-cuda-graphs
+        gives channels_last and cuda_graphs. InputError for a name no TorchOptions writes."""
+        flags = parse_backend(backend)
+        if flags is None:
+            raise InputError(f"{backend!r} is not a PyTorch backend perfmodel runs ({', '.join(BACKENDS)}).")
+        return cls(**kwargs, **flags)
+
+
+def parse_backend(backend: str) -> dict[str, bool] | None:
+    """{channels_last, compile, cuda_graphs} of a backend name TorchOptions.backend_name writes; None otherwise."""
+    rest, flags = backend, {}
+    if not (rest == "torch" or rest.startswith("torch-")):
+        return None
+    rest = rest[len("torch") :]
+    for part, flag in _BACKEND_PARTS:
+        flags[flag] = rest.startswith(f"-{part}")
+        if flags[flag]:
+            rest = rest[len(part) + 1 :]
+    return flags if rest == "" else None
+
+
+# Every backend name the in-process PyTorch backend can write into a profile, so every one a plan can name.
+BACKENDS = tuple(
+    TorchOptions("cuda", channels_last=a, compile=b, cuda_graphs=c).backend_name
+    for a, b, c in itertools.product((False, True), repeat=3)
+)
 
 
 def check_device(device: str) -> str:
@@ -117,6 +142,7 @@ class TorchRunner:
         self.baseline_rss_mb = memory.rss_mb()  # before the model: CPU memory counts from here
         self.model = None
         self.load_ms: float | None = None
+        self._graphs: dict[tuple, Callable] = {}  # forward's captured graphs, by input shape
 
     def load(self) -> float:
         """Build the model and move it to the device; return the time it took in ms."""
@@ -196,40 +222,63 @@ class TorchRunner:
         return call_cuda
 
     def _bind_graph(self, inputs: list) -> Callable[[int], None]:
-        """CUDA graphs: capture lazily on the first call, so that the capture counts as warm-up.
-
-        The memory peak is reset just before the capture: the graph's private pool (its activations)
-        is allocated during the capture and never again, so the peak must include it. With a single
-        input batch, that batch is the graph's static input (no second copy).
-        """
-        torch, model = self.torch, self.model
-        state: dict = {}
-
-        def capture() -> None:
-            static_in = inputs[0] if len(inputs) == 1 else inputs[0].clone()
-            stream = torch.cuda.Stream(self.device)
-            stream.wait_stream(torch.cuda.current_stream(self.device))
-            with torch.cuda.stream(stream):
-                for _ in range(3):  # the capture needs the lazy work (cuDNN choice, handles) done first
-                    model(static_in)
-            torch.cuda.current_stream(self.device).wait_stream(stream)
-            self.sync()
-            self.reset_peak()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                state["out"] = model(static_in)
-            state.update(graph=graph, static_in=static_in)
+        """CUDA graphs: capture lazily on the first call, so that the capture counts as warm-up. With a
+        single input batch, that batch is the graph's static input (no second copy)."""
+        graph = None
 
         def call(i: int) -> None:
-            if "graph" not in state:
-                capture()
-            x = inputs[i % len(inputs)]
-            if x is not state["static_in"]:
-                state["static_in"].copy_(x)
-            state["graph"].replay()
+            nonlocal graph
+            if graph is None:
+                graph = self._capture(inputs[0] if len(inputs) == 1 else inputs[0].clone())
+            graph(inputs[i % len(inputs)])
             self.sync()
 
         return call
+
+    def _capture(self, static_in) -> Callable:
+        """Capture the model on `static_in`; return replay(x) -> the graph's output tensor (overwritten
+        by the next replay), copying x into the static input first unless it is that input.
+
+        The eager calls before the capture do the lazy work (cuDNN's choice, handles); their
+        activations then sit in the allocator's cache, which the graph's private pool cannot use, so
+        the cache is emptied first (else the largest batch that captures is about half the one that
+        fits). The memory peak is reset just before the capture: the graph's pool is allocated during
+        the capture and never again, so the peak must include it.
+        """
+        torch, model = self.torch, self.model
+        stream = torch.cuda.Stream(self.device)
+        stream.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                model(static_in)
+        torch.cuda.current_stream(self.device).wait_stream(stream)
+        self.sync()
+        torch.cuda.empty_cache()
+        self.reset_peak()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_out = model(static_in)
+
+        def replay(x):
+            if x is not static_in:
+                static_in.copy_(x)
+            graph.replay()
+            return static_out
+
+        return replay
+
+    def forward(self, x, keep_input: bool = False):
+        """The model's output for one batch x, as `bind`'s calls run it (perfmodel run's batches): eager,
+        or with CUDA graphs the replay of the graph of x's shape, captured on its first batch (the
+        warm-up, as the profile measured it). The output of a replay is overwritten by the next one.
+        keep_input: x is never written by the caller, so it can be the graph's static input (no copy)."""
+        if not self.options.cuda_graphs:
+            return self.model(x)
+        key = tuple(x.shape)
+        replay = self._graphs.get(key)
+        if replay is None:
+            replay = self._graphs[key] = self._capture(x if keep_input else x.clone())
+        return replay(x)
 
     def reset_peak(self) -> None:
         if self.is_cuda:
@@ -242,6 +291,14 @@ class TorchRunner:
         if self.is_cuda:
             return self.torch.cuda.max_memory_allocated(self.device) / 2**20
         return max(0.0, memory.peak_rss_mb() - self.baseline_rss_mb)
+
+    def device_memory_mb(self) -> float | None:
+        """What the device may hold for this process: its memory, or the cap it was given; None on a CPU."""
+        if not self.is_cuda:
+            return None
+        torch = self.torch
+        total = torch.cuda.get_device_properties(self.device).total_memory / 2**20
+        return total * torch.cuda.get_per_process_memory_fraction(self.device)
 
     def used_memory_mb(self) -> float:
         if self.is_cuda:

@@ -1,0 +1,164 @@
+"""What is planned is what runs: every backend the in-process PyTorch profiler writes (so every one a plan
+from its profiles can pick) is one `perfmodel run` executes, and the worker runs the plan's batch shape."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from run_data import make_images
+
+from perfmodel.errors import InputError
+from perfmodel.planning.batch import make_plan
+from perfmodel.profile.backends import torch_backend
+from perfmodel.profile.backends.torch_backend import BACKENDS, TorchOptions, parse_backend
+from perfmodel.run.planfile import read_run_plan
+from perfmodel.run.worker import RunWorker, WorkerSpec, check_runnable
+
+
+def profile(path, options: dict[tuple[str, str], float], hardware: str = "h100"):
+    """A made-up GPU profile: per (backend, precision), latency = 1 ms + ms_per_image x batch."""
+    rows = [
+        dict(
+            hardware=hardware,
+            model="tiny",
+            backend=backend,
+            precision=precision,
+            input_size=32,
+            batch_size=b,
+            latency_ms=1.0 + per_image * b,
+            latency_p99_ms=1.2 + per_image * b,
+            warmup_ms=50.0 + per_image * b,
+            memory_mb=100.0 + b,
+            status="ok",
+            load_ms=100.0,
+        )
+        for (backend, precision), per_image in options.items()
+        for b in (1, 2, 4, 8, 16)
+    ]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def planned(tmp_path, options, images=2000, deadline_s=2.0):
+    job = make_plan(images, deadline_s, profiles=[profile(tmp_path / "p.csv", options)], input_size=32)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(job.to_dict()))
+    return path
+
+
+def test_every_backend_name_the_profiler_writes_is_one_run_reads_back():
+    names = set()
+    for channels_last in (False, True):
+        for compile_ in (False, True):
+            for graphs in (False, True):
+                o = TorchOptions("cuda", channels_last=channels_last, compile=compile_, cuda_graphs=graphs)
+                names.add(o.backend_name)
+                again = TorchOptions.from_backend(o.backend_name, device="cuda")
+                assert (again.channels_last, again.compile, again.cuda_graphs) == (channels_last, compile_, graphs)
+    assert names == set(BACKENDS)
+    for wrong in ("triton-grpc", "torch-", "torch-fast", "torch-compile-channels-last", "tensorrt", "torchx"):
+        assert parse_backend(wrong) is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_plan_on_any_torch_backend_is_runnable(tmp_path, backend):
+    """The planner picks any backend its profiles hold: each one the profiler can write must run."""
+    plan = read_run_plan(planned(tmp_path, {(backend, "fp16"): 0.05}))
+    assert {w.backend for w in plan.workers} == {backend}
+    for w in plan.workers:
+        check_runnable(w.backend, w.precision, "cuda", w.name)
+
+
+def test_the_fastest_option_is_planned_and_runnable(tmp_path):
+    """The campaign plans without --backend: the planner takes channels-last + CUDA graphs (the fastest),
+    which `perfmodel run` must then execute (it refused it, and every validation plan exited 2)."""
+    options = {
+        ("torch", "fp16"): 0.10,
+        ("torch-channels-last-cuda-graphs", "fp16"): 0.05,
+        ("torch", "tf32"): 0.20,
+    }
+    path = planned(tmp_path, options)
+    plan = read_run_plan(path)
+    assert {(w.backend, w.precision) for w in plan.workers} == {("torch-channels-last-cuda-graphs", "fp16")}
+    for w in plan.workers:
+        check_runnable(w.backend, w.precision, "cuda", w.name)
+    with pytest.raises(InputError, match=r"needs a CUDA device \(CUDA graphs\): run it with --device cuda"):
+        check_runnable(plan.workers[0].backend, "fp16", "cpu", "GPU 1")
+    with pytest.raises(InputError, match=r"needs a CUDA device \(TF32 math\)"):
+        check_runnable("torch", "tf32", "cpu", "GPU 1")
+
+
+def test_a_partial_last_batch_runs_at_the_planned_shape(tmp_path):
+    """Files: 5 images in batches of 3 -> the second batch (2 images) runs filled up to 3; 2 are counted."""
+    paths = [str(p) for p in make_images(tmp_path, 5)]
+    worker = RunWorker(WorkerSpec("cpu#0", "tiny", None, None, "cpu", "fp32", "torch", 1, batch_size=3))
+    worker.load(32, [paths[:3], paths[3:]])
+    model, shapes = worker.runner.model, []
+    worker.runner.model = lambda x: shapes.append(tuple(x.shape)) or model(x)
+    records = list(worker.run())
+    assert shapes == [(3, 3, 32, 32)] * 2
+    assert [r["images"] for r in records] == [3, 2] and [len(r["classes"]) for r in records] == [3, 2]
+
+
+@pytest.mark.parametrize(("rotate_below_mb", "held"), [(256.0, 3), (0.001, 1)])
+def test_synthetic_inputs_follow_the_profiles_rule(monkeypatch, rotate_below_mb, held):
+    """Three random batches while small, one above ROTATE_BELOW_MB (as the profile held); a partial batch
+    runs as a full one."""
+    monkeypatch.setattr(torch_backend, "ROTATE_BELOW_MB", rotate_below_mb)
+    worker = RunWorker(WorkerSpec("cpu#0", "tiny", None, None, "cpu", "fp32", "torch", 1, batch_size=4))
+    worker.load(32, [4, 4, 1], synthetic_batch=4)
+    assert len(worker.synthetic) == held
+    model, shapes = worker.runner.model, []
+    worker.runner.model = lambda x: shapes.append(tuple(x.shape)) or model(x)
+    records = list(worker.run())
+    assert shapes == [(4, 3, 32, 32)] * 3
+    assert [len(r["classes"]) for r in records] == [4, 4, 1]
+
+
+@pytest.mark.gpu
+def test_cuda_graphs_run_a_plans_batches_on_the_gpu():
+    """One graph for the planned shape (the partial batch replays it too), outputs as eager's."""
+    import torch
+
+    spec = WorkerSpec(
+        "h100#0", "tiny", None, None, "cuda", "fp16", "torch-channels-last-cuda-graphs", None, batch_size=8
+    )
+    worker = RunWorker(spec)
+    worker.load(32, [8, 8, 3], synthetic_batch=8)
+    records = list(worker.run())
+    assert [len(r["classes"]) for r in records] == [8, 8, 3]
+    assert list(worker.runner._graphs) == [(8, 3, 32, 32)]
+    with torch.inference_mode():
+        x = worker.synthetic[0]
+        eager = worker.runner.model(x).float()
+        graph = worker.runner.forward(x).float()
+    assert torch.allclose(eager, graph, atol=1e-2, rtol=1e-2)
+
+
+@pytest.mark.gpu
+def test_a_graph_captures_where_its_eager_batch_fits():
+    """The eager warm-up's cached activations are freed before the capture: capped at 1.6x the eager
+    peak, the graph of the same batch captures (it ran out of memory at about half the batch before)."""
+    import torch
+
+    from perfmodel.profile.models import ModelSpec
+
+    options = TorchOptions("cuda", precision="fp16", cuda_graphs=True)
+    runner = torch_backend.TorchRunner(ModelSpec("resnet50"), options)
+    runner.load()
+    batch, size = 256, 224
+    with runner.inference():
+        x = runner.inputs(batch, size, count=1)[0]
+        runner.reset_peak()
+        runner.model(x)
+        runner.sync()
+        eager_peak_mb = runner.peak_memory_mb()
+        runner.release()
+        total = torch.cuda.get_device_properties(runner.device).total_memory / 2**20
+        torch.cuda.set_per_process_memory_fraction(min(1.0, 1.6 * eager_peak_mb / total), runner.device)
+        try:
+            runner.bind([x])(0)
+        finally:
+            torch.cuda.set_per_process_memory_fraction(1.0, runner.device)
