@@ -59,7 +59,7 @@ def test_plans_that_cannot_be_run_are_refused(tmp_path, plan, capsys):
     unknown_backend = edited(tmp_path, plan, gpus_backend="torch-fast")
     assert "re-plan with --backend torch" in refused(capsys, unknown_backend, "--synthetic")
     graphs = edited(tmp_path, plan, gpus_backend="torch-cuda-graphs")
-    assert "CUDA graphs need a CUDA device: run it with --device cuda" in refused(capsys, graphs, "--synthetic")
+    assert "needs a CUDA device (CUDA graphs): run it with --device cuda" in refused(capsys, graphs, "--synthetic")
     negative = edited(tmp_path, plan, gpus_batches=-1)
     assert '"batches" is -1, not a whole number >= 1' in refused(capsys, negative, "--synthetic")
     unknown = edited(tmp_path, plan, model={"name": "mynet", "path": None})
