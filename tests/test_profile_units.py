@@ -213,6 +213,10 @@ def test_estimate_counts_points_and_fresh_workers():
         ("CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`", "oom-like"),
         ("could not create a primitive", "oom-like"),  # oneDNN under a CPU memory limit (seen in CI)
         ("Expected canUse32BitIndexMath(input) && canUse32BitIndexMath(output) to be true, but got false.", "limit"),
+        ("value cannot be converted to type int without overflow", "limit"),  # max_pool2d past 2^31
+        ("value cannot be converted to type int32_t without overflow", "limit"),
+        ("integer out of range", "limit"),
+        ("value cannot be converted to type at::Half without overflow", "error"),  # a constant, not a size
         ("CUDA error: an illegal memory access was encountered", "sticky"),
         ("CUDA error: device-side assert triggered", "sticky"),
         ("CUDA error: misaligned address", "sticky"),

@@ -3,8 +3,9 @@
 A GPU does not always say "out of memory" when a batch does not fit. cuDNN and cuBLAS report the
 same condition under other names when they cannot get their workspace or handles ("unable to find
 an engine", CUBLAS_STATUS_NOT_INITIALIZED, CUDNN_STATUS_INTERNAL_ERROR ...), and kernels that index
-with 32 bits refuse tensors past 2^31 elements ("canUse32BitIndexMath"), which ResNet-50 and
-EfficientNet-B0 reach at large batches. Each kind is a `Failure`:
+with 32 bits refuse tensors past 2^31 elements ("canUse32BitIndexMath"; in some PyTorch versions
+max_pool2d says "value cannot be converted to type int without overflow" or "integer out of range"),
+which ResNet-50 and EfficientNet-B0 reach at large batches. Each kind is a `Failure`:
 
 - `oom`: out of memory, plainly said;
 - `limit`: a kernel's 32-bit size limit; like an OOM, it bounds the largest batch;
@@ -39,7 +40,11 @@ _LIMIT = (
     "must be positive, but got N=-",
     "numel needs to be smaller than int32_t max",
     "exceeds the 32-bit",
+    "integer out of range",
 )
+# A size that overflows an integer type; not a float type: "cannot be converted to type at::Half without
+# overflow" is a model's own constant out of fp16's range (a real error, whatever the batch).
+_LIMIT_PATTERN = re.compile(r"cannot be converted to type (?:unsigned )?(?:int|long|int32|int64)\w* without overflow")
 _OOM_LIKE = (
     "unable to find an engine",
     "CUBLAS_STATUS_NOT_INITIALIZED",
@@ -116,5 +121,7 @@ def kind_of_text(text: str) -> str:
     """The failure kind a message names (see the module's docstring)."""
     for kind, markers in (("sticky", _STICKY), ("oom", _OOM), ("limit", _LIMIT), ("oom-like", _OOM_LIKE)):
         if any(marker.lower() in text.lower() for marker in markers):
+            return kind
+        if kind == "limit" and _LIMIT_PATTERN.search(text):
             return kind
     return "error"
