@@ -1,12 +1,21 @@
-"""Shared fixtures: a fast stability rule, a tiny profile sweep, and the GPU marker's skip."""
+"""Shared helpers: a fast stability rule, a tiny profile sweep, the CLI in-process and as a subprocess's
+environment, and the markers' rules (the GPU skip; Triton tests are integration tests; timeouts).
+
+Test files import the plain helpers with `from conftest import repo_env, run_cli` (tests/ is on sys.path).
+"""
 
 from __future__ import annotations
 
+import os
 import signal
+from pathlib import Path
 
 import pytest
 
+from perfmodel.cli import main
 from perfmodel.profile import ProfileConfig, StabilityRule
+
+REPO = Path(__file__).resolve().parents[1]
 
 # Short sampling: tests check behaviour, not numbers, so a fraction of a second per point is enough.
 FAST_RULE = StabilityRule(rel_ci=0.5, min_samples=5, max_samples=50, max_time_s=0.2, floor_samples=3, warmup_calls=1)
@@ -18,7 +27,33 @@ FAST_RULE = StabilityRule(rel_ci=0.5, min_samples=5, max_samples=50, max_time_s=
 signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# pyproject's `timeout` (300 s) bounds a unit test; a test marked slow or integration waits on other
+# programs (a Ray cluster, a Triton server, a sweep in a subprocess) and gets this bound unless it names its own.
+LONG_TIMEOUT_S = 1800
+
+
+def repo_env(**extra: str) -> dict[str, str]:
+    """This process's environment with the checkout first on PYTHONPATH: a subprocess imports this tree."""
+    env = dict(os.environ, **extra)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def run_cli(capsys, *args) -> tuple[int, str, str]:
+    """`perfmodel ARGS` in this process: its exit code, stdout and stderr."""
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: a Triton test's implied `integration` must count
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "triton" in item.keywords:  # a Triton server is another program
+            item.add_marker(pytest.mark.integration)
+        long = item.get_closest_marker("slow") or item.get_closest_marker("integration")
+        if long and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(LONG_TIMEOUT_S))
     try:
         import torch
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -97,10 +96,3 @@ def stray_folders(owner_pids) -> list[str]:
         except (OSError, ValueError):
             continue
     return left
-
-
-def env_with_repo() -> dict[str, str]:
-    root = str(Path(__file__).resolve().parents[1])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    return env

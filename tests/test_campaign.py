@@ -13,6 +13,7 @@ import pytest
 from perfmodel.fitting import Predictor
 from perfmodel.schema import load_profile
 
+pytestmark = pytest.mark.integration  # each test runs the campaign script or validate.py
 ROOT = Path(__file__).resolve().parents[1]
 HERE = ROOT / "experiments" / "008_gpu_campaign"
 SCRIPT = HERE / "campaign.sh"

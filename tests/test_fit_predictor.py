@@ -69,6 +69,7 @@ def test_a_loaded_predictor_answers_like_the_fitted_one(saved, predictor):
     assert loaded.groups[0].report == predictor.groups[0].report
 
 
+@pytest.mark.integration
 def test_loading_and_querying_imports_neither_torch_nor_scikit_learn(saved):
     code = (
         "import sys, numpy as np, perfmodel\n"

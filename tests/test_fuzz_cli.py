@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import repo_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -690,7 +691,7 @@ def test_a_full_stdout_is_one_sentence_and_exit_1(ws, capsys, monkeypatch, tmp_p
 
 
 def _perfmodel(*args, stdout=subprocess.PIPE, cwd=None):
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = repo_env()
     return subprocess.run(
         [sys.executable, "-m", "perfmodel", *map(str, args)],
         stdout=stdout,
@@ -703,12 +704,14 @@ def _perfmodel(*args, stdout=subprocess.PIPE, cwd=None):
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.integration
 def test_subprocess_plan_json_into_a_full_disk(ws):
     with open("/dev/full", "w") as full:
         done = _perfmodel(*COMMANDS["plan"].argv(ws), "--json", stdout=full)
     assert_refused(Result(done.returncode, "", done.stderr), code=1, mentions="No space left on device")
 
 
+@pytest.mark.integration
 def test_subprocess_bad_inputs(ws, tmp_path):
     profile = tmp_path / "p.csv"
     shutil.copy(SHIPPED, profile)

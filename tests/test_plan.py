@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_cli
 
 from perfmodel.cli import main
 from perfmodel.errors import InfeasibleError, InputError
@@ -198,15 +199,10 @@ def test_predictor_extrapolation_is_warned_about():
 # ---- the command line -------------------------------------------------------------------------
 
 
-def run_cli(capsys, *args):
-    code = main(["plan", *args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_cli_json_has_the_documented_keys(capsys, profile):
     code, out, _ = run_cli(
         capsys,
+        "plan",
         "--images",
         "100k",
         "--deadline",
@@ -240,7 +236,18 @@ def test_cli_json_has_the_documented_keys(capsys, profile):
 
 def test_cli_readable_output_starts_with_a_summary(capsys, profile):
     code, out, err = run_cli(
-        capsys, "--mode", "relaxed", "--deadline", "60s", "--pool", "cpu=8", "--profile", profile, "--input-size", "64"
+        capsys,
+        "plan",
+        "--mode",
+        "relaxed",
+        "--deadline",
+        "60s",
+        "--pool",
+        "cpu=8",
+        "--profile",
+        profile,
+        "--input-size",
+        "64",
     )
     assert code == 0
     first = out.splitlines()[0]
@@ -250,11 +257,13 @@ def test_cli_readable_output_starts_with_a_summary(capsys, profile):
 
 
 def test_cli_infeasible_exits_3_and_explains(capsys, profile):
-    code, out, err = run_cli(capsys, "--images", "10M", "--deadline", "10s", "--profile", profile, "--pool", "cpu=1")
+    code, out, err = run_cli(
+        capsys, "plan", "--images", "10M", "--deadline", "10s", "--profile", profile, "--pool", "cpu=1"
+    )
     assert code == 3
     assert err.startswith("error: no plan meets the deadline") and "To make it feasible" in err
     code, out, err = run_cli(
-        capsys, "--images", "10M", "--deadline", "10s", "--profile", profile, "--pool", "cpu=1", "--json"
+        capsys, "plan", "--images", "10M", "--deadline", "10s", "--profile", profile, "--pool", "cpu=1", "--json"
     )
     assert code == 3 and json.loads(out)["status"] == "infeasible"
 
@@ -270,7 +279,7 @@ def test_cli_infeasible_exits_3_and_explains(capsys, profile):
     ],
 )
 def test_cli_malformed_values_give_one_line_and_exit_2(capsys, profile, args, match):
-    code, out, err = run_cli(capsys, *args, "--profile", profile)
+    code, out, err = run_cli(capsys, "plan", *args, "--profile", profile)
     assert code == 2 and match in err and len(err.strip().splitlines()) == 1 and not out
 
 
@@ -284,7 +293,7 @@ def test_cli_uses_the_shipped_profiles_by_default(capsys, tmp_path, monkeypatch)
     (tmp_path / "profiles").mkdir()
     pd.DataFrame(profile_rows(model="resnet50")).to_csv(tmp_path / "profiles" / "cpu-resnet50-torch.csv", index=False)
     monkeypatch.chdir(tmp_path)
-    code, out, _ = run_cli(capsys, "--images", "100000", "--deadline", "60s")
+    code, out, _ = run_cli(capsys, "plan", "--images", "100000", "--deadline", "60s")
     assert code == 0 and "x cpu, 100,000 images by" in out
 
 
@@ -293,7 +302,7 @@ def test_plan_json_is_what_perfmodel_report_reads(capsys, profile, tmp_path):
 
     for images, pool, status in (("1000", "cpu=4", "optimal"), ("10M", "cpu=1", "infeasible")):
         _, out, _ = run_cli(
-            capsys, "--images", images, "--pool", pool, "--deadline", "10s", "--profile", profile, "--json"
+            capsys, "plan", "--images", images, "--pool", pool, "--deadline", "10s", "--profile", profile, "--json"
         )
         path = tmp_path / f"{status}.json"
         path.write_text(out)
@@ -376,7 +385,7 @@ def test_a_profile_without_warm_up_is_planned_and_says_so(tmp_path, capsys):
     assert d["warmup_measured"] is False
     assert d["data_by_type"]["x100"]["numbers_from"] == {"torch fp32": ["a published table, v1"]}
     code, out, err = run_cli(
-        capsys, "--images", "10000", "--deadline", "60s", "--profile", str(path), "--input-size", "64"
+        capsys, "plan", "--images", "10000", "--deadline", "60s", "--profile", str(path), "--input-size", "64"
     )
     assert code == 0 and "no warm-up measured: the first batch is timed as a steady one" in err
     assert "x100 torch fp32: published numbers from a published table, v1" in err
@@ -408,13 +417,15 @@ def test_the_shipped_data_plans_on_published_gpus(capsys):
 
     profiles, predictors = shipped.sources()
     assert not predictors and any("reference" in str(p) for p in profiles) and any("cpu-" in str(p) for p in profiles)
-    code, out, err = run_cli(capsys, "--images", "100000", "--deadline", "60s", "--pool", "a100=8", "--json")
+    code, out, err = run_cli(capsys, "plan", "--images", "100000", "--deadline", "60s", "--pool", "a100=8", "--json")
     assert code == 0
     d = json.loads(out)
     assert set(d["gpus_by_type"]) == {"a100"} and d["warmup_measured"] is False
     sources = [s for option in d["data_by_type"]["a100"]["numbers_from"].values() for s in option]
     assert all("github.com/NVIDIA/DeepLearningExamples/blob/" in s for s in sources)
-    code, out, err = run_cli(capsys, "--images", "100", "--deadline", "60s", "--pool", "cpu=2", "--input-size", "64")
+    code, out, err = run_cli(
+        capsys, "plan", "--images", "100", "--deadline", "60s", "--pool", "cpu=2", "--input-size", "64"
+    )
     assert code == 0 and "x cpu" in out and "measured numbers from profile" in err
 
 
@@ -431,6 +442,7 @@ def test_a_plan_of_cpu_workers_says_when_they_were_measured_with_fewer_running(t
     assert d["data_by_type"]["cpu"].get("workers_when_measured") == expected
     code, _, err = run_cli(
         capsys,
+        "plan",
         "--images",
         "80000",
         "--deadline",
@@ -476,6 +488,7 @@ def test_a_plan_says_when_a_planned_batch_time_was_measured_loosely(tmp_path, ca
     )
     code, _, err = run_cli(
         capsys,
+        "plan",
         "--images",
         "2000",
         "--deadline",

@@ -7,7 +7,6 @@ seconds to go. Waits are bounds against hanging, not timings.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -17,15 +16,10 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import repo_env
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.integration  # each test starts `perfmodel profile` in a subprocess
 GRACE_S = 20  # how long the children may take to notice and go (a bound, not a measurement)
-
-
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    return env
 
 
 def _profile(tmp_path: Path, *args: str) -> subprocess.Popen:
@@ -42,7 +36,7 @@ def _profile(tmp_path: Path, *args: str) -> subprocess.Popen:
         str(tmp_path / "p.csv"),
         *args,
     ]
-    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(), cwd=tmp_path)
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=repo_env(), cwd=tmp_path)
 
 
 def _descendants(proc: subprocess.Popen | int) -> list[psutil.Process]:

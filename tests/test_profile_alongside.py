@@ -7,12 +7,12 @@ import time
 
 import psutil
 import pytest
+from test_process_hygiene import profile_workers
 
 from perfmodel.errors import InputError
 from perfmodel.profile import ProfileConfig, run_profile
 from perfmodel.profile.neighbours import Neighbours, check_alongside
 from perfmodel.schema import load_profile, write_profile
-from tests.test_process_hygiene import profile_workers
 
 
 def _load_request() -> dict:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import repo_env, run_cli
 
 from perfmodel.cli import main
 from perfmodel.schema import load_profile
@@ -26,12 +27,6 @@ def _has_cuda() -> bool:
 
 
 no_gpu_here = pytest.mark.skipif(_has_cuda(), reason="a CUDA GPU is here: --device cuda is valid")
-
-
-def run_cli(capsys, *args):
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_profile_writes_a_valid_profile(tmp_path, capsys):
@@ -150,6 +145,7 @@ def test_missing_required_option_is_one_line(capsys):
     assert "--out" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.integration
 def test_ctrl_c_keeps_finished_points_and_resume_completes(tmp_path):
     """A real Ctrl-C (SIGINT) to the real command, in the middle of a sweep."""
     out = tmp_path / "p.csv"
@@ -223,12 +219,6 @@ def test_estimate_measures_nothing(tmp_path, capsys):
     assert "at most 34 point(s), 4 of them with a fresh warm-up process" in stderr
 
 
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    return env
-
-
 def _wait_for(predicate, proc: subprocess.Popen, timeout_s: float = 120) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -248,6 +238,7 @@ def _gone(procs: list[psutil.Process], timeout_s: float = 10) -> bool:
     return not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
 
 
+@pytest.mark.integration
 def test_sigterm_is_handled_like_ctrl_c(tmp_path):
     out = tmp_path / "p.csv"
     args = [
@@ -268,7 +259,7 @@ def test_sigterm_is_handled_like_ctrl_c(tmp_path):
         "--warmup",
         "in-process",
     ]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env())
     try:
         _wait_for(lambda: out.exists() and len(load_profile(out)) >= 2, proc)
         children = _descendants(proc)
@@ -284,6 +275,7 @@ def test_sigterm_is_handled_like_ctrl_c(tmp_path):
     assert _gone(children)
 
 
+@pytest.mark.integration
 def test_an_interrupt_before_the_first_point_claims_no_file(tmp_path):
     out = tmp_path / "p.csv"
     args = [
@@ -301,7 +293,7 @@ def test_an_interrupt_before_the_first_point_claims_no_file(tmp_path):
         "--out",
         str(out),
     ]  # fresh-process warm-up: the first point takes seconds
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env())
     try:
         assert "planned:" in proc.stderr.readline()
         proc.send_signal(signal.SIGINT)

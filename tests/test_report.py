@@ -9,21 +9,15 @@ import subprocess
 import sys
 
 import pytest
+from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 from report_data import FakePredictor, gpu_like_profile, plan_json, write_gpu_like
 
-from perfmodel.cli import main
 from perfmodel.profile import run_profile
 
 PROFILE_FIGURES = ("latency.png", "throughput.png", "memory.png", "warmup.png")
-
-
-def run_cli(capsys, *args):
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def embedded_pngs(page: str) -> list[bytes]:
@@ -201,6 +195,7 @@ def test_batch_labels_never_touch():
     style.plt.close(fig)
 
 
+@pytest.mark.integration
 def test_import_perfmodel_does_not_import_matplotlib():
     code = "import sys, perfmodel, perfmodel.cli; assert 'matplotlib' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)

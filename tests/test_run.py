@@ -20,6 +20,7 @@ from perfmodel.run.cluster import LocalRay
 from perfmodel.run.execute import RunOptions, run_plan
 from perfmodel.run.planfile import read_run_plan
 
+pytestmark = pytest.mark.integration  # a local Ray cluster serves the module
 IMAGES = 40  # two workers, three batches of 8 each (the last one of 4)
 
 

@@ -10,8 +10,10 @@ import time
 
 import pandas as pd
 import pytest
-from run_data import alive, env_with_repo, ray_processes_of, stray_folders, write_plan
+from conftest import repo_env
+from run_data import alive, ray_processes_of, stray_folders, write_plan
 
+pytestmark = pytest.mark.integration  # each test runs `perfmodel run` (Ray) in a subprocess
 GONE_WITHIN_S = 30.0  # generous for a loaded machine; Ray's own agents would linger a minute or more
 
 
@@ -28,7 +30,7 @@ def start_run(plan, tmp_path) -> tuple[subprocess.Popen, list]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env_with_repo(),
+        env=repo_env(),
     )
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:  # until both workers run their batches
@@ -95,7 +97,7 @@ def test_a_process_can_run_plans_on_a_local_ray_twice(tmp_path):
         "    print(result.status, result.to_dict()['images_done'])\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code, str(plan)], capture_output=True, text=True, timeout=300, env=env_with_repo()
+        [sys.executable, "-c", code, str(plan)], capture_output=True, text=True, timeout=300, env=repo_env()
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[:2] == ["complete 40", "complete 40"]
@@ -112,7 +114,7 @@ def test_a_process_that_ran_its_own_ray_first_can_run_a_plan(tmp_path):
         "result = run_plan(read_run_plan(sys.argv[1]), RunOptions(synthetic=True))\n"
         "print(result.status, result.to_dict()['images_done'])\n"
     )
-    env = {**env_with_repo(), "HOME": str(tmp_path)}  # Ray writes its own token file there, not in ~
+    env = repo_env(HOME=str(tmp_path))  # Ray writes its own token file there, not in ~
     done = subprocess.run([sys.executable, "-c", code, str(plan)], capture_output=True, text=True, timeout=240, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[0] == "complete 40"

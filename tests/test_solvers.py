@@ -234,6 +234,7 @@ def test_relaxed_without_counts_needs_a_finite_pool():
         Problem([GpuType("gpu", None, [Candidates(224, [1], [1.0], [1.0])])], {224: None}, 10.0, mode="relaxed")
 
 
+@pytest.mark.integration
 def test_solvers_imports_neither_perfmodel_nor_torch_nor_pyomo_until_it_solves():
     import subprocess
     import sys

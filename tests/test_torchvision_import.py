@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # each test imports in a fresh interpreter
 ROOT = Path(__file__).resolve().parents[1]
 
 MATCHING = r"""

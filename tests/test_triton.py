@@ -8,7 +8,6 @@ never a measured speed.
 from __future__ import annotations
 
 import importlib.util
-import os
 import signal
 import socket
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
+from conftest import repo_env
 
 from perfmodel.cli import main
 from perfmodel.errors import DeviceError, InputError
@@ -255,12 +255,6 @@ def _profile(*args: str) -> list[str]:
     ]
 
 
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    return env
-
-
 @pytest.mark.triton
 def test_round_trip_writes_a_valid_profile_and_leaves_nothing(server, tmp_path):
     before, running = _leftovers(), {p.pid for p in _server_processes()}
@@ -281,7 +275,7 @@ def test_round_trip_writes_a_valid_profile_and_leaves_nothing(server, tmp_path):
         capture_output=True,
         text=True,
         timeout=600,
-        env=_env(),
+        env=repo_env(),
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
@@ -424,7 +418,9 @@ def test_server_killed_mid_sweep_keeps_points_and_resume_completes(server, tmp_p
         "--out",
         str(out),
     )
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path)
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env(), cwd=tmp_path
+    )
     try:
         _wait_for_rows(out, proc, 1)
         started = _tree(proc)
@@ -442,7 +438,9 @@ def test_server_killed_mid_sweep_keeps_points_and_resume_completes(server, tmp_p
     assert not [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert _leftovers() <= before
 
-    done = subprocess.run(args + ["--resume"], capture_output=True, text=True, timeout=600, env=_env(), cwd=tmp_path)
+    done = subprocess.run(
+        args + ["--resume"], capture_output=True, text=True, timeout=600, env=repo_env(), cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     df = load_profile(out)
     assert len(df) == 6 and set(df["status"]) == {"ok"}
@@ -471,7 +469,7 @@ def test_ctrl_c_stops_the_server_and_keeps_points(server, tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=_env(),
+        env=repo_env(),
         cwd=tmp_path,
     )
     try:
@@ -561,7 +559,7 @@ def test_a_model_the_server_cannot_load_is_one_line_without_traceback_frames(tmp
         capture_output=True,
         text=True,
         timeout=300,
-        env=_env(),
+        env=repo_env(),
         cwd=tmp_path,
     )
     assert done.returncode == 2, done.stderr

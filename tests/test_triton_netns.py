@@ -39,6 +39,7 @@ def _echo_server(host: str) -> tuple[socket.socket, threading.Thread]:
     return server, thread
 
 
+@pytest.mark.integration
 def test_client_namespace_reaches_the_host_across_a_capped_link():
     with netlink.veth_link("1gbit", tag="t1") as link:
         qdisc = subprocess.run(["tc", "qdisc", "show", "dev", link.host_if], capture_output=True, text=True).stdout
@@ -59,6 +60,7 @@ def test_client_namespace_reaches_the_host_across_a_capped_link():
     assert netlink.leftovers(link) == []
 
 
+@pytest.mark.integration
 def test_link_is_torn_down_after_an_error():
     with pytest.raises(RuntimeError):
         with netlink.veth_link("5gbit", tag="t2") as link:

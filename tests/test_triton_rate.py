@@ -9,13 +9,14 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import repo_env
+from test_triton import _leftovers, _server_processes
 
 from perfmodel.cli import main
 from perfmodel.errors import DeviceError
 from perfmodel.planning.triton_config import BatchingSettings, write_batching
 from perfmodel.profile.backends.triton_rate import batch_statistics, run_open_loop, send_times
 from perfmodel.schema import load_profile
-from tests.test_triton import _env, _leftovers, _server_processes
 
 
 def test_send_times_are_a_poisson_schedule():
@@ -160,7 +161,7 @@ def test_rate_sweep_writes_rows_resumes_and_leaves_nothing(batching_server, tmp_
     apart = len(os.sched_getaffinity(0)) >= 2
     if apart:  # the server on one core, the load generator on the others
         command += ["--server-cpus", str(min(os.sched_getaffinity(0)))]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=_env(), cwd=tmp_path)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=repo_env(), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     df = load_profile(out)
     assert (df["server_busy_share"] > 0).all() and (df["server_compute_ms"] > 0).all()
@@ -172,7 +173,7 @@ def test_rate_sweep_writes_rows_resumes_and_leaves_nothing(batching_server, tmp_
     assert (df["achieved_rate_per_s"] > 0).all() and (df["server_batch_mean"] >= 1).all()
     assert set(df["kept_up"]) <= {"true", "false"}
     again = subprocess.run(
-        [*command, "--resume"], capture_output=True, text=True, timeout=600, env=_env(), cwd=tmp_path
+        [*command, "--resume"], capture_output=True, text=True, timeout=600, env=repo_env(), cwd=tmp_path
     )
     assert again.returncode == 0 and "(0 measured now)" in again.stderr
     assert _leftovers() <= before
