@@ -12,6 +12,7 @@ from run_data import make_images, write_plan
 from perfmodel.cli import main
 from perfmodel.errors import InputError
 from perfmodel.run import cluster as clusters
+from perfmodel.run import execute
 from perfmodel.run.images import decode, size_classes
 from perfmodel.run.planfile import read_run_plan
 from perfmodel.run.shares import split, synthetic_batches
@@ -61,9 +62,32 @@ def test_plans_that_cannot_be_run_are_refused(tmp_path, plan, capsys):
     graphs = edited(tmp_path, plan, gpus_backend="torch-cuda-graphs")
     assert "needs a CUDA device (CUDA graphs): run it with --device cuda" in refused(capsys, graphs, "--synthetic")
     negative = edited(tmp_path, plan, gpus_batches=-1)
-    assert '"batches" is -1, not a whole number >= 1' in refused(capsys, negative, "--synthetic")
+    assert '"batches" is -1, not a whole number from 1 to' in refused(capsys, negative, "--synthetic")
     unknown = edited(tmp_path, plan, model={"name": "mynet", "path": None})
     assert "give its TorchScript file with --model FILE.pt" in refused(capsys, unknown, "--synthetic")
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (dict(gpus_batch_size=2**20 + 1), '"batch_size" is 1048577, not a whole number from 1 to 1,048,576'),
+        (dict(gpus_input_size=70000), '"input_size" is 70000, not a whole number from 1 to 65,536'),
+        (dict(gpus_hardware="../../x y"), '"hardware" is "../../x y", not a GPU type name'),
+        (dict(gpus_images=10**6), '"images" is 1000000, which is not what'),
+        (dict(gpus_latency_s=1e308), '"latency_s" is 1e+308, not a number of seconds from 0 to 10 years'),
+        (dict(gpus_precision="fp7"), '"precision" is "fp7", not one of fp32'),
+        (dict(gpus_precision="int8"), "uses precision int8, but perfmodel run executes PyTorch in fp32"),
+        (dict(gpus_load_s=None), 'does not say its "load_s"'),
+    ],
+)
+def test_a_bad_gpu_row_is_refused_before_ray_starts(tmp_path, plan, capsys, monkeypatch, change, says):
+    """Each per-GPU row is checked as the plan's assignments are, by the one plan checker."""
+
+    def tripwire(*args, **kwargs):
+        raise AssertionError("the plan was run")
+
+    monkeypatch.setattr(execute, "run_plan", tripwire)
+    assert says in refused(capsys, edited(tmp_path, plan, **change), "--synthetic")
 
 
 def test_bad_images_and_options_are_refused(tmp_path, plan, capsys):

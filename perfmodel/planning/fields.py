@@ -1,5 +1,6 @@
 """The known fields of a plan JSON, checked: what `perfmodel plan --json` writes in each, so that a
-reader (report, run) draws or runs nothing wrong. Fields this perfmodel does not know are left alone."""
+reader (report, run) draws or runs nothing wrong. The one checker of plan files: the plan's own fields,
+each assignment (a group of GPUs) and each per-GPU row. Fields this perfmodel does not know are left alone."""
 
 from __future__ import annotations
 
@@ -7,15 +8,16 @@ import json
 import math
 
 from perfmodel.errors import InputError
-from perfmodel.units import MAX_BATCH_SIZE, MAX_INPUT_SIZE, MAX_SECONDS, shown
+from perfmodel.schema import PRECISIONS
+from perfmodel.units import GPU_TYPE_NAME, MAX_BATCH_SIZE, MAX_INPUT_SIZE, MAX_SECONDS, shown
 from solvers.problem import MAX_COUNT
 
 PLAN_STATUSES = ("optimal", "feasible", "infeasible")
 
 
 def check_plan_fields(plan: dict, source: str, how: str) -> None:
-    """InputError naming the first known field (of the plan, or of an assignment) that does not hold
-    what the plan command writes there."""
+    """InputError naming the first known field (of the plan, an assignment or a per-GPU row) that does
+    not hold what the plan command writes there."""
     if plan["status"] not in PLAN_STATUSES:
         raise InputError(
             f"{source} has the status {shown(plan['status'])}, which is none of {', '.join(PLAN_STATUSES)}; {how}."
@@ -32,6 +34,15 @@ def check_plan_fields(plan: dict, source: str, how: str) -> None:
         problem = _assignment_problem(a)
         if problem:
             raise InputError(f"{source}, assignment {i + 1}: {problem}; {how}.")
+    rows = plan.get("gpus")  # one per GPU; absent where a plan is too large to list every GPU
+    if rows is None:
+        return
+    if not isinstance(rows, list):
+        raise InputError(f'{source}: "gpus" is {_json(rows)}, not a list; {how}.')
+    for i, row in enumerate(rows):
+        problem = _assignment_problem(row)
+        if problem:
+            raise InputError(f"{source}, GPU {i + 1}: {problem}; {how}.")
 
 
 # What each known field must hold (None is allowed wherever a field is optional).
@@ -49,6 +60,7 @@ _FRACTION = ("fraction", lambda v: is_number(v) and 0 <= v < 1, "a fraction from
 _NUMBER = ("number", lambda v: is_number(v) and v >= 0, "a number >= 0")
 _TEXT = ("text", lambda v: isinstance(v, str), "text")
 _FLAG = ("flag", lambda v: isinstance(v, bool), "true or false")
+_PRECISION = ("precision", lambda v: v in PRECISIONS, f"one of {', '.join(PRECISIONS)}")
 _PLAN_FIELDS = {
     "mode": _TEXT,
     "objective": _TEXT,
@@ -79,8 +91,11 @@ _PLAN_FIELDS = {
     "fastest_first_batch_s": {"": _SECONDS},
     "unservable_sizes": [_SIZE],
 }
+# An assignment (a group of `count` GPUs) and a per-GPU row (`gpu`, its number within its type) alike.
 _ASSIGNMENT_FIELDS = {
     "option": _TEXT,
+    "backend": _TEXT,
+    "precision": _PRECISION,
     "input_size": _SIZE,
     "count": _POSITIVE,
     "batches": _POSITIVE,
@@ -121,10 +136,27 @@ def _assignment_problem(a) -> str:
         return "is not an object"
     if not isinstance(a.get("hardware"), str) or not a["hardware"]:
         return 'has no "hardware"'
+    if not GPU_TYPE_NAME.fullmatch(a["hardware"]):  # it names workers, Ray resources and files
+        return f'"hardware" is {_json(a["hardware"])}, not a GPU type name (letters, digits, ".", "_", "-")'
     for key, kind in (("batch_size", _BATCH), ("finish_s", _SECONDS)):  # the two the timeline cannot do without
         if not kind[1](a.get(key)):
             return f'"{key}" is {_json(a.get(key))}, not {kind[2]}'
-    return _fields_problem(a, _ASSIGNMENT_FIELDS)
+    return _fields_problem(a, _ASSIGNMENT_FIELDS) or _share_problem(a)
+
+
+def _share_problem(a: dict) -> str:
+    """A GPU's images must be its batches: batches - 1 full ones and a last one of 1 to batch_size."""
+    size, batches, images, last = a["batch_size"], a.get("batches"), a.get("images"), a.get("last_batch")
+    if batches is None or images is None:
+        return ""
+    full = (batches - 1) * size
+    if not full < images <= full + size or (last is not None and images != full + last):
+        last_text = "" if last is None else f", the last of {last}"
+        return f'"images" is {images}, which is not what {batches} batch(es) of {size}{last_text} hold'
+    count, total = a.get("count"), a.get("images_total")
+    if count is not None and total is not None and total != count * images:
+        return f'"images_total" is {total}, not "count" x "images" ({count} x {images})'
+    return ""
 
 
 def _json(value) -> str:

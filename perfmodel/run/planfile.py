@@ -1,4 +1,9 @@
-"""A plan JSON read for running: validated, and expanded to one WorkerPlan per planned GPU."""
+"""A plan JSON read for running: checked, and expanded to one WorkerPlan per planned GPU.
+
+Every field's value (the plan's, each assignment's, each per-GPU row's) is checked by the one plan
+checker, perfmodel.planning.fields; this module adds what running needs on top: the fields it cannot
+run without, a model, and a backend and precision that in-process PyTorch runs.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,8 @@ from dataclasses import dataclass
 from perfmodel.errors import InputError
 from perfmodel.files import read_json
 from perfmodel.planning.context import check_plan_format, sha256_of
-from perfmodel.planning.fields import check_plan_fields, is_number
+from perfmodel.planning.fields import check_plan_fields
+from perfmodel.profile.backends.torch_backend import PRECISIONS as TORCH_PRECISIONS
 from perfmodel.profile.backends.torch_backend import parse_backend
 
 HOW = "give the JSON that `perfmodel plan --json` prints"
@@ -89,18 +95,24 @@ def read_run_plan(path) -> RunPlan:
     model_path = model.get("path")
     if model_path is not None and not isinstance(model_path, str):
         raise InputError(f'{source}: "model"."path" is not a file name; {REMAKE}.')
-    deadline = _number(data, "deadline_s", source, positive=True)
-    margin = _number(data, "margin", source)
-    if margin >= 1:
-        raise InputError(f'{source}: "margin" is {margin}, not a fraction below 1; {HOW}.')
-    makespan = _number(data, "makespan_s", source)
+    _require(data, ("deadline_s", "margin", "makespan_s"), source)
     workers = tuple(_workers(data, source))
     if not workers:
         raise InputError(f"{source} assigns no GPU, so there is nothing to run.")
     by_size: dict[int, int] = {}
     for w in workers:
         by_size[w.input_size] = by_size.get(w.input_size, 0) + w.images
-    return RunPlan(source, sha256_of(path), model["name"], model_path, deadline, margin, makespan, by_size, workers)
+    return RunPlan(
+        source,
+        sha256_of(path),
+        model["name"],
+        model_path,
+        float(data["deadline_s"]),
+        float(data["margin"]),
+        float(data["makespan_s"]),
+        by_size,
+        workers,
+    )
 
 
 def _workers(data: dict, source: str):
@@ -111,34 +123,44 @@ def _workers(data: dict, source: str):
             raise InputError(f'{source} is not a plan (no "assignments" list); {HOW}.')
         rows = []
         for i, g in enumerate(groups):
-            count = _integer(g, "count", f"{source}, assignment {i + 1}") if isinstance(g, dict) else None
-            rows += [g] * (count or 1)
+            _require(g, ("count",), f"{source}, assignment {i + 1}")
+            rows += [g] * g["count"]
     seen: dict[str, int] = {}
     for index, row in enumerate(rows):
         where = f"{source}, GPU {index + 1}"
-        if not isinstance(row, dict) or not isinstance(row.get("hardware"), str) or not row["hardware"]:
-            raise InputError(f'{where} has no "hardware"; {HOW}.')
-        for key in ("backend", "precision"):
-            if not isinstance(row.get(key), str):
-                raise InputError(f"{where} does not say its {key}; {REMAKE}.")
+        _require(row, _ROW_FIELDS, where)
         _check_backend(row["backend"], row["hardware"], where)
+        if row["precision"] not in TORCH_PRECISIONS:
+            raise InputError(
+                f"{where} ({row['hardware']}) uses precision {row['precision']}, but perfmodel run executes "
+                f"PyTorch in {', '.join(TORCH_PRECISIONS)} only: re-plan with --precision fp16 (or another of them)."
+            )
         hardware = row["hardware"]
         number = seen[hardware] = seen.get(hardware, -1) + 1
-        yield WorkerPlan(
-            index=index,
-            name=f"{hardware}#{number}",
-            hardware=hardware,
-            input_size=_integer(row, "input_size", where),
-            batch_size=_integer(row, "batch_size", where),
-            batches=_integer(row, "batches", where),
-            images=_integer(row, "images", where),
-            backend=row["backend"],
-            precision=row["precision"],
-            load_s=_number(row, "load_s", where),
-            warmup_s=_number(row, "warmup_s", where),
-            latency_s=_number(row, "latency_s", where),
-            finish_s=_number(row, "finish_s", where),
-        )
+        values = {key: float(row[key]) if key.endswith("_s") else row[key] for key in _ROW_FIELDS}
+        yield WorkerPlan(index=index, name=f"{hardware}#{number}", **values)
+
+
+# What running a GPU's share needs of its row; check_plan_fields has checked the value of each one present.
+_ROW_FIELDS = (
+    "hardware",
+    "input_size",
+    "batch_size",
+    "batches",
+    "images",
+    "backend",
+    "precision",
+    "load_s",
+    "warmup_s",
+    "latency_s",
+    "finish_s",
+)
+
+
+def _require(row: dict, keys, where: str) -> None:
+    missing = next((key for key in keys if row.get(key) is None), None)
+    if missing is not None:
+        raise InputError(f'{where} does not say its "{missing}"; {REMAKE}.')
 
 
 def _check_backend(backend: str, hardware: str, where: str) -> None:
@@ -148,19 +170,3 @@ def _check_backend(backend: str, hardware: str, where: str) -> None:
             f"{where} ({hardware}) uses backend {backend!r}, but perfmodel run executes in-process "
             "PyTorch only (the backends perfmodel profile --backend torch measures): re-plan with --backend torch."
         )
-
-
-def _integer(row: dict, key: str, where: str) -> int:
-    value = row.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f'{where}: "{key}" is {value!r}, not a whole number >= 1; {HOW}.')
-    return value
-
-
-def _number(row: dict, key: str, where: str, positive: bool = False) -> float:
-    value = row.get(key)
-    if not is_number(value) or value < 0 or (positive and value == 0):
-        raise InputError(
-            f'{where}: "{key}" is {value!r}, not a {"positive" if positive else "non-negative"} number; {HOW}.'
-        )
-    return float(value)
