@@ -103,3 +103,13 @@ def test_the_source_papers_are_cited_with_authors(doc):
         "Ardagna",
     ):
         assert words in text, (doc, words)
+
+
+def test_sections_of_the_design_cited_in_the_code_exist():
+    """`docs/design.md, section N` in a module's text names a section the page has (two cited a DESIGN.md)."""
+    sections = set(re.findall(r"^## (\d+)\. ", (REPO / "docs" / "design.md").read_text(), re.M))
+    for path in [*REPO.glob("perfmodel/**/*.py"), *REPO.glob("solvers/*.py")]:
+        text = path.read_text()
+        assert "DESIGN.md" not in text, path
+        for number in re.findall(r"docs/design\.md,? section (\d+)", text):
+            assert number in sections, (path, number)

@@ -1,4 +1,4 @@
-"""The steady-state timing loop and its stability rule (DESIGN.md section 3).
+"""The steady-state timing loop and its stability rule (docs/design.md, section 3: how to measure).
 
 Each call is timed on its own with the host clock; the callable must block until its work is done
 (on CUDA it synchronizes), so asynchronous launches are never timed. Sampling stops when the median

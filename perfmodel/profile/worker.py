@@ -1,4 +1,4 @@
-"""The worker program: the process in which a model is loaded and timed (DESIGN.md section 3).
+"""The worker program: the process in which a model is loaded and timed (docs/design.md, section 3: how to measure).
 
     python -m perfmodel.profile.worker      (started by worker_process.py, never by hand)
 
