@@ -165,15 +165,18 @@ def test_stealing_takes_the_last_unstarted_batch_of_the_latest_worker():
     assert BatchQueue({0: [], 1: ["b0"]}, {0: 32, 1: 32}, {0: 1, 1: 1}, steal=False).take(0) is None
 
 
-def test_reservations_name_the_missing_resource():
+def test_placements_name_the_missing_resource():
     nodes = [{"Alive": True, "Resources": {"CPU": 16, "GPU": 2, "accelerator_type:H100": 1}}]
-    got = clusters.reservations({"h100": 2}, "cuda", nodes)
-    assert got["h100"].actor_options() == {"num_cpus": 1, "num_gpus": 1, "resources": {"accelerator_type:H100": 0.001}}
+    got = clusters.place(["h100"] * 2, "cuda", nodes)
+    assert got[0].actor_options() == {"num_cpus": 1, "num_gpus": 1, "resources": {"accelerator_type:H100": 0.001}}
     custom = [{"Alive": True, "Resources": {"CPU": 16, "GPU": 4, "a100": 4}}]
-    assert clusters.reservations({"a100": 3}, "cuda", custom)["a100"].resources == {"a100": 1}
+    assert clusters.place(["a100"] * 3, "cuda", custom)[2].reservation.resources == {"a100": 1}
     with pytest.raises(InputError, match="needs 3 h100 GPU.* has 2"):
-        clusters.reservations({"h100": 3}, "cuda", nodes)
-    assert clusters.reservations({"h100": 3}, "cpu", nodes)["h100"].actor_options() == {"num_cpus": 1, "num_gpus": 0}
+        clusters.place(["h100"] * 3, "cuda", nodes)
+    dry = clusters.place(["h100"] * 3, "cpu", nodes)[0].actor_options()  # a dry run still goes to its type's nodes
+    assert dry == {"num_cpus": 1, "num_gpus": 0, "resources": {"accelerator_type:H100": 0.001}}
+    plain = [{"Alive": True, "Resources": {"CPU": 4}}]  # a local Ray without GPUs: a dry run goes anywhere
+    assert clusters.place(["h100"] * 3, "cpu", plain)[0].actor_options() == {"num_cpus": 1, "num_gpus": 0}
 
 
 def test_the_worker_runs_its_batches_without_ray(tmp_path):

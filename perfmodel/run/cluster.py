@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from perfmodel.errors import InputError, PerfmodelError
@@ -70,20 +70,39 @@ def local_gpus() -> dict[str, int]:
     return dict(Counter(hardware_key(n, True) for n in names))
 
 
-class LocalRay:
-    """A Ray cluster on this machine for one run, kept by perfmodel.run.keeper (see there why)."""
+@dataclass(frozen=True)
+class NodeSpec:
+    """A further node of a local cluster: its own raylet on this machine, with its own resources."""
 
-    def __init__(self, num_cpus: int | None = None, gpus: dict[str, int] | None = None):
+    num_cpus: int = 1
+    num_gpus: int = 0
+    resources: dict[str, float] = field(default_factory=dict)  # e.g. {"h100": 1}
+
+    def resources_as_ray_lists_them(self) -> dict[str, float]:
+        return {"CPU": self.num_cpus, "GPU": self.num_gpus, **self.resources}
+
+
+class LocalRay:
+    """A Ray cluster on this machine for one run, kept by perfmodel.run.keeper (see there why).
+
+    `nodes` adds further nodes (tests, experiments): a cluster of several raylets on one machine, each
+    with its own resources, any of which lose_node() can take away as a crashed machine would go.
+    """
+
+    def __init__(self, num_cpus: int | None = None, gpus: dict[str, int] | None = None, nodes: list[NodeSpec] = ()):
         self.num_cpus = num_cpus or os.cpu_count() or 1
         self.gpus = dict(gpus or {})
+        self.extra_nodes = list(nodes)
+        self.node_pids: dict[int, int] = {}  # further node number (1, 2, ...) -> its `ray start` PID
         self.process: subprocess.Popen | None = None
         self.temp_dir: Path | None = None
         self.address: str | None = None
         self.settings = ray_settings(_TOKEN)
 
     def nodes(self) -> list[dict]:
-        """The one node it will have, as ray.nodes() describes it: checked against before it starts."""
-        return [{"Alive": True, "Resources": {"CPU": self.num_cpus, "GPU": sum(self.gpus.values()), **self.gpus}}]
+        """Its nodes, as ray.nodes() describes them: checked against before it starts."""
+        head = NodeSpec(self.num_cpus, sum(self.gpus.values()), self.gpus)
+        return [{"Alive": True, "Resources": n.resources_as_ray_lists_them()} for n in [head, *self.extra_nodes]]
 
     def start(self) -> str:
         base = Path(tempfile.gettempdir())
@@ -102,6 +121,8 @@ class LocalRay:
         ]
         if self.gpus:
             command += ["--resources", json.dumps(self.gpus)]
+        if self.extra_nodes:
+            command += ["--nodes", json.dumps([asdict(n) for n in self.extra_nodes])]
         self.process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
@@ -111,12 +132,30 @@ class LocalRay:
             env=_with_our_path(self.settings),
         )
         line = self.process.stdout.readline().strip()  # the keeper gives up by itself after 120 s
+        while line.startswith("node "):
+            _, number, pid = line.split()
+            self.node_pids[int(number)] = int(pid)
+            line = self.process.stdout.readline().strip()
         if not line.startswith("ready "):
             self.stop()
             reason = line.partition(" ")[2] or "the keeper exited without a word"
             raise ClusterError(f"could not start a local Ray: {reason}.")
         self.address = line.split(" ", 1)[1]
         return self.address
+
+    def lose_node(self, number: int) -> None:
+        """Kill every process of further node `number` at once (SIGKILL), as a machine that is lost goes:
+        its raylet, its agents and the workers on it. The keeper removes what is left when the run ends."""
+        import psutil
+
+        try:
+            root = psutil.Process(self.node_pids[number])
+            tree = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return
+        for p in tree:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
 
     def stop(self) -> None:
         """Ask the keeper to stop Ray and remove its folder; wait for it."""
@@ -230,43 +269,103 @@ def _host_port(address: str, given: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def reservations(hardware_types: dict[str, int], device: str, cluster_nodes: list[dict]) -> dict[str, Reservation]:
-    """What each worker of each hardware type reserves, checked against what the cluster has.
+@dataclass(frozen=True)
+class Placement:
+    """Where one worker runs: what it reserves, and the node chosen for it (None: any, on a cluster not
+    started yet), with the way its hardware type was recognised there."""
 
-    cpu workers: one CPU (and one torch thread). GPU types, on --device cuda: one GPU, one CPU for its
-    image decoding, and the type itself, as a custom resource named after it ({"h100": 1}) or, where the
-    nodes carry none, Ray's accelerator label (accelerator_type:H100). With --device cpu a GPU type's
-    workers run on one CPU each, as a dry run of the plan's mechanics.
+    reservation: Reservation
+    node_id: str | None
+    by: str  # "resource" (a custom resource named after the type), "label" (accelerator_type), "cpu", "any"
+
+    def actor_options(self) -> dict:
+        options = self.reservation.actor_options()
+        if self.node_id is not None:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(self.node_id, soft=False)
+        return options
+
+
+def place(hardware: list[str], device: str, cluster_nodes: list[dict]) -> list[Placement]:
+    """Where each worker (given by its hardware type, in plan order) runs, checked against the cluster:
+    an InputError of one sentence, before anything starts, when the cluster lacks what the plan needs.
+
+    A GPU type's workers go to nodes that carry the type: a custom resource named after it ({"h100": 1},
+    reserved with the GPU, so one worker per such GPU) or, on a cluster without it, Ray's
+    `accelerator_type:H100` label. On --device cuda each reserves one GPU and one CPU (its image
+    decoding); with --device cpu (a dry run) one CPU on a node of its type, or any node when no node
+    carries a type at all (a plain local Ray). cpu workers reserve one CPU (one torch thread), on nodes
+    without GPUs or GPU types first, so that they do not take the CPUs the GPU workers need.
     """
-    alive = [n.get("Resources", {}) for n in cluster_nodes if n.get("Alive", True)]
-    total_cpus = sum(r.get("CPU", 0) for r in alive)
-    need_cpus = sum(hardware_types.values())
-    if need_cpus > total_cpus:
+    alive = [n for n in cluster_nodes if n.get("Alive", True)]
+    free = [dict(n.get("Resources", {})) for n in alive]
+    total_cpus = sum(r.get("CPU", 0) for r in free)
+    if len(hardware) > total_cpus:
         raise InputError(
-            f"the plan needs {need_cpus} CPU(s), one per worker, but the Ray cluster has "
-            f"{total_cpus:g}: re-plan with a smaller --pool (e.g. --pool "
-            f"{next(iter(hardware_types))}={int(total_cpus)}), or run on a larger cluster."
+            f"the plan needs {len(hardware)} CPU(s), one per worker, but the Ray cluster has "
+            f"{total_cpus:g}: re-plan with a smaller --pool (e.g. --pool {hardware[0]}={int(total_cpus)}), "
+            "or run on a larger cluster."
         )
-    out = {}
-    for name, count in hardware_types.items():
-        if name == "cpu" or device == "cpu":
-            out[name] = Reservation(1, 0, {})
-            continue
-        label = f"accelerator_type:{name.upper()}"
-        by_custom = sum(min(r.get(name, 0), r.get("GPU", 0)) for r in alive)
-        by_label = sum(r.get("GPU", 0) for r in alive if label in r)
-        if by_custom >= count:
-            out[name] = Reservation(1, 1, {name: 1})
-        elif by_label >= count:
-            out[name] = Reservation(1, 1, {label: 0.001})
-        else:
-            has = max(by_custom, by_label)
+    types = [t for t in dict.fromkeys(hardware) if t != "cpu"]
+    typed = [_typed(r) for r in free]
+    out: list[Placement | None] = [None] * len(hardware)
+    gpu = 1 if device == "cuda" else 0
+    for name in types:
+        mine = [i for i, h in enumerate(hardware) if h == name]
+        ways = ["resource", "label"] + (["any"] if device == "cpu" and not any(typed) else [])
+        way = next((w for w in ways if sum(_units(r, w, name, gpu) for r in free) >= len(mine)), None)
+        if way is None:
+            whole = [n.get("Resources", {}) for n in alive]
+            has = max(sum(_units(r, w, name, gpu) for r in whole) for w in ("resource", "label"))
             raise InputError(
-                f"the plan needs {count} {name} GPU(s) but the Ray cluster has {has:g} (Ray resource "
-                f'"{name}" with a GPU, or a GPU on a node labelled "{label}"): start its nodes with '
+                f"the plan needs {len(mine)} {name} GPU(s) but the Ray cluster has {has:g} (Ray resource "
+                f'"{name}" with a GPU, or a GPU on a node labelled "{_label(name)}"): start its nodes with '
                 f"--resources '{{\"{name}\": N}}', or re-plan for the GPUs it has."
             )
+        extra = {"resource": {name: 1}, "label": {_label(name): 0.001}, "any": {}}[way]
+        for i in mine:
+            out[i] = Placement(Reservation(1, gpu, extra), _take(free, alive, way, name, gpu), way)
+    order = sorted(range(len(free)), key=lambda k: typed[k])  # cpu workers: nodes without GPU types first
+    for i, h in enumerate(hardware):
+        if h == "cpu":
+            node = _take([free[k] for k in order], [alive[k] for k in order], "any", h, 0)
+            out[i] = Placement(Reservation(1, 0, {}), node, "cpu")
     return out
+
+
+RAY_RESOURCES = {"CPU", "GPU", "memory", "object_store_memory"}
+
+
+def _typed(resources: dict) -> bool:
+    """Whether a node is a GPU node: a GPU, an accelerator label, or a resource of its own (a GPU type)."""
+    return resources.get("GPU", 0) > 0 or any(k not in RAY_RESOURCES and not k.startswith("node:") for k in resources)
+
+
+def _label(name: str) -> str:
+    return f"accelerator_type:{name.upper()}"
+
+
+def _units(r: dict, way: str, name: str, gpu: int) -> int:
+    """How many workers of type `name` node resources `r` take, recognising the type in `way`."""
+    n = min(r.get("CPU", 0), r.get("GPU", 0)) if gpu else r.get("CPU", 0)
+    if way == "resource":
+        n = min(n, r.get(name, 0))
+    elif way == "label" and _label(name) not in r:
+        n = 0
+    return int(n + 1e-9)
+
+
+def _take(free: list[dict], nodes: list[dict], way: str, name: str, gpu: int) -> str | None:
+    """The first node with room for one more such worker; its resources are taken from `free`."""
+    for r, node in zip(free, nodes):
+        if _units(r, way, name, gpu) >= 1:
+            r["CPU"] -= 1
+            r["GPU"] = r.get("GPU", 0) - gpu
+            if way == "resource":
+                r[name] -= 1
+            return node.get("NodeID")
+    raise AssertionError("placed more workers than the nodes take")  # counted before: cannot happen
 
 
 def wait_for_actors(refs: list, timeout_s: float, what: str) -> list:

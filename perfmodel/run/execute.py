@@ -162,7 +162,7 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
             )
     local = None if options.address is not None else clusters.LocalRay(options.num_cpus, gpus)
     if local is not None:  # a pool this machine lacks costs no cluster start
-        clusters.reservations(plan.hardware_types, _device_choice(device_of), local.nodes())
+        clusters.place(_hardware(plan), _device_choice(device_of), local.nodes())
     writer = None
     if options.out is not None:
         writer = LabelWriter(options.out, inputs.earlier)
@@ -236,8 +236,7 @@ class _Execution:
         from perfmodel.run.worker import RunWorker
 
         runs = self.result.workers
-        nodes = ray.nodes()
-        reservations = clusters.reservations(self.plan.hardware_types, _device_choice(device_of), nodes)
+        placements = clusters.place(_hardware(self.plan), _device_choice(device_of), ray.nodes())
         self.on_event(RunEvent("phase", f"starting {len(runs)} worker(s)"))
         remote = ray.remote(RunWorker)
         actors = []
@@ -258,7 +257,8 @@ class _Execution:
                 fault[1] if fault and fault[0] == p.index else None,
                 batch_size=p.batch_size,
             )
-            actors.append(remote.options(**reservations[p.hardware].actor_options()).remote(spec))
+            w.node = placements[p.index].node_id or ""
+            actors.append(remote.options(**placements[p.index].actor_options()).remote(spec))
         try:
             for w, info in zip(
                 runs, _get_all([a.ready.remote() for a in actors], READY_TIMEOUT_S, "starting the workers")
@@ -374,6 +374,10 @@ class _Execution:
         if time.monotonic() - self.last_flush >= self.options.flush_every_s:
             self.writer.flush()
             self.last_flush = time.monotonic()
+
+
+def _hardware(plan: RunPlan) -> list[str]:
+    return [w.hardware for w in plan.workers]
 
 
 def _device_choice(device_of: dict[str, str]) -> str:

@@ -1,8 +1,11 @@
 """The keeper of a local Ray: starts it, and makes sure nothing of it outlives `perfmodel run`.
 
-    python -m perfmodel.run.keeper --temp-dir DIR --num-cpus N [--num-gpus G] [--resources JSON]
+    python -m perfmodel.run.keeper --temp-dir DIR --num-cpus N [--num-gpus G] [--resources JSON] [--nodes JSON]
 
-with ray_settings(token) in its environment (perfmodel.run.cluster.LocalRay does this).
+with ray_settings(token) in its environment (perfmodel.run.cluster.LocalRay does this). --nodes adds
+further nodes on this machine, each its own raylet with its own resources (`ray start --address`, as on a
+real cluster): [{"num_cpus": 1, "num_gpus": 1, "resources": {"h100": 1}}, ...]. Tests and experiments use
+them to place workers by type and to lose a node (kill its processes) while a plan runs.
 
 Why a separate process: Ray ties its GCS and raylet to the process that started them (the kernel's
 parent-death signal), but the agents the raylet starts outlive a SIGKILLed driver by a minute or more,
@@ -11,8 +14,9 @@ does not reach it), is a child subreaper (every orphaned Ray process becomes its
 SIGTERM when its parent dies. Then, or when `perfmodel run` asks (SIGTERM), it stops `ray start`, kills
 every process left under it, removes the temporary folder and exits.
 
-Protocol: it prints one line `ready <gcs address>` on stdout once the cluster answers, or
-`failed <reason>` and exits 1.
+Protocol: it prints one line `node <n> <pid>` per further node (the `ray start` process under which
+all of that node's processes run; n counts from 1, the head is node 0), then `ready <gcs address>` once
+every node has started; or `failed <reason>` and exits 1.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ class Keeper:
         self.temp_dir = temp_dir
         self.parent = parent
         self.ray: subprocess.Popen | None = None
+        self.nodes: list[subprocess.Popen] = []  # the further nodes' `ray start` processes
         self.stopping = False
 
     def start(self, args) -> str:
@@ -98,24 +103,72 @@ class Keeper:
             command += ["--ray-client-server-port", str(_free_port())]
         if args.resources:
             command += ["--resources", args.resources]
-        log = open(self.temp_dir / "ray-start.log", "wb")
-        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_TOKEN_PATH")}
-        self.ray = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
+        self.ray = self._popen(command, "ray-start.log")
         address_file = self.temp_dir / "ray_current_cluster"
+        return self._until(
+            self.ray,
+            "ray-start.log",
+            lambda: address_file.read_text().strip() if address_file.is_file() else "",
+        )
+
+    def add_node(self, address: str, node: dict, number: int) -> int:
+        """Start a further node (its own raylet) that joins the head at `address`; returns its PID."""
+        command = [
+            sys.executable,
+            "-m",
+            "perfmodel.run.raynode",
+            "start",
+            "--address",
+            address,
+            "--block",
+            "--node-ip-address",
+            "127.0.0.1",
+            "--disable-usage-stats",
+            "--num-cpus",
+            str(node.get("num_cpus", 1)),
+            "--num-gpus",
+            str(node.get("num_gpus", 0)),
+            "--temp-dir",
+            str(self.temp_dir),
+            "--object-store-memory",
+            str(node.get("object_store_mb", 128) * 2**20),
+            # every node on this machine needs its own agent port (the default one is fixed)
+            "--dashboard-agent-listen-port",
+            str(_free_port()),
+            "--log-style",
+            "record",
+        ]
+        if node.get("resources"):
+            command += ["--resources", json.dumps(node["resources"])]
+        log = f"ray-start-node{number}.log"
+        process = self._popen(command, log)
+        self.nodes.append(process)
+        started = self.temp_dir / log
+        self._until(process, log, lambda: "Ray runtime started" in started.read_text(errors="replace"))
+        return process.pid
+
+    def _popen(self, command: list[str], log: str) -> subprocess.Popen:
+        out = open(self.temp_dir / log, "wb")
+        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_TOKEN_PATH")}
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+
+    def _until(self, process: subprocess.Popen, log: str, done):
+        """Wait until done() is true (returns its value), `ray start` fails, or time runs out."""
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline and not self.stopping:
-            if self.ray.poll() is not None:
-                raise RuntimeError(f"ray start exited with code {self.ray.returncode}: {self._log_tail()}")
-            if address_file.is_file() and address_file.read_text().strip():
-                return address_file.read_text().strip()
+            if process.poll() is not None:
+                raise RuntimeError(f"ray start exited with code {process.returncode}: {self._log_tail(log)}")
+            value = done()
+            if value:
+                return value
             time.sleep(0.1)
         raise RuntimeError(
             "stopped while starting" if self.stopping else f"Ray did not start within {START_TIMEOUT_S:.0f} s"
         )
 
-    def _log_tail(self) -> str:
+    def _log_tail(self, log: str) -> str:
         try:
-            lines = (self.temp_dir / "ray-start.log").read_text(errors="replace").strip().splitlines()
+            lines = (self.temp_dir / log).read_text(errors="replace").strip().splitlines()
         except OSError:
             return "no log"
         errors = [line for line in lines if "error" in line.lower()]
@@ -132,12 +185,13 @@ class Keeper:
         """Stop Ray (`ray start` stops what it started), then kill whatever is left under this process."""
         import psutil
 
-        if self.ray is not None and self.ray.poll() is None:
-            self.ray.terminate()
-            try:
-                self.ray.wait(10)
-            except subprocess.TimeoutExpired:
-                self.ray.kill()
+        for process in [*self.nodes, self.ray]:  # the further nodes first: the head's GCS outlives them
+            if process is not None and process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
         me = psutil.Process()
         for attempt in range(3):  # agents started late can still appear while the first ones go
             left = me.children(recursive=True)
@@ -181,9 +235,11 @@ def main(argv=None) -> int:
     parser.add_argument("--num-gpus", type=int, default=0)
     parser.add_argument("--resources", default="")
     parser.add_argument("--object-store-mb", type=int, default=256)
+    parser.add_argument("--nodes", default="[]", help="further nodes, a JSON list (see the module's docstring)")
     args = parser.parse_args(argv)
     if args.resources:
         json.loads(args.resources)  # fail here, not inside Ray
+    nodes = json.loads(args.nodes)
 
     parent = os.getppid()
     keeper = Keeper(Path(args.temp_dir), parent)
@@ -202,6 +258,8 @@ def main(argv=None) -> int:
             return 1
         try:
             address = keeper.start(args)
+            for number, node in enumerate(nodes, 1):
+                print(f"node {number} {keeper.add_node(address, node, number)}", flush=True)
         except Exception as exc:  # report and clean up; the driver turns this into one sentence
             print(f"failed {exc}", flush=True)
             return 1

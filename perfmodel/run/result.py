@@ -25,6 +25,7 @@ class WorkerRun:
     plan: WorkerPlan
     given: list  # its batches: file lists, or image counts on random inputs (fewer than planned when resumed)
     host: str = ""
+    node: str = ""  # the Ray node it was placed on (its ID), where known
     pid: int | None = None
     threads: int | None = None  # torch's intra-op threads in the worker
     niceness: int | None = None  # its scheduling priority (Ray's default for workers is 15)
@@ -83,6 +84,7 @@ class WorkerRun:
             "backend": p.backend,
             "precision": p.precision,
             "host": self.host,
+            "node": self.node or None,
             "pid": self.pid,
             "device": self.device,
             "threads": self.threads,
