@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -208,6 +209,33 @@ def read_json(path: str | os.PathLike, error: type[PerfmodelError], what: str, h
     return value
 
 
+def _check_field_counts(text: str, header: list[str]) -> None:
+    """Every data row has as many fields as the header names columns, or raise _Refused naming the first
+    that does not. Empty cells past the header's last column (a trailing comma) are allowed, and so are rows
+    that stop before columns the header leaves unnamed; blank lines are skipped, as pandas skips them."""
+    import csv
+    import io
+
+    named = len(header)
+    while named and not header[named - 1].strip():
+        named -= 1
+    rows = csv.reader(io.StringIO(text), skipinitialspace=True)
+    next(rows, None)
+    number = 0
+    for fields in rows:
+        if not fields:
+            continue
+        number += 1
+        if len(fields) < named or any(cell.strip() for cell in fields[len(header) :]):
+            count = len(fields)
+            while count > len(header) and not fields[count - 1].strip():
+                count -= 1
+            raise _Refused(
+                f"data row {number} (line {rows.line_num}) has {count} field{'s' if count != 1 else ''} where the "
+                f"header names {named} column{'s' if named != 1 else ''} (a truncated or misaligned file)"
+            )
+
+
 def read_csv_text(path: str | os.PathLike, error: type[PerfmodelError], what: str):
     """A CSV as a DataFrame of strings (empty cells as ''), or `error` with one sentence on why it cannot be read.
 
@@ -236,8 +264,11 @@ def read_csv_text(path: str | os.PathLike, error: type[PerfmodelError], what: st
         raise error(f"{source} is not a readable CSV file: it is not UTF-8 text (byte {exc.start + 1}).") from None
     try:
         header = next(csv.reader(io.StringIO(text)), [])
+        _check_field_counts(text, header)
     except csv.Error as exc:
         raise error(f"{source} is not a readable CSV file ({exc}).") from None
+    except _Refused as exc:
+        raise error(f"{source} is not a readable CSV file: {exc}.") from None
     names = [h.strip() for h in header]
     twice = sorted({c for c in names if c and names.count(c) > 1})
     if twice:
@@ -246,7 +277,13 @@ def read_csv_text(path: str | os.PathLike, error: type[PerfmodelError], what: st
             "twice in its header; keep one of each."
         )
     try:
-        return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True)
+        with warnings.catch_warnings():  # rows with empty cells past the header's last column: checked above
+            warnings.simplefilter("ignore", pd.errors.ParserWarning)
+            # index_col=False: with pandas' default, rows one field longer than the header (a trailing comma)
+            # make the first column the index and shift every other one place left.
+            return pd.read_csv(
+                io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True, index_col=False
+            )
     except pd.errors.EmptyDataError:
         raise error(f"{source} is empty: {what} needs a header row and at least one data row.") from None
     except (pd.errors.ParserError, ValueError) as exc:

@@ -14,6 +14,7 @@ from perfmodel.errors import InputError
 from perfmodel.run import cluster as clusters
 from perfmodel.run import execute
 from perfmodel.run.images import decode, size_classes
+from perfmodel.run.labels import RunIdentity
 from perfmodel.run.planfile import read_run_plan
 from perfmodel.run.shares import split, synthetic_batches
 from perfmodel.run.steal import BatchQueue
@@ -273,7 +274,11 @@ def test_finished_labels_are_never_overwritten_and_a_finished_run_resumes_to_not
     folder = tmp_path / "images"
     paths = make_images(folder, 40)
     out = tmp_path / "labels.csv"
-    out.write_text("path,class,score,worker,batch\n" + "".join(f"{p},1,0.5,cpu#0,0\n" for p in paths))
+    run = RunIdentity.of(read_run_plan(plan).sha256, folder)
+    out.write_text(
+        "path,class,score,worker,batch,plan,inputs\n"
+        + "".join(f"{p},1,0.5,cpu#0,0,{run.plan},{run.inputs}\n" for p in paths)
+    )
     before = out.read_text()
     assert "exists: add --resume" in refused(capsys, plan, "--images", folder, "--out", out)
     assert main(["run", str(plan), "--images", str(folder), "--out", str(out), "--resume"]) == 0  # no Ray started

@@ -181,7 +181,7 @@ def _profile_has(path, model: str) -> bool:
     import pandas as pd
 
     try:
-        return model in set(pd.read_csv(path, usecols=["model"], dtype=str)["model"])
+        return model in set(pd.read_csv(path, usecols=["model"], dtype=str, index_col=False)["model"])
     except (OSError, ValueError):
         return True  # it was read once already; keep it listed rather than hide a source
 

@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -108,6 +109,13 @@ class LocalRay:
         base = Path(tempfile.gettempdir())
         remove_stale_folders(base, TEMP_PREFIX)
         self.temp_dir = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=base))
+        try:
+            return self._start()
+        except BaseException:  # an interrupt before the keeper owns the folder: stop() removes it
+            self.stop()
+            raise
+
+    def _start(self) -> str:
         command = [
             sys.executable,
             "-m",
@@ -158,19 +166,24 @@ class LocalRay:
                 p.kill()
 
     def stop(self) -> None:
-        """Ask the keeper to stop Ray and remove its folder; wait for it."""
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:  # should not happen: kill it, the folder goes at the next start
-                self.process.kill()
-                self.process.wait()
-        if self.process.stdout:
-            self.process.stdout.close()
-        self.process = None
+        """Ask the keeper to stop Ray and remove its folder; wait for it. The folder is removed here too: a
+        keeper stopped within a few tenths of a second of its start dies before it can (its SIGTERM handler
+        not yet set), leaving a folder without its owner file, which no later run would remove."""
+        removable = True
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.terminate()
+                try:
+                    self.process.wait(60)
+                except subprocess.TimeoutExpired:  # should not happen: kill it, the folder goes at the next start
+                    self.process.kill()
+                    self.process.wait()
+                    removable = False  # Ray may still be running in it
+            if self.process.stdout:
+                self.process.stdout.close()
+            self.process = None
+        if removable and self.temp_dir is not None:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def _with_our_path(settings: dict[str, str]) -> dict[str, str]:

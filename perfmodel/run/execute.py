@@ -21,7 +21,7 @@ from perfmodel.errors import InputError, PerfmodelError
 from perfmodel.profile.models import BUILTIN_MODELS
 from perfmodel.run import cluster as clusters
 from perfmodel.run.images import find_images, size_classes
-from perfmodel.run.labels import LabelWriter, check_out, read_labels
+from perfmodel.run.labels import LabelWriter, RunIdentity, check_out, read_labels
 from perfmodel.run.planfile import RunPlan
 from perfmodel.run.progress import TypeProgress, progress
 from perfmodel.run.result import RunResult, WorkerRun
@@ -98,7 +98,7 @@ def prepare_inputs(plan: RunPlan, options: RunOptions) -> Inputs:
     inputs = Inputs(unreadable=unreadable + unreadable_headers)
     done: set[str] = set()
     if options.resume:
-        inputs.earlier = read_labels(options.out)
+        inputs.earlier = read_labels(options.out, RunIdentity.of(plan.sha256, options.images), files)
         done = set(inputs.earlier["path"])
         inputs.resumed = len(done)
     for w in plan.workers:
@@ -165,7 +165,7 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
         clusters.place(_hardware(plan), _device_choice(device_of), local.nodes())
     writer = None
     if options.out is not None:
-        writer = LabelWriter(options.out, inputs.earlier)
+        writer = LabelWriter(options.out, RunIdentity.of(plan.sha256, options.images), inputs.earlier)
     started = dt.datetime.now(dt.UTC).astimezone().isoformat(timespec="seconds")
     result = RunResult(
         plan,

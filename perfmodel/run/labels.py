@@ -1,10 +1,18 @@
 """The labels a run produces: one row per image (path, top-1 class, its score, the worker and batch that
-did it), written atomically to CSV or Parquet, and read back by --resume."""
+did it, and which run it belongs to), written atomically to CSV or Parquet, and read back by --resume.
+
+Every row names its run: `plan`, the first 16 hex digits of the plan file's sha256, and `inputs`, those
+of the images folder's real path ('synthetic' for random inputs). --resume refuses a labels file of
+another plan or another folder, which would otherwise be merged and counted as done.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -12,8 +20,25 @@ import pandas as pd
 from perfmodel.errors import InputError
 from perfmodel.files import atomic_write_bytes, check_writable
 
-COLUMNS = ("path", "class", "score", "worker", "batch")
+ROW_COLUMNS = ("path", "class", "score", "worker", "batch")  # what a worker's result gives
+COLUMNS = (*ROW_COLUMNS, "plan", "inputs")
 FORMATS = (".csv", ".parquet")
+DIGITS = 16
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """Which plan and which inputs a labels file belongs to."""
+
+    plan: str
+    inputs: str
+
+    @classmethod
+    def of(cls, plan_sha256: str, images: str | os.PathLike | None) -> RunIdentity:
+        if images is None:
+            return cls(plan_sha256[:DIGITS], "synthetic")
+        real = os.path.realpath(images).encode("utf-8", "surrogateescape")
+        return cls(plan_sha256[:DIGITS], hashlib.sha256(real).hexdigest()[:DIGITS])
 
 
 def check_out(path) -> Path:
@@ -33,38 +58,74 @@ def _parquet_engine() -> None:
         raise InputError("writing .parquet needs pyarrow: pip install 'perfmodel[run]', or write a .csv.") from None
 
 
-def read_labels(path) -> pd.DataFrame:
-    """The rows of an earlier run's --out, for --resume. An absent file is an empty result."""
+def read_labels(path, run: RunIdentity, files) -> pd.DataFrame:
+    """The rows of an earlier run's --out, for --resume: refused unless every row belongs to `run` and
+    names one of `files` (this run's images). An absent file is an empty result."""
     path = Path(path)
     if not path.exists():
         return pd.DataFrame(columns=list(COLUMNS))
+    text = {"path": str, "worker": str, "plan": str, "inputs": str}
     try:
         if path.suffix.lower() == ".parquet":
             _parquet_engine()
             frame = pd.read_parquet(path)
         else:
-            frame = pd.read_csv(path, dtype={"path": str, "worker": str})
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read {path} to resume from it ({exc}); move it away to start afresh.") from None
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", pd.errors.ParserWarning)  # a row longer than the header
+                # index_col=False: a trailing comma must not shift the columns (see files.read_csv_text)
+                frame = pd.read_csv(path, dtype=text, keep_default_na=False, index_col=False)
+    except (OSError, ValueError, pd.errors.ParserWarning) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"cannot read {path} to resume from it ({reason}); move it away to start afresh.") from None
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(
-            f"{path} is not a labels file of perfmodel run (no {', '.join(missing)} column): "
-            "give another --out, or move it away."
+            f"{path} is not a labels file of this perfmodel run (no {', '.join(missing)} column, so it does not "
+            "say which plan and images it belongs to): give another --out, or move it away."
         )
-    return frame[list(COLUMNS)]
+    frame = frame[list(COLUMNS)]
+    _check_rows(path, frame, run, files)
+    return frame
+
+
+def _check_rows(path: Path, frame: pd.DataFrame, run: RunIdentity, files) -> None:
+    if frame.empty:
+        return
+    empty = frame[list(COLUMNS)].astype(str).eq("").any(axis=1)
+    if empty.any():
+        raise InputError(
+            f"{path}, data row {int(empty.to_numpy().argmax()) + 1} has an empty cell (a truncated or edited "
+            "labels file): move it away to start afresh."
+        )
+    for column, mine, what in (("plan", run.plan, "another plan"), ("inputs", run.inputs, "another images folder")):
+        other = frame[column].astype(str) != mine
+        if other.any():
+            theirs = str(frame[column][other].iloc[0])[:40]
+            raise InputError(
+                f"{path} holds labels of {what} ({column} {theirs!r}; this run's is {mine!r}): resume with the "
+                "plan and --images that wrote it, or give another --out."
+            )
+    known = set(files)
+    stray = [p for p in frame["path"] if p not in known]
+    if stray:
+        raise InputError(
+            f"{path} names {len(stray):,} image(s) that are not among this run's files (e.g. {stray[0][:200]!r}): "
+            "run from the directory and with the --images spelling of the run that wrote it, or give another --out."
+        )
 
 
 class LabelWriter:
     """Collects rows and rewrites the whole file atomically on each flush (the earlier rows first)."""
 
-    def __init__(self, path, earlier: pd.DataFrame | None = None):
+    def __init__(self, path, run: RunIdentity, earlier: pd.DataFrame | None = None):
         self.path = Path(path)
+        self.run = run
         self.earlier = earlier if earlier is not None and len(earlier) else None
         self.rows: list[tuple] = []
         self.written = 0
 
     def add(self, rows: list[tuple]) -> None:
+        """Rows of ROW_COLUMNS."""
         self.rows.extend(rows)
 
     @property
@@ -72,7 +133,7 @@ class LabelWriter:
         return len(self.rows) != self.written
 
     def flush(self) -> None:
-        frame = pd.DataFrame(self.rows, columns=list(COLUMNS))
+        frame = pd.DataFrame(self.rows, columns=list(ROW_COLUMNS)).assign(plan=self.run.plan, inputs=self.run.inputs)
         if self.earlier is not None:
             frame = pd.concat([self.earlier, frame], ignore_index=True)
         if self.path.suffix.lower() == ".parquet":

@@ -1,0 +1,114 @@
+"""Fuzzing the file readers: a CSV is read column for column as its header names them, or refused.
+
+With pandas' default index inference, data rows one field longer than the header (a trailing comma)
+made the first column the index and shifted every other one place left, silently; rows shorter than
+the header read as empty cells (a truncated file). Every CSV reader goes through files.read_csv_text.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perfmodel.errors import InputError, ProfileFormatError
+from perfmodel.files import read_csv_text
+from perfmodel.importers import ImportSettings, import_profile
+from perfmodel.schema import load_profile
+
+DATA = Path(__file__).parent / "data" / "import"
+REPO = Path(__file__).resolve().parents[1]
+PA = ImportSettings(
+    hardware="a100", model="resnet50", backend="triton-grpc", precision="fp16", input_size=224, batch_sizes=(8,)
+)
+
+
+def _rows(path: Path, change) -> str:
+    lines = path.read_text().splitlines()
+    return "\n".join([lines[0], *(change(line) for line in lines[1:])]) + "\n"
+
+
+def test_perf_analyzer_rows_ending_in_a_comma_keep_their_columns(tmp_path):
+    trailing = tmp_path / "pa.csv"
+    trailing.write_text(_rows(DATA / "perf_analyzer_b8.csv", lambda line: line + ","))
+    shifted = import_profile("perf-analyzer", [trailing], PA)
+    plain = import_profile("perf-analyzer", [DATA / "perf_analyzer_b8.csv"], PA)
+    assert list(shifted["concurrency"]) == list(plain["concurrency"]) == [1, 2, 4]
+    assert list(shifted["latency_ms"]) == list(plain["latency_ms"])
+    assert list(shifted["throughput_ips"]) == list(plain["throughput_ips"])
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda line: line + ",7", "data row 1 (line 2) has 14 fields where the header names 13 columns"),
+        (lambda line: line.rsplit(",", 1)[0], "data row 1 (line 2) has 12 fields where the header names 13 columns"),
+    ],
+    ids=["a field more", "a field less"],
+)
+def test_perf_analyzer_rows_of_another_width_are_refused(tmp_path, change, words):
+    bad = tmp_path / "pa.csv"
+    bad.write_text(_rows(DATA / "perf_analyzer_b8.csv", change))
+    with pytest.raises(ProfileFormatError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        import_profile("perf-analyzer", [bad], PA)
+
+
+def test_a_profile_with_trailing_commas_reads_as_without(tmp_path):
+    shipped = REPO / "profiles" / "cpu-resnet50-torch.csv"
+    trailing = tmp_path / "p.csv"
+    trailing.write_text(_rows(shipped, lambda line: line + ","))
+    assert load_profile(trailing).equals(load_profile(shipped))
+    truncated = tmp_path / "t.csv"
+    truncated.write_text(shipped.read_text().rstrip("\n").rsplit(",", 3)[0] + "\n")
+    with pytest.raises(ProfileFormatError, match="a truncated or misaligned file"):
+        load_profile(truncated)
+
+
+def test_the_online_planners_profile_check_reads_the_model_column(tmp_path):
+    from perfmodel.planning.context import _profile_has
+
+    trailing = tmp_path / "p.csv"
+    trailing.write_text("model,batch_size\nresnet50,1,\n")
+    assert _profile_has(trailing, "resnet50")
+
+
+_CELL = st.text(st.characters(whitelist_categories=("L", "N"), whitelist_characters=" .-"), max_size=6).map(str.strip)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    width=st.integers(1, 6),
+    data=st.data(),
+    extra=st.integers(0, 3),
+)
+def test_any_table_reads_the_same_with_trailing_empty_cells(tmp_path_factory, width, data, extra):
+    header = [f"c{i}" for i in range(width)]
+    rows = data.draw(st.lists(st.lists(_CELL, min_size=width, max_size=width), min_size=1, max_size=5))
+    path = tmp_path_factory.mktemp("csv") / "t.csv"
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(row + [""] * extra)
+    path.write_text(text.getvalue())
+    frame = read_csv_text(path, InputError, "a table")
+    assert list(frame.columns) == header
+    assert frame.values.tolist() == rows
+
+
+@settings(max_examples=60, deadline=None)
+@given(width=st.integers(2, 6), data=st.data())
+def test_any_row_short_of_a_named_column_or_with_a_cell_past_the_header_is_refused(tmp_path_factory, width, data):
+    rows = data.draw(st.lists(st.lists(_CELL, min_size=width, max_size=width), min_size=1, max_size=5))
+    bad = data.draw(st.integers(0, len(rows) - 1))
+    rows[bad] = rows[bad][:-1] if data.draw(st.booleans()) else rows[bad] + ["x"]
+    text = io.StringIO()
+    csv.writer(text).writerows([[f"c{i}" for i in range(width)], *rows])
+    path = tmp_path_factory.mktemp("csv") / "t.csv"
+    path.write_text(text.getvalue())
+    with pytest.raises(InputError, match=f"data row {bad + 1} "):
+        read_csv_text(path, InputError, "a table")

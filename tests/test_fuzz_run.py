@@ -1,0 +1,168 @@
+"""Fuzzing `perfmodel run`'s inputs without Ray: labels files of another run, image files that are not
+regular files or not 8-bit, and what an early interrupt leaves behind."""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+from run_data import make_images, write_plan
+
+from perfmodel.cli import main
+from perfmodel.run.labels import RunIdentity
+from perfmodel.run.planfile import read_run_plan
+
+
+@pytest.fixture
+def plan(tmp_path):
+    return write_plan(tmp_path, 40, 0.2)
+
+
+def refused(capsys, *args) -> str:
+    code = main(["run", *map(str, args)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+def _labels(out, paths, plan_id, inputs_id):
+    rows = [(str(p), 1, 0.5, "cpu#0", 0, plan_id, inputs_id) for p in paths]
+    pd.DataFrame(rows, columns=["path", "class", "score", "worker", "batch", "plan", "inputs"]).to_csv(out, index=False)
+
+
+def test_resume_refuses_the_labels_of_another_plan_or_another_folder(tmp_path, plan, capsys):
+    folder, other = tmp_path / "images", tmp_path / "other"
+    paths = make_images(folder, 40)
+    shutil.copytree(folder, other)
+    mine = RunIdentity.of(read_run_plan(plan).sha256, folder)
+    out = tmp_path / "labels.csv"
+    args = [plan, "--images", folder, "--out", out, "--resume"]
+
+    _labels(out, paths[:10], "0123456789abcdef", mine.inputs)
+    assert "holds labels of another plan" in refused(capsys, *args)
+    _labels(out, paths[:10], mine.plan, RunIdentity.of(read_run_plan(plan).sha256, other).inputs)
+    assert "holds labels of another images folder" in refused(capsys, *args)
+    _labels(out, [other / p.relative_to(folder) for p in paths[:10]], mine.plan, mine.inputs)
+    assert "names 10 image(s) that are not among this run's files" in refused(capsys, *args)
+    out.write_text("path,class,score,worker,batch\n" + "".join(f"{p},1,0.5,cpu#0,0\n" for p in paths))
+    assert "does not say which plan and images it belongs to" in refused(capsys, *args)
+    _labels(out, paths, mine.plan, mine.inputs)
+    out.write_text(out.read_text().replace("\n", ",\n").replace("inputs,\n", "inputs\n", 1))  # trailing commas
+    assert main(["run", *map(str, args)]) == 0  # every image done before: no Ray started
+    assert "0 of 40 images (+40 done before)" in capsys.readouterr().out
+    _labels(out, paths, mine.plan, mine.inputs)
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join([lines[0], lines[1].rsplit(",", 2)[0], *lines[2:]]) + "\n")  # a truncated row
+    assert "data row 1 has an empty cell" in refused(capsys, *args)
+
+
+def test_the_labels_file_of_a_plan_reformatted_is_another_plan(tmp_path, plan, capsys):
+    """The plan is named by its file's sha256: a plan rewritten is refused rather than guessed the same."""
+    folder = tmp_path / "images"
+    paths = make_images(folder, 40)
+    out = tmp_path / "labels.csv"
+    _labels(out, paths, RunIdentity.of(read_run_plan(plan).sha256, folder).plan, RunIdentity.of("", folder).inputs)
+    other = tmp_path / "again.json"
+    other.write_text(plan.read_text() + "\n")
+    assert "holds labels of another plan" in refused(capsys, other, "--images", folder, "--out", out, "--resume")
+
+
+# --- image files that are not regular files, or not 8-bit ---------------------------------------------------
+
+
+def _in_thread(call, *args):
+    """call(*args) in a thread, given 20 s: a read that blocks (a FIFO) fails the test instead of hanging it."""
+    import threading
+
+    box = {}
+
+    def target():
+        try:
+            box["value"] = call(*args)
+        except Exception as exc:  # the test looks at what was raised
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(20)
+    assert not thread.is_alive(), f"{call.__name__} blocked"
+    return box
+
+
+def test_a_fifo_named_png_is_skipped_when_listed_and_refused_when_read(tmp_path):
+    import os
+
+    from perfmodel.run.images import NotRegularFile, decode, find_images, size_classes
+
+    folder = tmp_path / "images"
+    make_images(folder, 3)
+    os.mkfifo(folder / "pipe.png")
+    images, skipped = find_images(folder)
+    assert (
+        str(folder / "pipe.png") not in images and (str(folder / "pipe.png"), "not a regular file (a FIFO)") in skipped
+    )
+    late = tmp_path / "late.png"  # a FIFO that appears between the listing and the reading
+    os.mkfifo(late)
+    assert isinstance(_in_thread(decode, str(late), 32)["error"], NotRegularFile)
+    classes, unreadable = _in_thread(size_classes, [str(late), *images], [32, 64])["value"]
+    assert unreadable == [(str(late), "NotRegularFile: not a regular file (a FIFO)")]
+    assert sum(map(len, classes.values())) == 3
+
+
+def test_a_16_bit_png_is_scaled_not_clipped(tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    from perfmodel.run.images import decode
+
+    ramp = np.linspace(0, 65535, 48 * 48).reshape(48, 48).astype(np.uint16)
+    Image.fromarray(ramp).save(tmp_path / "deep.png")
+    Image.fromarray((ramp // 257).astype(np.uint8)).save(tmp_path / "eight.png")
+    assert Image.open(tmp_path / "deep.png").mode == "I;16"
+    deep, eight = decode(str(tmp_path / "deep.png"), 32), decode(str(tmp_path / "eight.png"), 32)
+    assert deep.shape == eight.shape == (3, 32, 32)
+    assert np.abs(deep - eight).max() < 0.05  # within 8-bit rounding, in units of ImageNet's std
+    assert len(np.unique(deep[0])) > 100  # not saturated to one value
+
+
+# --- an interrupt while the local Ray starts ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["in Popen", "before the keeper's handler"])
+def test_an_interrupt_while_the_keeper_starts_leaves_no_folder(tmp_path, monkeypatch, where):
+    """Interrupted within ~0.1 s of its start, `run` left an empty perfmodel-ray-* folder without an owner
+    file (the keeper killed by SIGTERM before its handler was set), which no later run removed."""
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+
+    from perfmodel.run import cluster
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    real = subprocess.Popen
+
+    def popen(command, **kwargs):
+        if where == "in Popen":
+            raise KeyboardInterrupt
+        # a keeper still importing: SIGTERM's default action kills it, and it never answers
+        return real([sys.executable, "-c", "import time; time.sleep(60)"], **kwargs)
+
+    monkeypatch.setattr(cluster.subprocess, "Popen", popen)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    local = cluster.LocalRay(1)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            local.start()
+        local.stop()  # as run_plan does, however the run ends
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert list(tmp_path.glob(cluster.TEMP_PREFIX + "*")) == []
