@@ -15,9 +15,11 @@ One predictor per (hardware, model, backend, precision) group in the profiles; i
   perfmodel.Predictor.load("/tmp/cpu-resnet50.json").latency_ms(b, s)
 
 --target-hardware predicts GPUs nobody profiled (or leaves a profiled one out to check the method):
-each way of serving profiled on 2 or more GPUs of the specification table (perfmodel/data/gpu_specs.csv)
-is carried to the target through its peak FLOP/s and memory bandwidth; the file says which groups
-are transferred, from which GPUs, and with which leave-one-GPU-out error.
+each way of serving profiled on one or more GPUs of the specification table (perfmodel/data/gpu_specs.csv)
+is carried to the target by how latency changes with peak FLOP/s, memory bandwidth and L2, learned over
+every published curve perfmodel ships; the file says which groups are transferred, from which GPUs, and
+the error measured on held-out published curves for that number of source GPUs:
+  perfmodel fit one-gpu.csv --target-hardware h100 --out /tmp/h100.json   # one source: ~25% median error
 """
 
 

@@ -82,11 +82,16 @@ def transfer_note(group: GroupPredictor) -> str | None:
     if t is None:
         return None
     sources = ", ".join(f"{s['hardware']} {s['precision']}" for s in t["from"])
-    error = (
-        f"leave-one-GPU-out median error {t['median_pct']:.1f}% ({t['validation']})"
-        if t.get("median_pct") is not None
-        else t["validation"]
-    )
+    expected = t.get("expected_error")
+    if expected:
+        error = (
+            f"expected error {expected['median_pct']:.0f}% median, {expected['p90_pct']:.0f}% p90 (measured on "
+            f"held-out published curves with {expected['sources']} source GPU(s))"
+        )
+    elif t.get("median_pct") is not None:  # files written before issue 25
+        error = f"leave-one-GPU-out median error {t['median_pct']:.1f}% ({t['validation']})"
+    else:
+        error = t["validation"]
     line = f"{group.name}: transferred from {sources} through the GPU specifications; {error}"
     checked = t.get("checked_against_target")
     if checked:

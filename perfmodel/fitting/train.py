@@ -128,7 +128,7 @@ def _transfer(
 ) -> tuple[tuple, dict]:
     """The transferred groups of every target, and what the predictor file says about them."""
     from perfmodel.fitting.gpu_specs import DEFAULT_TABLE
-    from perfmodel.fitting.transfer import pooled_leave_one_gpu_out, transfer_groups
+    from perfmodel.fitting.transfer import transfer_groups
 
     ok = frame[frame["status"] == "ok"]
     serving = [k for k in keys if k not in ("hardware", "precision")]
@@ -136,12 +136,11 @@ def _transfer(
     for target in targets:
         if on_progress is not None:
             on_progress(f"{target} (transferred)", "latency_ms")
-        pooled = pooled_leave_one_gpu_out(ok, specs, serving, exclude=target)
-        made, skipped = transfer_groups(ok, specs, target, serving, pooled)
+        made, skipped = transfer_groups(ok, specs, target, serving)
         if not made:
             raise InputError(
                 f"cannot predict {target} from these profiles: "
-                + " ".join(skipped or ["no way of serving was profiled on 2 or more GPUs of the specification table."])
+                + " ".join(skipped or ["no way of serving was profiled on a GPU of the specification table."])
             )
         groups += made
         notes += [f"{target}: {n}" for n in skipped]

@@ -1,30 +1,25 @@
-"""Predicting a GPU nobody profiled, from profiles of other GPUs plus their specifications (the method of
-Lattuada et al., 2022: docs/design.md).
+"""Predicting a GPU nobody profiled from one or more profiled GPUs plus the GPUs' specifications.
 
-For each way of serving (model, backend, precision family, and the serving-mode columns), every
-source GPU's latency curve is fitted with the roofline shape without intercept,
+For each way of serving (model, backend, precision family, and the serving-mode columns), each
+source GPU's latency curve is fitted with the roofline shape without intercept (floor f, slope c,
+sharpness k) and carried to the target by the GPU effects learned once over every published curve
+perfmodel ships (perfmodel.fitting.gpu_effects: the floor and the busy part each scale with a power
+law of peak FLOP/s at the precision, memory bandwidth and L2 size). With several source GPUs the
+carried curves are averaged in log space, each weighted by how near its specifications are to the
+target's. The target's curve is the roofline fitted to that
+prediction on a grid of batches up to twice the largest measured.
 
-    latency(b, s) = (f^k + (c * b * (s/224)^2)^k)^(1/k),
-
-and the target's curve is built from them:
-  - c, the time per image once the GPU is busy, is a linear regression on hardware features, as in
-    Lattuada et al., with the form of a roofline: c = alpha / peak FLOP/s + beta / memory bandwidth,
-    alpha, beta >= 0 (non-negative least squares on relative error), the peak taken at the
-    precision the curve ran in;
-  - f, the floor of small batches (launches, framework, host), does not scale with the GPU: the
-    geometric mean of the sources' floors; k, the sharpness: their median.
 A float32 model runs in tf32 on GPUs that have it (as NVIDIA's containers do by default), in fp32
 elsewhere; fp16/bf16 and int8 transfer within their own precision.
 
-The error is measured leaving one GPU out: each source predicted from the others (with 3 or more
-sources); with 2 sources, the leave-one-GPU-out errors of every way of serving in the same profiles
-that has 3 or more stand for it. When the target itself was profiled, its measurements are left out
-of the fit and the prediction is checked against them.
+The error to expect is the one measured on published curves never used for tuning
+(experiments/003_fit_accuracy, stored with the coefficients), for the number of source GPUs. With 2
+or more sources, each is also predicted from the others (leave one GPU out) and reported. When the
+target itself was profiled, its measurements are left out of the fit and check the prediction.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
@@ -32,6 +27,7 @@ import pandas as pd
 
 from perfmodel.errors import InputError
 from perfmodel.fitting.folds import percent_errors
+from perfmodel.fitting.gpu_effects import Curve, GpuEffects, features, rate, shipped_effects
 from perfmodel.fitting.gpu_specs import GpuSpec
 from perfmodel.fitting.predictor import QUANTITIES, GroupPredictor, QuantityModel
 from perfmodel.fitting.regressors import RooflineRegression
@@ -40,24 +36,15 @@ from perfmodel.fitting.selection import measured_region
 PRECISION_FAMILIES = {"fp32": "float32", "tf32": "float32", "fp16": "half", "bf16": "half", "int8": "int8"}
 TRANSFERRED = ("latency_ms", "latency_p99_ms")
 METHOD = (
-    "c = alpha/peak FLOP/s + beta/memory bandwidth (non-negative least squares on relative error); "
-    "floor = geometric mean of the sources' floors; sharpness = their median"
+    "each source's roofline carried by GPU effects learned over every published curve shipped "
+    "(floor and busy part: power laws of peak FLOP/s at the precision, memory bandwidth, L2; "
+    "perfmodel/data/gpu_effects.json); several sources averaged in log space, "
+    "the nearer in specifications weighing more"
 )
-
-
-@dataclass(frozen=True)
-class SourceCurve:
-    hardware: str
-    precision: str
-    spec: GpuSpec
-    estimator: RooflineRegression
-    b: np.ndarray
-    s: np.ndarray
-    y: np.ndarray
-
-    @property
-    def features(self) -> np.ndarray:
-        return np.array([1.0 / self.spec.peak_tflops(self.precision), 1.0 / self.spec.memory_bandwidth_gbs])
+GRID_POINTS = 48
+# Sources are weighted by exp(-distance / scale), distance between the log specifications; 1 was
+# chosen on the library (DLE leave-one-GPU-out 21.7% -> 11.6% median, tuning collections 11.6% -> 11.4%).
+SOURCE_DISTANCE_SCALE = 1.0
 
 
 def target_precision(family: str, source_precisions: list[str], spec: GpuSpec) -> str | None:
@@ -68,49 +55,49 @@ def target_precision(family: str, source_precisions: list[str], spec: GpuSpec) -
     return candidates[0] if candidates else None
 
 
-def predict_roofline(sources: list[SourceCurve], spec: GpuSpec, precision: str) -> tuple[RooflineRegression, dict]:
-    """The target's roofline built from the source curves, and the regression's coefficients."""
-    from scipy.optimize import nnls
+def predict_curve(
+    sources: list[Curve], spec: GpuSpec, precision: str, effects: GpuEffects | None = None
+) -> RooflineRegression:
+    """The target's latency curve: every source carried to `spec`, averaged in log space, as a roofline."""
+    effects = effects or shipped_effects()
+    works = np.concatenate([c.b * (c.s / 224.0) ** 2 for c in sources])
+    w = np.geomspace(max(works.min(), 1e-3), 2.0 * works.max(), GRID_POINTS)
+    s = np.full_like(w, 224.0)
+    logs = np.array([np.log(c.estimator.evaluate(w, s)) + effects.log_ratio(c, spec, precision, w) for c in sources])
+    # the nearer a source's specifications to the target's, the more it counts (a source with the
+    # target's own specifications: e^2.3 = 10x one that differs 10x in one of them)
+    distance = np.array([np.linalg.norm(features(spec, precision) - features(c.spec, c.precision)) for c in sources])
+    weights = np.exp(-distance / SOURCE_DISTANCE_SCALE)
+    y = np.exp(weights @ logs / weights.sum())
+    return RooflineRegression(intercept=False).fit(np.column_stack([w, s]), y)
 
-    slopes = np.array([c.estimator.slope_ for c in sources])
-    X = np.array([c.features for c in sources])
-    coef, _ = nnls(X / slopes[:, None], np.ones(len(sources)))
-    target = np.array([1.0 / spec.peak_tflops(precision), 1.0 / spec.memory_bandwidth_gbs])
-    model = RooflineRegression(intercept=False)
-    model.floor_ = float(np.exp(np.mean(np.log([c.estimator.floor_ for c in sources]))))
-    model.intercept_ = 0.0
-    model.slope_ = float(max(target @ coef, 1e-12))
-    model.sharpness_ = float(np.median([c.estimator.sharpness_ for c in sources]))
-    model.n_features_in_ = 2
-    return model, {"alpha": float(coef[0]), "beta": float(coef[1])}
 
-
-def leave_one_gpu_out(sources: list[SourceCurve]) -> list[tuple[SourceCurve, np.ndarray]]:
-    """Each source curve with the signed % errors of its measured points when predicted from the curves of
-    the other GPUs (needs 2 or more other GPUs; empty otherwise)."""
+def leave_one_gpu_out(sources: list[Curve], effects: GpuEffects | None = None) -> list[tuple[Curve, np.ndarray]]:
+    """Each source curve with the signed % errors (measured / predicted - 1) of its points when predicted
+    from the curves of the other GPUs (needs one other GPU or more)."""
     out = []
     for held in sources:
         others = [c for c in sources if c.hardware != held.hardware]
-        if len({c.hardware for c in others}) < 2:
+        if not others:
             continue
-        model, _ = predict_roofline(others, held.spec, held.precision)
+        model = predict_curve(others, held.spec, held.precision, effects)
         out.append((held, (held.y / model.evaluate(held.b, held.s) - 1.0) * 100.0))
     return out
 
 
 def transfer_groups(
-    ok: pd.DataFrame, specs: dict[str, GpuSpec], target: str, keys: list[str], pooled_errors: list[float] | None = None
+    ok: pd.DataFrame, specs: dict[str, GpuSpec], target: str, keys: list[str], effects: GpuEffects | None = None
 ) -> tuple[list[GroupPredictor], list[str]]:
     """GroupPredictors for `target` from the 'ok' rows of other hardware, and notes on what was skipped.
 
     keys: the group columns other than hardware and precision (model, backend, and serving modes).
-    pooled_errors: leave-one-GPU-out errors standing for ways of serving with only 2 sources.
     """
     if target not in specs:
         raise InputError(
             f"no specification for {target!r} in the GPU table (it has {', '.join(sorted(specs))}); "
             "add a row for it (perfmodel/data/gpu_specs.csv, or --gpu-specs FILE)."
         )
+    effects = effects or shipped_effects()
     spec = specs[target]
     groups, notes = [], []
     for values, rows in _ways_of_serving(ok, keys):
@@ -118,50 +105,48 @@ def transfer_groups(
         own = rows[rows["hardware"] == target]
         by_quantity = {q: _sources(rows[rows["hardware"] != target], specs, q) for q in TRANSFERRED}
         sources = by_quantity["latency_ms"]
-        if len({c.hardware for c in sources}) < 2:
-            notes.append(
-                f"{name}: {len({c.hardware for c in sources})} profiled GPU(s) with a known specification; "
-                "a transfer needs 2 or more."
-            )
+        if not sources:
+            notes.append(f"{name}: no profiled GPU with a known specification and two or more batch sizes.")
             continue
         precision = target_precision(values["family"], [c.precision for c in sources], spec)
         if precision is None:
             notes.append(f"{name}: {target} has no {values['family']} rate in the GPU table.")
             continue
-        groups.append(_transferred_group(values, keys, target, spec, precision, by_quantity, own, pooled_errors))
+        groups.append(_transferred_group(values, keys, target, spec, precision, by_quantity, own, effects))
     return groups, notes
 
 
-def pooled_leave_one_gpu_out(
-    ok: pd.DataFrame, specs: dict[str, GpuSpec], keys: list[str], exclude: str | None = None
-) -> list[float]:
-    """Leave-one-GPU-out latency errors (signed %) of every way of serving with 3 or more source GPUs."""
-    rows = ok[ok["hardware"] != exclude] if exclude else ok
-    return [e for r in validate(rows, specs, tuple(keys)) for e in r["errors_pct"]]
-
-
 def validate(
-    frame: pd.DataFrame, specs: dict[str, GpuSpec], keys: tuple[str, ...] = ("model", "backend")
+    frame: pd.DataFrame,
+    specs: dict[str, GpuSpec],
+    keys: tuple[str, ...] = ("model", "backend"),
+    effects: GpuEffects | None = None,
+    one_source: bool = False,
 ) -> list[dict]:
-    """Leave one GPU out of every way of serving profiled on 3 or more GPUs: one row per GPU left out,
-    with its latency errors when predicted from the others (the figure the transfer's error stands on)."""
+    """Every GPU of every way of serving profiled on 2 or more GPUs predicted from the others (leave one GPU
+    out), or, with one_source, from each other GPU alone: one row per prediction, with its errors."""
     rows = []
     for values, part in _ways_of_serving(frame[frame["status"] == "ok"], list(keys)):
-        sources = _sources(part, specs, "latency_ms")
-        for source, errors in leave_one_gpu_out(sources):
-            rows.append(
-                {
-                    **{k: values[k] for k in keys},
-                    "family": values["family"],
-                    "hardware": source.hardware,
-                    "precision": source.precision,
-                    "from": sorted({c.hardware for c in sources if c.hardware != source.hardware}),
-                    "points": int(len(errors)),
-                    "median_pct": float(np.median(np.abs(errors))),
-                    "max_pct": float(np.max(np.abs(errors))),
-                    "errors_pct": [round(float(v), 2) for v in errors],
-                }
-            )
+        curves = _sources(part, specs, "latency_ms")
+        for held in curves:
+            others = [c for c in curves if c.hardware != held.hardware]
+            for sources in [[c] for c in others] if one_source else [others] if others else []:
+                model = predict_curve(sources, held.spec, held.precision, effects)
+                ratio = model.evaluate(held.b, held.s) / held.y
+                rows.append(
+                    {
+                        **{k: values[k] for k in keys},
+                        "family": values["family"],
+                        "hardware": held.hardware,
+                        "precision": held.precision,
+                        "from": sorted(c.hardware for c in sources),
+                        "points": int(len(ratio)),
+                        "median_pct": float(np.median(np.abs(ratio - 1.0)) * 100.0),
+                        "max_pct": float(np.max(np.abs(ratio - 1.0)) * 100.0),
+                        "errors_pct": [round(float(v), 2) for v in (1.0 / ratio - 1.0) * 100.0],
+                        "transfer_errors": [round(float(v), 4) for v in ratio - 1.0],
+                    }
+                )
     return rows
 
 
@@ -172,19 +157,28 @@ def _ways_of_serving(ok: pd.DataFrame, keys: list[str]):
         yield dict(zip([*keys, "family"], values if isinstance(values, tuple) else (values,))), rows
 
 
-def _sources(rows: pd.DataFrame, specs: dict[str, GpuSpec], quantity: str) -> list[SourceCurve]:
+def curves_of(rows: pd.DataFrame, specs: dict[str, GpuSpec], quantity: str, way: tuple = ()) -> list[Curve]:
+    """One roofline-fitted Curve per (hardware, precision) of a way of serving's rows, for GPUs of the table."""
     curves = []
     for (hardware, precision), part in rows.groupby(["hardware", "precision"], sort=True):
         spec = specs.get(hardware)
+        part = part.groupby(["batch_size", "input_size"], as_index=False)[quantity].median()
         y = part[quantity].to_numpy(dtype=float)
         usable = np.isfinite(y) & (y > 0)
-        if spec is None or not spec.runs(precision) or part["batch_size"][usable].nunique() < 2:
+        if spec is None or part["batch_size"][usable].nunique() < 2:
+            continue
+        try:
+            rate(spec, precision)
+        except InputError:
             continue
         b = part["batch_size"].to_numpy(dtype=float)[usable]
         s = part["input_size"].to_numpy(dtype=float)[usable]
         estimator = RooflineRegression(intercept=False).fit(np.column_stack([b, s]), y[usable])
-        curves.append(SourceCurve(hardware, precision, spec, estimator, b, s, y[usable]))
+        curves.append(Curve(way, hardware, precision, spec, estimator, b, s, y[usable]))
     return curves
+
+
+_sources = curves_of
 
 
 def _transferred_group(
@@ -193,42 +187,37 @@ def _transferred_group(
     target: str,
     spec: GpuSpec,
     precision: str,
-    by_quantity: dict[str, list[SourceCurve]],
+    by_quantity: dict[str, list[Curve]],
     own: pd.DataFrame,
-    pooled_errors: list[float] | None,
+    effects: GpuEffects,
 ) -> GroupPredictor:
     sources = by_quantity["latency_ms"]
-    loo = leave_one_gpu_out(sources)
-    if loo:
-        errors, validation = (
-            [round(float(v), 2) for _, e in loo for v in e],
-            f"leave one GPU out over the {len({c.hardware for c in sources})} source GPUs",
-        )
-    elif pooled_errors:
-        errors, validation = (
-            list(pooled_errors),
-            ("leave one GPU out over every way of serving in these profiles with 3 or more GPUs (this one has 2)"),
-        )
-    else:
-        errors, validation = [], "not validated: 2 source GPUs, and no way of serving in these profiles has 3"
-    models, coefficients = {}, {}
+    expected = effects.expected(len({c.hardware for c in sources}))
+    transfer_errors = [float(v) for v in expected["errors"]]
+    # measured / predicted - 1, the sign error_quantile and the rest of the predictor file use
+    errors = [round((1.0 / (1.0 + r) - 1.0) * 100.0, 2) for r in transfer_errors]
+    validation = (
+        f"held out: transfers from {expected['sources']} source GPU(s) on published curves never used for "
+        f"tuning ({expected['curves']} curves; experiments/003_fit_accuracy)"
+    )
+    loo = leave_one_gpu_out(sources, effects)
+    models = {}
     b_all = np.concatenate([c.b for c in sources])
     s_all = np.concatenate([c.s for c in sources])
     region = _common_region(sources, spec)
+    summary = _summary(errors)
     for quantity in QUANTITIES:
         curves = by_quantity.get(quantity, [])
-        if len({c.hardware for c in curves}) < 2:
+        if not curves:
             reason = (
                 "not transferred: a GPU never profiled has no warm-up or memory model"
                 if quantity not in TRANSFERRED
-                else f"not transferred: fewer than 2 source GPUs have {quantity}"
+                else f"not transferred: no source GPU has {quantity}"
             )
             models[quantity] = QuantityModel(None, {"family": None, "reason": reason, "rows": 0})
             continue
-        model, coefficients[quantity] = predict_roofline(curves, spec, precision)
-        summary = _summary(errors)
         models[quantity] = QuantityModel(
-            model,
+            predict_curve(curves, spec, precision, effects),
             {
                 "family": "roofline",
                 "features": [],
@@ -273,11 +262,15 @@ def _transferred_group(
             }
             for c in sources
         ],
+        "transfer_sources": sorted({c.hardware for c in sources}),
         "method": METHOD,
-        "coefficients": coefficients,
+        "coefficients": {"floor": list(effects.floor), "busy": list(effects.busy)},
         "validation": validation,
+        "expected_error": {k: v for k, v in expected.items() if k != "errors"},
+        # signed predicted / measured - 1 of the held-out transfers (evenly spaced quantiles of them)
+        "transfer_errors": transfer_errors,
         "errors_pct": errors,
-        "median_pct": _summary(errors)["median"],
+        "median_pct": expected["median_pct"],
         "per_gpu": {
             f"{c.hardware} {c.precision}": {
                 "points": int(len(e)),
@@ -308,7 +301,7 @@ def _transferred_group(
     )
 
 
-def _common_region(sources: list[SourceCurve], spec: GpuSpec) -> list[list[float]]:
+def _common_region(sources: list[Curve], spec: GpuSpec) -> list[list[float]]:
     """Per input size measured on every source, the batches measured on all of them.
 
     The target's memory use was never measured: its largest batch is the largest that ran on a
