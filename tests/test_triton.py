@@ -24,7 +24,8 @@ from conftest import repo_env
 from perfmodel.cli import main
 from perfmodel.errors import DeviceError, InputError
 from perfmodel.profile.backends.triton_backend import TritonOptions, split_url
-from perfmodel.profile.backends.triton_client import ThroughputRule, Workload, _Windows, server_times_ms
+from perfmodel.profile.backends.triton_client import ThroughputRule, Workload, _Windows
+from perfmodel.profile.backends.triton_stats import server_times_ms
 from perfmodel.schema import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,20 +104,24 @@ def test_unsteady_completions_run_to_the_time_cap():
 
 
 def test_server_times_are_per_request_differences():
-    before = {
-        "success": (10, 100e6),
-        "queue": (10, 10e6),
-        "compute_input": (10, 1e6),
-        "compute_infer": (10, 50e6),
-        "compute_output": (10, 2e6),
-    }
-    after = {
-        "success": (30, 300e6),
-        "queue": (30, 50e6),
-        "compute_input": (30, 3e6),
-        "compute_infer": (30, 150e6),
-        "compute_output": (30, 6e6),
-    }
+    def snapshot(**stages):  # Triton's JSON: cumulative count and ns per stage
+        inference = {stage: {"count": count, "ns": int(ns)} for stage, (count, ns) in stages.items()}
+        return {"model_stats": [{"name": "m", "inference_stats": inference}]}
+
+    before = snapshot(
+        success=(10, 100e6),
+        queue=(10, 10e6),
+        compute_input=(10, 1e6),
+        compute_infer=(10, 50e6),
+        compute_output=(10, 2e6),
+    )
+    after = snapshot(
+        success=(30, 300e6),
+        queue=(30, 50e6),
+        compute_input=(30, 3e6),
+        compute_infer=(30, 150e6),
+        compute_output=(30, 6e6),
+    )
     times = server_times_ms(before, after)
     assert times["server_queue_ms"] == pytest.approx(2.0)
     assert times["server_compute_ms"] == pytest.approx(0.1 + 5.0 + 0.2)

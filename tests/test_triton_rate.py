@@ -15,7 +15,8 @@ from test_triton import _leftovers, _server_processes
 from perfmodel.cli import main
 from perfmodel.errors import DeviceError
 from perfmodel.planning.triton_config import BatchingSettings, write_batching
-from perfmodel.profile.backends.triton_rate import batch_statistics, run_open_loop, send_times
+from perfmodel.profile.backends.triton_rate import run_open_loop, send_times
+from perfmodel.profile.backends.triton_stats import batch_statistics
 from perfmodel.schema import load_profile
 
 

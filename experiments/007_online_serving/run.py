@@ -51,6 +51,7 @@ RESULTS = HERE / "results"
 sys.path.insert(0, str(ROOT))
 
 from perfmodel.fitting.synthetic import GpuLikeCurve  # noqa: E402
+from perfmodel.profile.backends.triton_stats import executions_by_size, server_times_ms  # noqa: E402
 from perfmodel.profile.provenance import cpu_name  # noqa: E402
 from perfmodel.schema import load_profile, write_profile  # noqa: E402
 from solvers.batcher import Batcher  # noqa: E402
@@ -150,8 +151,11 @@ def calibrate(max_batch: int, seconds: float) -> Path:
                 flush=True,
             )
             if light is None:
-                light = (result, server_request_ms(stats.get((rate, "start")), stats.get((rate, "end"))))
-    per_size = execution_by_size([(stats.get((r, "start")), stats.get((r, "end"))) for r in CALIBRATION_RATES])
+                light = (
+                    result,
+                    server_times_ms(stats.get((rate, "start")), stats.get((rate, "end")))["server_request_ms"],
+                )
+    per_size = executions_by_size([(stats.get((r, "start")), stats.get((r, "end"))) for r in CALIBRATION_RATES])
     result, request_ms = light
     spread = math.log(result.latency.p99_ms / result.latency.median_ms) / 2.3263478740408408
     round_trip = max(0.0, result.latency.mean_ms - request_ms)
@@ -214,46 +218,6 @@ def calibrate(max_batch: int, seconds: float) -> Path:
         *placement(),
     )
     return path
-
-
-def execution_by_size(windows) -> dict[int, tuple[int, float]]:
-    """Triton's statistics over windows: per batch size, (executions, mean ms busy: input + infer + output)."""
-    totals: dict[int, list] = {}
-    for before, after in windows:
-        if not before or not after:
-            continue
-        b0, b1 = _batch_stats(before), _batch_stats(after)
-        for size, (count, ns) in b1.items():
-            c0, n0 = b0.get(size, (0, 0))
-            if count > c0:
-                entry = totals.setdefault(size, [0, 0])
-                entry[0] += count - c0
-                entry[1] += ns - n0
-    return {size: (count, ns / count / 1e6) for size, (count, ns) in totals.items()}
-
-
-def _batch_stats(stats: dict) -> dict[int, tuple[int, int]]:
-    out = {}
-    for model in stats.get("model_stats", []):
-        for entry in model.get("batch_stats", []):
-            parts = [entry.get(k, {}) for k in ("compute_input", "compute_infer", "compute_output")]
-            out[int(entry["batch_size"])] = (int(parts[1].get("count", 0)), sum(int(p.get("ns", 0)) for p in parts))
-    return out
-
-
-def server_request_ms(before, after) -> float:
-    """The server's mean time per request (Triton's 'success' statistic) between two snapshots."""
-
-    def totals(stats):
-        out = [0, 0]
-        for model in (stats or {}).get("model_stats", []):
-            success = model.get("inference_stats", {}).get("success", {})
-            out[0] += int(success.get("count", 0))
-            out[1] += int(success.get("ns", 0))
-        return out
-
-    (c0, n0), (c1, n1) = totals(before), totals(after)
-    return (n1 - n0) / (c1 - c0) / 1e6 if c1 > c0 else 0.0
 
 
 # ---------------------------------------------------------------------------------------------

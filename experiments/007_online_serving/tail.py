@@ -40,8 +40,9 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from run import _batch_stats, batching_server, server_request_ms  # noqa: E402
+from run import batching_server  # noqa: E402
 
+from perfmodel.profile.backends.triton_stats import batch_totals, server_times_ms  # noqa: E402
 from solvers.simulate import poisson_arrivals, simulate_gpu  # noqa: E402
 
 MODEL, SIZE, WARMUP_S = "tiny", 64, 3.0
@@ -93,14 +94,10 @@ def server_means(before: dict, after: dict) -> dict:
     """Per request, over the window: mean ms in the server (queue + compute) and in its queue, from Triton's
     cumulative statistics; and the model's executions."""
 
-    def queue(stats: dict) -> tuple[int, int]:
-        q = stats["model_stats"][0]["inference_stats"].get("queue", {})
-        return int(q.get("count", 0)), int(q.get("ns", 0))
-
-    (c0, n0), (c1, n1) = queue(before), queue(after)
+    times = server_times_ms(before, after)
     return {
-        "server_request_ms": server_request_ms(before, after),
-        "server_queue_ms": (n1 - n0) / max(1, c1 - c0) / 1e6,
+        "server_request_ms": times["server_request_ms"],
+        "server_queue_ms": times["server_queue_ms"],
         "executions": _busy(after)[0] - _busy(before)[0],
     }
 
@@ -138,7 +135,7 @@ def per_second(m: dict, calibration: pd.DataFrame) -> pd.DataFrame:
 def _busy(stats: dict) -> tuple[int, int, int]:
     """Executions, images and busy ns (compute input + infer + output) so far, from Triton's statistics per
     batch size (each execution once; the per-request statistics count a batch's time once per request)."""
-    sizes = _batch_stats(stats)
+    sizes = batch_totals(stats)
     return (
         sum(count for count, _ in sizes.values()),
         sum(size * count for size, (count, _) in sizes.items()),

@@ -37,10 +37,10 @@ from perfmodel.profile.backends.triton_client import (
     is_timeout,
     random_batches,
     run_load,
-    server_times_ms,
 )
 from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerInfo, ServerSettings
 from perfmodel.profile.backends.triton_server import TOKEN_ENV
+from perfmodel.profile.backends.triton_stats import server_times_ms
 from perfmodel.profile.config import Estimate, ProfileConfig, ProgressCallback, SweepEvent
 from perfmodel.profile.failures import describe
 from perfmodel.profile.models import resolve_model
@@ -455,7 +455,7 @@ class _TritonSweep:
 
         def snapshot(key: str) -> None:
             with ServerConnection(protocol, url, token) as conn:
-                stats[key] = conn.statistics(model)
+                stats[key] = conn.model_statistics(model)
 
         snapshot("before")
         mark = self.monitor.window()

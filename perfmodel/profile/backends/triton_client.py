@@ -32,7 +32,6 @@ from perfmodel.profile.timing import LatencySummary, median_ci_rel
 PROTOCOLS = ("http", "grpc")
 MODES = ("sync", "async")
 ADMIN_TIMEOUT_S = 5.0  # health, metadata and statistics calls: a live server answers at once
-_STATS = ("success", "queue", "compute_input", "compute_infer", "compute_output")
 
 
 @dataclass(frozen=True)
@@ -536,43 +535,13 @@ class ServerConnection:
         return None
 
     def model_statistics(self, model_name: str) -> dict | None:
-        """Triton's statistics for the model as JSON (model_stats ...), or None where not available."""
+        """Triton's statistics for the model as JSON (model_stats ...), or None where not available;
+        triton_stats.py reads them."""
         try:
             kwargs = {"as_json": True} if self.protocol == "grpc" else {}
             return self._call("get_inference_statistics", model_name, headers=self.headers, **kwargs)
         except Exception:
             return None
-
-    def statistics(self, model_name: str) -> dict[str, tuple[int, int]] | None:
-        """Triton's cumulative (count, ns) per stage for the model, or None where they are not available."""
-        try:
-            kwargs = {"as_json": True} if self.protocol == "grpc" else {}
-            stats = self._call("get_inference_statistics", model_name, headers=self.headers, **kwargs)
-        except Exception:
-            return None
-        totals = {stage: [0, 0] for stage in _STATS}
-        for model in stats.get("model_stats", []):
-            for stage in _STATS:
-                entry = model.get("inference_stats", {}).get(stage, {})
-                totals[stage][0] += int(entry.get("count", 0))
-                totals[stage][1] += int(entry.get("ns", 0))
-        return {stage: (count, ns) for stage, (count, ns) in totals.items()}
-
-
-def server_times_ms(before: dict | None, after: dict | None) -> dict[str, float]:
-    """Per-request averages between two statistics snapshots: queue, compute, and the whole request."""
-    out = {"server_queue_ms": math.nan, "server_compute_ms": math.nan, "server_request_ms": math.nan}
-    if not before or not after:
-        return out
-
-    def mean_ms(stage: str) -> float:
-        count = after[stage][0] - before[stage][0]
-        return (after[stage][1] - before[stage][1]) / count / 1e6 if count > 0 else math.nan
-
-    out["server_queue_ms"] = mean_ms("queue")
-    out["server_compute_ms"] = mean_ms("compute_input") + mean_ms("compute_infer") + mean_ms("compute_output")
-    out["server_request_ms"] = mean_ms("success")
-    return out
 
 
 def _short(exc: BaseException) -> str:

@@ -47,6 +47,7 @@ from perfmodel.profile.backends.triton_client import (
 )
 from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings
 from perfmodel.profile.backends.triton_server import TOKEN_ENV
+from perfmodel.profile.backends.triton_stats import batch_statistics
 from perfmodel.profile.config import SweepEvent
 from perfmodel.profile.models import resolve_model
 from perfmodel.profile.output import ProfileOutput
@@ -300,48 +301,6 @@ def summarize(requests: Requests, warmup_s: float, duration_s: float) -> RateRes
         stopped_early=requests.stopped_early,
         first_error=requests.first_error,
     )
-
-
-def batch_statistics(before: dict | None, after: dict | None, wall_s: float = math.nan) -> dict[str, float]:
-    """Between two statistics snapshots `wall_s` apart: model executions, images per execution, the largest
-    batch, the model instance's busy time per execution (compute input + infer + output) and the share of
-    the window it was busy (near 1: the server had no spare time, queues grow with any extra load)."""
-    out = {
-        "server_executions": math.nan,
-        "server_batch_mean": math.nan,
-        "server_batch_max": math.nan,
-        "server_compute_ms": math.nan,
-        "server_busy_share": math.nan,
-    }
-    if not before or not after:
-        return out
-
-    def totals(stats: dict) -> tuple[int, int, int, dict[int, int]]:
-        executions = inferences = busy_ns = 0
-        batches: dict[int, int] = {}
-        for model in stats.get("model_stats", []):
-            executions += int(model.get("execution_count", 0))
-            inferences += int(model.get("inference_count", 0))
-            for entry in model.get("batch_stats", []):
-                size = int(entry.get("batch_size", 0))
-                batches[size] = batches.get(size, 0) + int(entry.get("compute_infer", {}).get("count", 0))
-                busy_ns += sum(
-                    int(entry.get(k, {}).get("ns", 0)) for k in ("compute_input", "compute_infer", "compute_output")
-                )
-        return executions, inferences, busy_ns, batches
-
-    e0, i0, n0, b0 = totals(before)
-    e1, i1, n1, b1 = totals(after)
-    if e1 > e0:
-        out["server_executions"] = float(e1 - e0)
-        out["server_batch_mean"] = (i1 - i0) / (e1 - e0)
-        grown = [size for size, count in b1.items() if count > b0.get(size, 0)]
-        out["server_batch_max"] = float(max(grown)) if grown else math.nan
-        if n1 > n0:
-            out["server_compute_ms"] = (n1 - n0) / (e1 - e0) / 1e6
-            if wall_s > 0:
-                out["server_busy_share"] = (n1 - n0) / 1e9 / wall_s
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
