@@ -97,8 +97,8 @@ def test_a_device_side_assert_ends_the_sweep(tmp_path, tiny_config):
 def test_inputs_are_drawn_on_the_gpu(tiny_config):
     import torch
 
-    from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner
-    from perfmodel.profile.models import ModelSpec
+    from perfmodel.models import ModelSpec
+    from perfmodel.torch_runner import TorchOptions, TorchRunner
 
     runner = TorchRunner(ModelSpec("tiny"), TorchOptions(device="cuda", precision="fp16", channels_last=True))
     x = runner.inputs(8, 64, count=1)[0]

@@ -245,7 +245,7 @@ def test_without_nvml_the_sweep_goes_on(tmp_path, tiny_config):
 def test_torchscript_model_file(tmp_path, tiny_config):
     import torch
 
-    from perfmodel.profile.models import ModelSpec, build_model
+    from perfmodel.models import ModelSpec, build_model
 
     path = tmp_path / "scripted_tiny.pt"
     torch.jit.save(torch.jit.script(build_model(ModelSpec("tiny"))), str(path))
@@ -274,9 +274,9 @@ def test_the_monitor_samples_in_its_own_process():
 def test_each_compile_worker_has_its_own_cache_folder_removed_after():
     from dataclasses import asdict
 
-    from perfmodel.profile.backends.torch_backend import TorchOptions
-    from perfmodel.profile.models import ModelSpec
+    from perfmodel.models import ModelSpec
     from perfmodel.profile.worker_process import WorkerProcess
+    from perfmodel.torch_runner import TorchOptions
 
     request = {
         "op": "load",

@@ -251,8 +251,8 @@ def test_torchscript_failures_name_their_real_cause():
 def test_inputs_are_drawn_in_the_measured_dtype_and_layout_without_a_copy(monkeypatch):
     import torch
 
-    from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner
-    from perfmodel.profile.models import ModelSpec
+    from perfmodel.models import ModelSpec
+    from perfmodel.torch_runner import TorchOptions, TorchRunner
 
     runner = TorchRunner(ModelSpec("tiny"), TorchOptions(precision="bf16", channels_last=True))
 
@@ -271,8 +271,8 @@ def test_inputs_are_drawn_in_the_measured_dtype_and_layout_without_a_copy(monkey
 
 
 def test_large_batches_rotate_one_input_not_three():
-    from perfmodel.profile.backends.torch_backend import ROTATE_BELOW_MB, TorchOptions, TorchRunner
-    from perfmodel.profile.models import ModelSpec
+    from perfmodel.models import ModelSpec
+    from perfmodel.torch_runner import ROTATE_BELOW_MB, TorchOptions, TorchRunner
 
     runner = TorchRunner(ModelSpec("tiny"), TorchOptions(precision="fp16"))
     assert runner.input_count(1, 224) == 3
@@ -287,8 +287,8 @@ def test_fp32_is_true_fp32_and_tf32_is_recorded(precision, tf32):
     import torch
 
     from perfmodel.errors import InputError
-    from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner
-    from perfmodel.profile.models import ModelSpec
+    from perfmodel.models import ModelSpec
+    from perfmodel.torch_runner import TorchOptions, TorchRunner
 
     before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = not tf32
@@ -356,8 +356,8 @@ def test_cuda_graph_memory_counts_the_capture():
     allocates nothing, so a later reset would miss the graph's activations."""
     import torch
 
-    from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner
-    from perfmodel.profile.models import ModelSpec
+    from perfmodel.models import ModelSpec
+    from perfmodel.torch_runner import TorchOptions, TorchRunner
 
     runner = TorchRunner(ModelSpec("tiny"), TorchOptions(device="cuda", cuda_graphs=True))
     runner.device = torch.device("cpu")  # the fakes below run the graph's model on the CPU

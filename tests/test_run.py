@@ -130,7 +130,7 @@ def test_a_dead_worker_exits_1_keeps_the_finished_labels_and_resume_completes_th
 def test_work_stealing_with_weights_finishes_every_image_once(plan, images, cluster, tmp_path):
     import torch
 
-    from perfmodel.profile.models import ModelSpec, build_model
+    from perfmodel.models import ModelSpec, build_model
 
     weights = tmp_path / "tiny-weights.pt"
     torch.save(build_model(ModelSpec("tiny"), seed=7).state_dict(), weights)
@@ -153,7 +153,7 @@ def test_weights_that_do_not_fit_are_refused(plan, cluster, tmp_path):
 def test_a_torchscript_model_named_by_the_plan_runs(cluster, tmp_path):
     import torch
 
-    from perfmodel.profile.models import ModelSpec, build_model
+    from perfmodel.models import ModelSpec, build_model
 
     script = tmp_path / "tiny.pt"
     torch.jit.save(torch.jit.script(build_model(ModelSpec("tiny"))), str(script))

@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 from run_data import make_images
 
+from perfmodel import torch_runner
 from perfmodel.errors import InputError
 from perfmodel.planning.batch import make_plan
-from perfmodel.profile.backends import torch_backend
-from perfmodel.profile.backends.torch_backend import BACKENDS, TorchOptions, parse_backend
 from perfmodel.run.planfile import read_run_plan
 from perfmodel.run.worker import RunWorker, WorkerSpec, check_runnable
+from perfmodel.torch_runner import BACKENDS, TorchOptions, parse_backend
 
 
 def profile(path, options: dict[tuple[str, str], float], hardware: str = "h100"):
@@ -106,7 +106,7 @@ def test_a_partial_last_batch_runs_at_the_planned_shape(tmp_path):
 def test_synthetic_inputs_follow_the_profiles_rule(monkeypatch, rotate_below_mb, held):
     """Three random batches while small, one above ROTATE_BELOW_MB (as the profile held); a partial batch
     runs as a full one."""
-    monkeypatch.setattr(torch_backend, "ROTATE_BELOW_MB", rotate_below_mb)
+    monkeypatch.setattr(torch_runner, "ROTATE_BELOW_MB", rotate_below_mb)
     worker = RunWorker(WorkerSpec("cpu#0", "tiny", None, None, "cpu", "fp32", "torch", 1, batch_size=4))
     worker.load(32, [4, 4, 1], synthetic_batch=4)
     assert len(worker.synthetic) == held
@@ -143,10 +143,10 @@ def test_a_graph_captures_where_its_eager_batch_fits():
     peak, the graph of the same batch captures (it ran out of memory at about half the batch before)."""
     import torch
 
-    from perfmodel.profile.models import ModelSpec
+    from perfmodel.models import ModelSpec
 
     options = TorchOptions("cuda", precision="fp16", cuda_graphs=True)
-    runner = torch_backend.TorchRunner(ModelSpec("resnet50"), options)
+    runner = torch_runner.TorchRunner(ModelSpec("resnet50"), options)
     runner.load()
     batch, size = 256, 224
     with runner.inference():

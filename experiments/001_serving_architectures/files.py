@@ -36,10 +36,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner  # noqa: E402
+from perfmodel.models import resolve_model  # noqa: E402
 from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings  # noqa: E402
-from perfmodel.profile.models import resolve_model  # noqa: E402
 from perfmodel.profile.provenance import cpu_name  # noqa: E402
+from perfmodel.torch_runner import TorchOptions, TorchRunner  # noqa: E402
 
 MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32).reshape(3, 1, 1)
 STD = np.array([0.229, 0.224, 0.225], dtype=np.float32).reshape(3, 1, 1)

@@ -38,8 +38,8 @@ LOAD_S = 8.0  # the common start is this far after the workers are launched (loa
 
 def time_batches(model: str, size: int, batch: int, start_at: float, seconds: float) -> dict:
     """Load the model, warm it up, wait for `start_at`, then run batches for `seconds`; their times in s."""
-    from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner
-    from perfmodel.profile.models import ModelSpec
+    from perfmodel.models import ModelSpec
+    from perfmodel.torch_runner import TorchOptions, TorchRunner
 
     runner = TorchRunner(ModelSpec(model, None), TorchOptions(device="cpu", threads=1))
     runner.load()

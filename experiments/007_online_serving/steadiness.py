@@ -40,7 +40,7 @@ def steal_s(core: int) -> float:
 def main() -> None:
     import torch
 
-    from perfmodel.profile.models import ModelSpec, build_model
+    from perfmodel.models import ModelSpec, build_model
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--core", type=int, default=1)

@@ -38,10 +38,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
+from perfmodel.models import resolve_model  # noqa: E402
 from perfmodel.profile import ProfileConfig, StabilityRule, run_profile  # noqa: E402
-from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner  # noqa: E402
-from perfmodel.profile.models import resolve_model  # noqa: E402
 from perfmodel.profile.provenance import cpu_name  # noqa: E402
+from perfmodel.torch_runner import TorchOptions, TorchRunner  # noqa: E402
 
 # (model, input px, batch, calls per arm and round): ~0.1 ms, ~0.7 ms and ~40 ms calls on one CPU thread
 CASES = [("tiny", 32, 1, 5000), ("tiny", 64, 16, 2000), ("resnet50", 64, 1, 200)]

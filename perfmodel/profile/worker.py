@@ -150,9 +150,9 @@ class Worker:
     # -- requests -----------------------------------------------------------------------------
 
     def _load(self, request: dict) -> dict:
-        from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner
-        from perfmodel.profile.models import ModelSpec
+        from perfmodel.models import ModelSpec
         from perfmodel.profile.provenance import torch_provenance
+        from perfmodel.torch_runner import TorchOptions, TorchRunner
 
         options = TorchOptions(**request["options"])
         self.runner = TorchRunner(ModelSpec(**request["model"]), options, request["seed"])
@@ -174,7 +174,7 @@ class Worker:
         """The warm-up: the first call at this batch size, then two more, so that `memory_mb` (the
         peak since before the model was loaded: RSS growth on a CPU, the allocator's peak on CUDA)
         covers serving one batch, not only the first call."""
-        from perfmodel.profile import memory
+        from perfmodel import memory
 
         runner, b, s = self.runner, request["batch_size"], request["input_size"]
         limit = request.get("memory_limit_mb")
@@ -195,7 +195,7 @@ class Worker:
         capture, so that the graph's pool counts) less the input batches held only for rotation:
         weights + one input batch + activations + workspace.
         """
-        from perfmodel.profile import memory
+        from perfmodel import memory
         from perfmodel.profile.timing import StabilityRule, measure_latency
 
         runner, b, s = self.runner, request["batch_size"], request["input_size"]
@@ -228,7 +228,7 @@ class Worker:
     def _busy(self, request: dict) -> dict:
         """Run this point's batch back to back in a thread until told otherwise. The first call runs
         here, so that a batch that does not fit is this request's answer (as in `first_call`)."""
-        from perfmodel.profile import memory
+        from perfmodel import memory
 
         self.stop_loop()
         runner, b, s = self.runner, request["batch_size"], request["input_size"]

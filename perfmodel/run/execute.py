@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from perfmodel.errors import InputError, PerfmodelError
-from perfmodel.profile.models import BUILTIN_MODELS
+from perfmodel.models import BUILTIN_MODELS
 from perfmodel.run import cluster as clusters
 from perfmodel.run.images import find_images, size_classes
 from perfmodel.run.labels import LabelWriter, RunIdentity, check_out, read_labels

@@ -14,8 +14,8 @@ from perfmodel.errors import InputError
 from perfmodel.files import read_json
 from perfmodel.planning.context import check_plan_format, sha256_of
 from perfmodel.planning.fields import check_plan_fields
-from perfmodel.profile.backends.torch_backend import PRECISIONS as TORCH_PRECISIONS
-from perfmodel.profile.backends.torch_backend import parse_backend
+from perfmodel.torch_runner import PRECISIONS as TORCH_PRECISIONS
+from perfmodel.torch_runner import parse_backend
 
 HOW = "give the JSON that `perfmodel plan --json` prints"
 REMAKE = "make it again with `perfmodel plan ... --json` (this perfmodel records what running it needs)"
@@ -164,7 +164,7 @@ def _require(row: dict, keys, where: str) -> None:
 
 
 def _check_backend(backend: str, hardware: str, where: str) -> None:
-    """Every backend the in-process PyTorch profiler writes runs (torch_backend.BACKENDS); others do not."""
+    """Every backend the in-process PyTorch profiler writes runs (torch_runner.BACKENDS); others do not."""
     if parse_backend(backend) is None:
         raise InputError(
             f"{where} ({hardware}) uses backend {backend!r}, but perfmodel run executes in-process "

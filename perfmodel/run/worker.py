@@ -36,7 +36,7 @@ class WorkerSpec:
     weights: str | None  # a torchvision state_dict file
     device: str  # "cpu" or "cuda"
     precision: str
-    backend: str  # one of torch_backend.BACKENDS: torch, torch-channels-last-cuda-graphs ...
+    backend: str  # one of torch_runner.BACKENDS: torch, torch-channels-last-cuda-graphs ...
     threads: int | None  # torch intra-op threads; 1 for a CPU worker
     decode_threads: int = 1
     seed: int = 0
@@ -47,7 +47,7 @@ class WorkerSpec:
 def check_runnable(backend: str, precision: str, device: str, where: str) -> None:
     """InputError (one sentence) when a planned backend and precision cannot run on `device`, before
     anything starts: CUDA graphs and TF32 need a CUDA device."""
-    from perfmodel.profile.backends.torch_backend import TorchOptions
+    from perfmodel.torch_runner import TorchOptions
 
     options = TorchOptions.from_backend(backend, device="cuda", precision=precision)
     if device == "cpu" and (options.cuda_graphs or precision == "tf32"):
@@ -87,8 +87,8 @@ class RunWorker:
     def __init__(self, spec: WorkerSpec):
         import torch  # imported here, before the clock starts: the plan's load time does not include it
 
-        from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner
-        from perfmodel.profile.models import ModelSpec
+        from perfmodel.models import ModelSpec
+        from perfmodel.torch_runner import TorchOptions, TorchRunner
 
         self.spec = spec
         self.torch = torch

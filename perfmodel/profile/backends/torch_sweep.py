@@ -18,15 +18,15 @@ from dataclasses import asdict, replace
 import psutil
 
 from perfmodel.errors import BackendError, InputError
-from perfmodel.profile.backends.torch_backend import TorchOptions, check_device
+from perfmodel.models import resolve_model
 from perfmodel.profile.config import Estimate, ProfileConfig, ProgressCallback, SweepEvent
-from perfmodel.profile.models import resolve_model
 from perfmodel.profile.monitor import CPU_INTERVAL_S, HardwareMonitor
 from perfmodel.profile.neighbours import Neighbours, check_alongside
 from perfmodel.profile.output import ProfileOutput
 from perfmodel.profile.provenance import hardware_key, now_utc
 from perfmodel.profile.search import search_batch_sizes, search_points_bound
 from perfmodel.profile.worker_process import WorkerProcess
+from perfmodel.torch_runner import TorchOptions, check_device
 
 PER_POINT_OVERHEAD_S = 1.0  # set-up, the warm-up calls, memory release and the monitor, per point (estimates)
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from perfmodel import __version__
 from perfmodel.errors import BackendError, InputError, PerfmodelError
+from perfmodel.models import resolve_model
 from perfmodel.profile.affinity import pinned_apart_from
 from perfmodel.profile.backends.triton_client import (
     MODES,
@@ -43,7 +44,6 @@ from perfmodel.profile.backends.triton_server import TOKEN_ENV
 from perfmodel.profile.backends.triton_stats import server_times_ms
 from perfmodel.profile.config import Estimate, ProfileConfig, ProgressCallback, SweepEvent
 from perfmodel.profile.failures import describe
-from perfmodel.profile.models import resolve_model
 from perfmodel.profile.monitor import HardwareMonitor, open_nvml
 from perfmodel.profile.output import ProfileOutput
 from perfmodel.profile.provenance import hardware_key, now_utc
@@ -220,7 +220,7 @@ def server_hardware_key(device: str, url: str | None) -> str:
         return "cpu"
     if url is not None:
         raise InputError("with --url on a GPU server, name its pool key with --hardware (e.g. --hardware h100).")
-    from perfmodel.profile.backends.torch_backend import check_device
+    from perfmodel.torch_runner import check_device
 
     device = check_device(device)  # no GPU here: say so, rather than blame NVML
     nvml, reason = open_nvml(int(device.partition(":")[2] or 0))

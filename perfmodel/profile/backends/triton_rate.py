@@ -36,6 +36,7 @@ import numpy as np
 
 from perfmodel import __version__
 from perfmodel.errors import BackendError, InputError, PerfmodelError
+from perfmodel.models import resolve_model
 from perfmodel.profile.backends.triton_client import (
     ADMIN_TIMEOUT_S,
     ServerConnection,
@@ -49,7 +50,6 @@ from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerS
 from perfmodel.profile.backends.triton_server import TOKEN_ENV
 from perfmodel.profile.backends.triton_stats import batch_statistics
 from perfmodel.profile.config import SweepEvent
-from perfmodel.profile.models import resolve_model
 from perfmodel.profile.output import ProfileOutput
 from perfmodel.profile.provenance import now_utc
 from perfmodel.profile.timing import LatencySummary

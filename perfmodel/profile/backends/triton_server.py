@@ -152,9 +152,9 @@ def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
     from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
     from pytriton.triton import Triton, TritonConfig, TritonSecurityConfig
 
-    from perfmodel.profile.backends.torch_backend import TorchOptions, TorchRunner, check_device
-    from perfmodel.profile.models import resolve_model
+    from perfmodel.models import resolve_model
     from perfmodel.profile.provenance import torch_provenance
+    from perfmodel.torch_runner import TorchOptions, TorchRunner, check_device
 
     t0 = time.perf_counter()
     spec = resolve_model(args.model)

@@ -1,7 +1,8 @@
 """The in-process PyTorch backend: load a model, bind inputs, run one blocking call at a time.
 
 Used by the profiler's measuring worker (steady state), its fresh warm-up workers, the Triton server
-program and `perfmodel run`, so all of them run exactly the same code.
+program and `perfmodel run`, so all of them run exactly the same code; it lives beside perfmodel/models.py
+(what to build) outside perfmodel/profile/ because profiling and running share it.
 """
 
 from __future__ import annotations
@@ -12,10 +13,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from perfmodel import memory
 from perfmodel.errors import DeviceError, InputError
-from perfmodel.profile import memory
-from perfmodel.profile.failures import classify
-from perfmodel.profile.models import ModelSpec, build_model
+from perfmodel.models import ModelSpec, build_model
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 # Below this size per batch the steady state rotates between three input batches, so that no cache
@@ -104,11 +104,6 @@ def check_device(device: str) -> str:
             raise DeviceError(f"--device {device}: this machine has {count} CUDA device(s), numbered 0 to {count - 1}.")
         return f"cuda:{index}"
     raise InputError(f"unknown device {device!r}: use cpu, cuda or cuda:N.")
-
-
-def is_oom(exc: BaseException) -> bool:
-    """Whether an exception from a model call plainly means the batch did not fit in memory."""
-    return classify(exc).kind == "oom"
 
 
 class TorchRunner:
