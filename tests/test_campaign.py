@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,10 +21,18 @@ HERE = ROOT / "experiments" / "008_gpu_campaign"
 SCRIPT = HERE / "campaign.sh"
 
 
+def load(name: str):
+    """One of the campaign's Python files as a module (the folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"campaign_{name}", HERE / f"{name}.py")
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look it up there
+    spec.loader.exec_module(module)
+    return module
+
+
 def campaign(
-    *args: str, budget_s: int | None = None, seed: Path | None = None, timeout: float = 900
+    *args: str, budget_s: int | None = None, seed: Path | None = None, timeout: float = 900, **more_env: str
 ) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHON=sys.executable, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHON=sys.executable, PYTHONUNBUFFERED="1", **more_env)
     if budget_s is not None:
         env["CAMPAIGN_BUDGET_S"] = str(budget_s)
     if seed is not None:
@@ -70,11 +80,23 @@ def test_a_call_stops_cleanly_before_its_budget(tmp_path):
 
 
 def test_gpu_steps_refuse_a_machine_without_what_they_need(tmp_path):
-    done = campaign("resnet50", str(tmp_path / "out"), timeout=120)
+    # CUDA hidden: on a GPU machine this would otherwise start a real sweep (and the short budget stops
+    # one, should hiding ever fail).
+    done = campaign("resnet50", str(tmp_path / "out"), budget_s=30, timeout=120, CUDA_VISIBLE_DEVICES="")
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("campaign: ") and ("no CUDA GPU" in line or "lacks" in line)
     assert not list((tmp_path / "out").glob("*.csv"))
+
+
+def test_a_gpu_of_another_type_than_the_earlier_calls_is_refused(tmp_path):
+    seed = tmp_path / "results"
+    seed.mkdir()
+    (seed / "h100-resnet50.state").write_text("torch-fp16\n")
+    done = campaign("efficientnet_b0", str(tmp_path / "out"), seed=seed, timeout=120, CAMPAIGN_HARDWARE="h200")
+    assert done.returncode == 2, done.stderr
+    assert "the earlier calls ran on h100: name the same machine kind in every call" in done.stderr
+    assert not list((tmp_path / "out").iterdir())
 
 
 def test_usage_is_shown_for_a_wrong_step():
@@ -102,3 +124,58 @@ def test_validate_summary_table(tmp_path):
     )
     assert done.returncode == 0
     assert "resnet50-224-60000-20s" in done.stdout and "+2.7%" in done.stdout and "met" in done.stdout
+
+
+def test_extrapolation_is_judged_per_input_size(tmp_path):
+    """Batch 600 at 448 px lies past the 500 measured there, though 224 px was measured up to 2000."""
+    extrapolated = load("validate").extrapolated
+    key = {"hardware": "h100", "model": "resnet50", "backend": "torch", "precision": "fp16"}
+    predictor = tmp_path / "p.json"
+    predictor.write_text(json.dumps({"groups": [{"key": key, "ok_batches": [[224, 2000], [448, 500]]}]}))
+
+    def plan(batch, size):
+        return {
+            "assignments": [
+                {"hardware": "h100", "backend": "torch", "precision": "fp16", "input_size": size, "batch_size": batch}
+            ]
+        }
+
+    assert not extrapolated(plan(1500, 224), predictor) and not extrapolated(plan(500, 448), predictor)
+    assert extrapolated(plan(600, 448), predictor)
+    assert extrapolated(plan(100, 320), predictor)  # a size never measured
+
+
+def test_the_budget_fits_the_device_limits():
+    """By the budget's own model: at most 4 calls back to back on one warm machine, 25 GPU-minutes in all,
+    each call's work inside the budget campaign.sh stops itself at."""
+    budget = load("budget")
+    calls = budget.calls()
+    assert [c.step for c in calls] == ["check", "resnet50", "efficientnet_b0", "validate"]
+    assert len(calls) <= budget.MAX_CALLS and budget.total_s(calls) <= budget.MAX_MINUTES * 60
+    assert budget.GAP_S < budget.WARM_S  # else the machine goes back between calls and each pays a start
+    first, *later = calls
+    assert first.overhead_s >= budget.MACHINE_START_S + budget.INSTALL_S
+    assert all(c.overhead_s < budget.MACHINE_START_S for c in later)  # the machine is started once
+    assert all(c.work_s <= budget.CALL_BUDGET_S for c in calls)
+    assert budget.VALIDATE_FIT_S > 0  # validate fits on the GPU machine: nothing runs here between calls
+
+
+def test_the_budget_counts_what_campaign_sh_runs():
+    """The grid, the options' warm-up, the plans and the call budget: the same in both files."""
+    budget, script = load("budget"), SCRIPT.read_text()
+    gpu = script[script.index("    DEVICE=cuda") : script.index("  fi\n}")]
+    for model, sizes in budget.SIZES.items():
+        assert f"SIZES_{model}={','.join(map(str, sizes))}" in gpu
+    assert f"FRESH={','.join(map(str, budget.FRESH_AT))}" in gpu
+    options = dict(re.findall(r'"(torch-[\w-]+):([^"]*)"', gpu))
+    for listed in budget.OPTIONS.values():
+        assert [o.name for o in listed] == list(options)
+        for o in listed:
+            # an option counted without fresh warm-up processes must not get --fresh-warmup-at
+            assert o.fresh == ("--warmup in-process" not in options[o.name]), o.name
+            assert o.cap == (int(m.group(1)) if (m := re.search(r"--max-batch-size (\d+)", options[o.name])) else None)
+    plans = re.search(r"PLANS=\((.*?)\)\n", gpu, re.S).group(1)
+    assert len(re.findall(r'"[^"]+"', plans)) == budget.PLANS
+    assert f'BUDGET_S="${{CAMPAIGN_BUDGET_S:-{budget.CALL_BUDGET_S:.0f}}}"' in script
+    assert f"--max-time-per-point {budget.MAX_TIME_PER_POINT_S:g}" in gpu
+    assert f"SEARCH_TOL={budget.SEARCH_TOLERANCE:g}" in gpu

@@ -1,4 +1,4 @@
-"""How long each call of campaign.sh should take on one H100: points x seconds per point.
+"""How long the campaign takes on one H100: the device calls, back to back, and what each pays.
 
 Nothing here was measured on a GPU: the speeds below are assumptions (written next to each), to be
 replaced by what the first real calls show (every line campaign.sh prints carries its elapsed seconds,
@@ -8,6 +8,14 @@ gap is within --search-tolerance; each point that runs costs its first call (cuD
 3 calls), 2 untimed calls and its samples (at least 5; 20 when the median settles within --max-time-per-
 point); warm-up in a fresh process costs the process's start (Python, torch, CUDA context, the model) and
 its first call.
+
+Device time counts from the asking for a machine until it goes back, idle or busy. The first call
+starts a machine (1-2 minutes) and installs the wheels into /tmp/site; a machine stays warm 30 s after a
+call, so the calls go back to back (nothing done on this machine between them but copying what came
+back) and the later ones find the machine and /tmp/site as the first left them. Every call carries the
+working tree and the wheels. `validate` fits the predictors itself (on the GPU machine: 30 s, against a
+new machine's start if the fit ran here between the calls); the CPU fit for the committed predictors
+runs after the last call.
 
     python3 experiments/008_gpu_campaign/budget.py          # the table for README.md
 """
@@ -24,11 +32,19 @@ POINT_OVERHEAD_S = 0.3  # writing the CSV, the monitor's summary, freeing memory
 OOM_POINT_S = 1.5  # a batch that does not fit fails at its first call, then memory is freed
 FRESH_PROCESS_S = 8.0  # python + import torch/torchvision + CUDA context + building the model (assumed)
 STEP_START_S = 10.0  # per perfmodel profile command: imports, CUDA context, the long-lived worker
-CHECK_S = (
-    240.0  # check: environment, the GPU tests (the profiler bounds them within 10 min; assumed 3 min) and the suite
-)
+CHECK_S = 180.0  # check: the environment and the GPU tests only (13 tests, each well under a minute; assumed)
 VALIDATE_PLAN_S = 35.0  # a local Ray start (~5 s), loading the model (~8 s), a 10-15 s deadline, Ray's stop
-VALIDATE_FIT_S = 0.0  # perfmodel fit runs on the CPU before the validate call (30 s more if validate fits)
+VALIDATE_FIT_S = 30.0  # validate fits both predictors on the GPU machine (the CPU would make the machine wait)
+PLANS = 5  # campaign.sh's PLANS
+
+MACHINE_START_S = 120.0  # the first call: a bare machine (1-2 minutes; the upper end)
+INSTALL_S = 20.0  # the wheels into /tmp/site, once: later calls find them on the warm machine
+TRANSFER_S = 10.0  # per call: the working tree and 55 MiB of wheels there, the results back
+GAP_S = 20.0  # between calls: the machine held idle while what came back is copied (must stay under WARM_S)
+WARM_S = 30.0  # how long a machine waits for the next call before it goes back
+CALL_BUDGET_S = 540.0  # campaign.sh's CAMPAIGN_BUDGET_S: each call stops itself by then
+MAX_CALLS = 4
+MAX_MINUTES = 25.0
 
 
 @dataclass(frozen=True)
@@ -68,7 +84,7 @@ OPTIONS = {
         Option("torch-tf32", images_per_s=7000, batch1_ms=5.0, max_batch_224=5000, fresh=False),
     ],
 }
-SIZES = {"resnet50": (224, 320, 448), "efficientnet_b0": (224, 320, 448, 512)}
+SIZES = {"resnet50": (224, 320, 448), "efficientnet_b0": (224, 320, 448)}
 
 
 def search_points(largest: int, cap: int | None) -> tuple[list[int], int]:
@@ -111,24 +127,48 @@ def option_s(option: Option, sizes) -> tuple[int, float]:
     return points, seconds
 
 
-def main() -> None:
-    rows, total = [], CHECK_S
-    rows.append(("check", "environment, pytest -m gpu, the suite", "", CHECK_S))
+@dataclass(frozen=True)
+class Call:
+    step: str
+    work_s: float  # what campaign.sh does (CALL_BUDGET_S bounds it)
+    overhead_s: float  # the machine's start, the install, the transfers, the idle gap before it
+    parts: tuple[tuple[str, int, float], ...] = ()  # (option, points, seconds) of a profile call
+
+
+def calls() -> list[Call]:
+    """The device calls in campaign order, back to back on one warm machine."""
+    work: list[tuple[str, float, tuple]] = [("check", CHECK_S, ())]
     for model, options in OPTIONS.items():
-        step_total = 0.0
-        for option in options:
-            points, seconds = option_s(option, SIZES[model])
-            rows.append((model, option.name, str(points), seconds))
-            step_total += seconds
-        rows.append((model, "**the call**", "", step_total))
-        total += step_total
-    validate = VALIDATE_FIT_S + 5 * VALIDATE_PLAN_S
-    rows.append(("validate", "5 plans run on the GPU (fitted on the CPU before)", "", validate))
-    total += validate
+        parts = tuple((o.name, *option_s(o, SIZES[model])) for o in options)
+        work.append((model, sum(seconds for _, _, seconds in parts), parts))
+    work.append(("validate", VALIDATE_FIT_S + PLANS * VALIDATE_PLAN_S, ()))
+    out = []
+    for i, (step, seconds, parts) in enumerate(work):
+        overhead = TRANSFER_S + (MACHINE_START_S + INSTALL_S if i == 0 else GAP_S)
+        out.append(Call(step, seconds, overhead, parts))
+    return out
+
+
+def total_s(plan: list[Call]) -> float:
+    return sum(c.work_s + c.overhead_s for c in plan)
+
+
+def main() -> None:
+    plan = calls()
     print("| call | what | points | estimated minutes |\n|---|---|---|---|")
-    for call, what, points, seconds in rows:
-        print(f"| {call} | {what} | {points} | {seconds / 60:.1f} |")
-    print(f"| **all** | | | **{total / 60:.1f}** |")
+    for n, c in enumerate(plan, 1):
+        if n == 1:
+            print(f"| {n}. {c.step} | machine start, wheels installed, transfers |  | {c.overhead_s / 60:.1f} |")
+        else:
+            print(f"| {n}. {c.step} | idle gap before it (machine kept warm), transfers |  | {c.overhead_s / 60:.1f} |")
+        for name, points, seconds in c.parts:
+            print(f"| {n}. {c.step} | {name} | {points} | {seconds / 60:.1f} |")
+        what = {
+            "check": "environment, pytest -m gpu",
+            "validate": f"fit both predictors, {PLANS} plans run on the GPU",
+        }.get(c.step, "**the sweeps**")
+        print(f"| {n}. {c.step} | {what} |  | {c.work_s / 60:.1f} |")
+    print(f"| **all {len(plan)} calls** | | | **{total_s(plan) / 60:.1f}** |")
 
 
 if __name__ == "__main__":

@@ -2,9 +2,9 @@
 # The GPU campaign (issue 14) in a few resumable calls, each under 10 minutes. README.md beside this file
 # has the time budget and the exact device commands.
 #
-#   campaign.sh check            OUT   environment, the GPU tests (-m gpu), the rest of the suite
-#   campaign.sh resnet50         OUT   profiles: eager fp16, eager tf32, channels-last + CUDA graphs fp16
-#   campaign.sh efficientnet_b0  OUT   the same for EfficientNet-B0 (one more input size, 512)
+#   campaign.sh check            OUT   environment and the GPU tests (-m gpu); the CPU suite runs elsewhere
+#   campaign.sh resnet50         OUT   profiles: eager fp16, channels-last + CUDA graphs fp16, eager tf32
+#   campaign.sh efficientnet_b0  OUT   the same for EfficientNet-B0
 #   campaign.sh fit              OUT   predictors and their error reports from the profiles (CPU is enough)
 #   campaign.sh validate         OUT   plans for one GPU executed with `perfmodel run --synthetic`
 #   campaign.sh dry-run         [OUT]  all of the above on the CPU, tiny model, tiny grid (a few minutes)
@@ -13,7 +13,8 @@
 # experiments/008_gpu_campaign/results, where the files of each call are committed), so a call that was
 # cut off resumes: profiles with --resume, and sub-steps listed in OUT/<hw>-<step>.state are skipped.
 # Each call stops itself cleanly before CAMPAIGN_BUDGET_S seconds (default 540) and exits 3 when work is
-# left: run the same step again. Exit 2: this machine cannot run the campaign (the message says why).
+# left: run the same step again. Exit 2: this machine cannot run the campaign (the message says why),
+# e.g. a GPU of another type than the earlier calls' (their files would not fit together).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -59,18 +60,20 @@ set_grid() {
   else
     DEVICE=cuda
     MODEL_resnet50=resnet50 SIZES_resnet50=224,320,448
-    MODEL_efficientnet_b0=efficientnet_b0 SIZES_efficientnet_b0=224,320,448,512
+    MODEL_efficientnet_b0=efficientnet_b0 SIZES_efficientnet_b0=224,320,448
     # Most important first: a call cut off loses the least. CUDA graphs pay off at small batches, where
     # launches dominate; above 2048 images a batch they run as eager does, so their sweep stops there.
+    # tf32's warm-up is its first call at each point in the measuring process (cuDNN's autotuning for
+    # the shape, not a process's start): no fresh processes, which would cost ~2 minutes a model.
     OPTIONS=("torch-fp16:--precision fp16"
              "torch-channels-last-cuda-graphs-fp16:--precision fp16 --channels-last --cuda-graphs --max-batch-size 2048"
-             "torch-tf32:--precision tf32")
+             "torch-tf32:--precision tf32 --warmup in-process")
     SWEEP=(--batch-sizes auto --max-time-per-point 1)
     FRESH=1,256 SEARCH_TOL=0.1 WORKER_TIMEOUT=300 CALL_TIMEOUT=120
     # model, input size, images, deadline [more perfmodel plan flags]: one GPU each (validate.py plans 80%
     # of the most one GPU can do when it cannot do them all).
     PLANS=("resnet50 224 60000 10s" "resnet50 448 10000 10s" "resnet50 320 30000 15s --use p99 --margin 5%"
-           "efficientnet_b0 224 60000 10s" "efficientnet_b0 512 10000 10s --margin 5%")
+           "efficientnet_b0 224 60000 10s" "efficientnet_b0 448 15000 10s --margin 5%")
   fi
 }
 
@@ -114,6 +117,15 @@ EOF
     die "fit: name the hardware of the profiles to fit, e.g. CAMPAIGN_HARDWARE=h100 (found: ${HW:-none})."
   fi
   die "torch sees no CUDA GPU here; on a CPU, run: campaign.sh dry-run"
+}
+
+same_hardware_as_before() {  # every call on one GPU type: fit and validate take one hardware's files
+  local before
+  before="$(for f in "$SEED"/*-*.state "$SEED"/*-*-torch-*.csv; do [[ -f "$f" ]] && basename "$f" | cut -d- -f1; done \
+            | sort -u | grep -vxF "$HW" | tr '\n' ' ')" || true
+  [[ -z "$before" ]] && return
+  compgen -G "$SEED/$HW-*" >/dev/null && return  # this type has files too: the campaign was on it already
+  die "this machine's GPU is a(n) $HW, but the earlier calls ran on ${before% }: name the same machine kind in every call (nvidia-h100-x1), or set CAMPAIGN_SEED to a folder of its own for this GPU."
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -176,45 +188,21 @@ if torch.cuda.is_available():
     print("device", p.name, f"{p.total_memory / 2**20:.0f} MiB", p.multi_processor_count, "SMs")
 EOF
   } 2>&1 | tee -a "$log"
+  done_before check gpu-tests && return
+  # Only the GPU tests: the CPU suite (numpy 2 and pandas 3 too: make test-numpy2) runs on CPU machines,
+  # and on this one it would spend the GPU's minutes on tests that need none.
+  local rc=0 xml=()
   if [[ "$DRY" == 1 ]]; then
-    done_before check gpu-tests && return
-    say "check: the GPU tests (they skip themselves without CUDA)"
-    local rc=0
-    bounded "$PY" -m pytest -q -p no:cacheprovider -m gpu tests 2>&1 | tail -n 5 | tee -a "$log" || rc=${PIPESTATUS[0]}
-    ((rc == TIMED_OUT)) && out_of_time check
-    ((rc == 0)) || die "check: pytest -m gpu failed (exit $rc)." 1
-    mark_done check gpu-tests
-    say "dry run: the rest of the suite is make test's job; not run here"
-    return
-  fi
-  if ! done_before check gpu-tests; then
+    say "check: the GPU tests (-m gpu; they skip themselves without CUDA)"
+  else
     say "check: the GPU tests (-m gpu)"
-    local rc=0
-    bounded "$PY" -m pytest -q -p no:cacheprovider -m gpu tests --junitxml="$OUT/$HW-check-gpu-tests.xml" 2>&1 \
-      | tee -a "$log" || rc=${PIPESTATUS[0]}
-    ((rc == TIMED_OUT)) && out_of_time check
-    ((rc == 0)) && mark_done check gpu-tests || say "check: the GPU tests FAILED (exit $rc); the rest goes on"
+    xml=(--junitxml="$OUT/$HW-check-gpu-tests.xml")
   fi
-  if ! done_before check suite; then
-    # In parallel (pytest-xdist, one file per worker), then what failed once more alone: the process-
-    # hygiene tests look at every process and temporary folder, so a neighbour's can fail them.
-    say "check: the rest of the suite on this machine (numpy 2, pandas 3, no Triton; not the slow dry run)"
-    local cache="${TMPDIR:-/tmp}/perfmodel-campaign-pytest-cache"
-    local suite=("$PY" -m pytest -q -m "not gpu and not slow" -o cache_dir="$cache" tests) rc=0
-    if "$PY" -c "import xdist" 2>/dev/null; then
-      bounded "${suite[@]}" -n 8 --dist loadfile 2>&1 | tail -n 30 | tee -a "$log" || rc=${PIPESTATUS[0]}
-      if ((rc != 0 && rc != TIMED_OUT)); then
-        say "check: the tests that failed, once more one at a time"
-        rc=0
-        bounded "${suite[@]}" --last-failed 2>&1 | tail -n 60 | tee -a "$log" || rc=${PIPESTATUS[0]}
-      fi
-    else
-      bounded "${suite[@]}" 2>&1 | tail -n 60 | tee -a "$log" || rc=${PIPESTATUS[0]}
-    fi
-    rm -rf "$cache"
-    ((rc == TIMED_OUT)) && out_of_time check
-    ((rc == 0)) && mark_done check suite || say "check: the suite FAILED on this machine (exit $rc)"
-  fi
+  bounded "$PY" -m pytest -q -p no:cacheprovider -m gpu tests "${xml[@]+"${xml[@]}"}" 2>&1 | tail -n 40 | tee -a "$log" \
+    || rc=${PIPESTATUS[0]}
+  ((rc == TIMED_OUT)) && out_of_time check
+  ((rc == 0)) || die "check: pytest -m gpu failed (exit $rc); see $log." 1
+  mark_done check gpu-tests
 }
 
 step_profile() {  # $1 = resnet50 | efficientnet_b0
@@ -229,7 +217,9 @@ step_profile() {  # $1 = resnet50 | efficientnet_b0
     if done_before "$step" "$name"; then say "$step $name: done in an earlier call"; continue; fi
     extra=()
     has_flag --search-tolerance && extra+=(--search-tolerance "$SEARCH_TOL")
-    if has_flag --fresh-warmup-at; then
+    if [[ "$flags" == *"--warmup in-process"* ]]; then
+      :  # this option's warm-up is measured in the measuring process (above)
+    elif has_flag --fresh-warmup-at; then
       extra+=(--fresh-warmup-at "$FRESH")
     else  # a fresh process for every point would take the dry run past its few minutes
       extra+=(--warmup in-process)
@@ -327,6 +317,7 @@ fi
 set_grid
 check_features
 detect_hardware
+[[ "$DRY" == 1 || "$STEP" == fit ]] || same_hardware_as_before
 if [[ "$DRY" == 1 ]]; then
   for s in check resnet50 efficientnet_b0 fit validate; do run_step "$s"; done
   say "dry run: finished (what it left out, and why, is said above)"

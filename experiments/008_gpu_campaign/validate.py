@@ -105,14 +105,18 @@ def main() -> int:
 
 
 def extrapolated(planned: dict, predictor: Path) -> bool:
-    """Whether a batch of the plan lies past the largest its option was measured at (then the plan rests
-    on the fit's extrapolation, not on measured points)."""
-    largest = {}
+    """Whether a batch of the plan lies past the largest its option was measured at for its input size
+    (then the plan rests on the fit's extrapolation, not on measured points). Per size: the largest batch
+    at 224 px says nothing about 448 px, where about a quarter as many images fit."""
+    largest: dict[tuple, int] = {}
     for group in json.loads(predictor.read_text())["groups"]:
-        option = (group["key"].get("backend"), group["key"].get("precision"))
-        largest[option] = max(largest.get(option, 0), max(group["batch_sizes"]))
+        key = group["key"]
+        for size, batch in group["ok_batches"]:
+            option = (key.get("hardware"), key.get("backend"), key.get("precision"), int(size))
+            largest[option] = max(largest.get(option, 0), int(batch))
     return any(
-        a["batch_size"] > largest.get((a.get("backend"), a.get("precision")), 0) for a in planned.get("assignments", [])
+        a["batch_size"] > largest.get((a.get("hardware"), a.get("backend"), a.get("precision"), a.get("input_size")), 0)
+        for a in planned.get("assignments", [])
     )
 
 
