@@ -1,6 +1,6 @@
 """How much does perfmodel's client cost? Its async gRPC throughput against a bare tritonclient loop.
 
-    python experiments/001_serving_architectures/client_overhead.py [--repeats 5] [--out results/client_overhead.json]
+    python experiments/001_serving_architectures/client_overhead.py [--repeats 5] [--out FILE.json]
 
 One local Triton server (the tiny model, and ResNet-50, at 64 px, batch 1) serves both clients in
 turn, alternating (and alternating which goes first): the bare loop (tritonclient.grpc `async_infer` with a
@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import queue
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,9 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
+from experiments.lab import new_results, perfmodel  # noqa: E402
 from perfmodel.profile.backends.triton_client import random_batches  # noqa: E402
 from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings  # noqa: E402
 from perfmodel.profile.provenance import cpu_name  # noqa: E402
@@ -72,39 +73,11 @@ def bare_loop(url: str, model: str, batch: np.ndarray, concurrency: int, seconds
 def perfmodel_run(url: str, model: str, batch_size: int, size: int, concurrency: int, max_time_s: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "p.csv"
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "perfmodel",
-                "profile",
-                "--model",
-                model,
-                "--backend",
-                "triton",
-                "--url",
-                url,
-                "--protocol",
-                "grpc",
-                "--mode",
-                "async",
-                "--concurrency",
-                str(concurrency),
-                "--batch-sizes",
-                str(batch_size),
-                "--input-sizes",
-                str(size),
-                "--max-time-per-point",
-                str(max_time_s),
-                "--out",
-                str(out),
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=600,
+        perfmodel(
+            "profile",
+            *("--model", model, "--backend", "triton", "--url", url, "--protocol", "grpc", "--mode", "async"),
+            *("--concurrency", concurrency, "--batch-sizes", batch_size, "--input-sizes", size),
+            *("--max-time-per-point", max_time_s, "--out", out),
         )
         row = load_profile(out).iloc[0]
         return {
@@ -123,7 +96,7 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--seconds", type=float, default=5.0, help="the bare loop's measuring time (after 1 s ramp-up)")
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "client_overhead.json"))
+    p.add_argument("--out", help="the JSON to write (default: client_overhead.json in a new folder in results/)")
     args = p.parse_args()
 
     results = []
@@ -171,9 +144,10 @@ def main() -> None:
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
         "results": results,
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    out = Path(args.out) if args.out else new_results(HERE) / "client_overhead.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
+from experiments.lab import new_results  # noqa: E402
 from perfmodel.models import resolve_model  # noqa: E402
 from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings  # noqa: E402
 from perfmodel.profile.provenance import cpu_name  # noqa: E402
@@ -195,7 +196,7 @@ def main() -> None:
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
         "results": rows,
     }
-    out = HERE / "results" / f"files-{args.model}-{args.size}.json"
+    out = new_results(HERE) / f"files-{args.model}-{args.size}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(

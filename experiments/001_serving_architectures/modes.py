@@ -20,9 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
+from experiments.lab import new_results  # noqa: E402
 from perfmodel.profile.backends.triton_client import (
     ServerConnection,
     ThroughputRule,
@@ -42,7 +44,7 @@ def main() -> None:
     p.add_argument("--concurrency", default="1,4")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--max-time", type=float, default=5.0)
-    p.add_argument("--out", default=str(Path(__file__).parent / "results" / "modes.json"))
+    p.add_argument("--out", help="the JSON to write (default: modes.json in a new folder in results/)")
     args = p.parse_args()
     rule = ThroughputRule(max_time_s=args.max_time)
     report = {
@@ -107,9 +109,10 @@ def main() -> None:
                     ),
                     flush=True,
                 )
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    out = Path(args.out) if args.out else new_results(HERE) / "modes.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -11,16 +11,14 @@ CPU with perfmodel.
              The server runs here, bound to the link's address; the client runs
              `perfmodel profile --url` inside the namespace.
 
-Every run writes its profile CSV into results/ and resumes from it, so an interrupted run continues.
-`summarize` then writes results/summary.csv (throughput per architecture and load) and
-results/summary.md (the ratios). Torch runs on one thread everywhere.
+Every run writes its profile CSVs into a new folder, results/<date>-<machine>-<commit>/ (experiments/lab.py);
+`--results FOLDER` resumes an interrupted run in its folder. `summarize` then writes summary.csv
+(throughput per architecture and load) and summary.md (the ratios) there. Torch runs on one thread everywhere.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,12 +26,12 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-RESULTS = HERE / "results"
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
 
-import netlink  # noqa: E402
+import netlink  # noqa: E402  (this folder's own module, beside this script)
 
+from experiments.lab import finish_results, new_results  # noqa: E402
+from experiments.lab import perfmodel as run_perfmodel  # noqa: E402
 from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings  # noqa: E402
 from perfmodel.schema import load_profile  # noqa: E402
 
@@ -48,10 +46,12 @@ def parse_case(case: str) -> tuple[str, int, str]:
     return model, int(size), batches
 
 
+RESULTS = HERE / "results"  # main() sets this run's own folder in it
+
+
 def perfmodel(args: list[str], prefix: list[str] | None = None, env: dict | None = None) -> None:
-    command = [*(prefix or []), sys.executable, "-m", "perfmodel", "profile", *args, "--resume"]
-    print("$", " ".join(command), flush=True)
-    subprocess.run(command, check=True, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+    """`perfmodel profile ARGS --resume`, its output shown as it runs."""
+    run_perfmodel("profile", *args, "--resume", capture=False, echo=True, prefix=prefix or (), env=env)
 
 
 def run_inprocess(case: str, max_time: float) -> None:
@@ -224,8 +224,11 @@ def main() -> None:
     p.add_argument("--cases", nargs="*", default=list(CASES))
     p.add_argument("--rates", default=",".join(RATES))
     p.add_argument("--max-time-per-point", type=float, default=5.0)
+    p.add_argument("--results", type=Path, help="resume an earlier run's folder (default: a new one in results/)")
     args = p.parse_args()
-    RESULTS.mkdir(exist_ok=True)
+    global RESULTS
+    RESULTS = args.results or new_results(HERE)
+    print(f"results in {RESULTS}", flush=True)
     parts = args.parts.split(",")
     why = netlink.missing() if "remote" in parts else None
     if why:
@@ -239,6 +242,7 @@ def main() -> None:
             for rate in args.rates.split(","):
                 run_remote(case, args.max_time_per_point, rate)
     print(summarize().to_string(index=False))
+    finish_results(RESULTS)
 
 
 if __name__ == "__main__":

@@ -8,29 +8,32 @@ sweep is repeated (--repeats) so the warm-up, a single sample per process, gets 
     python experiments/002_efficientnet_input_batch/run.py --device cuda \\
         --input-sizes 224,320,448,512 --batch-sizes 1,2,4,8,16,32,64,128,256 --repeats 3   # a GPU
 
-Writes results/<hardware>-repeat<N>.csv (the profiles), results/<hardware>-summary.csv, and the
-tables printed at the end (pasted into README.md by hand, with the machine named).
+Writes, in a new folder results/<date>-<machine>-<commit>/, <hardware>-repeat<N>.csv (the profiles) and
+<hardware>-summary.csv; and the tables printed at the end (pasted into README.md by hand, with the machine named).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from perfmodel.profile import ProfileConfig, StabilityRule, run_profile
-from perfmodel.profile.grid import parse_batch_sizes, parse_input_sizes
-from perfmodel.schema import load_profile
-
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+sys.path.insert(0, str(HERE.parents[1]))
+
+from experiments.lab import finish_results, new_results  # noqa: E402
+from perfmodel.profile import ProfileConfig, StabilityRule, run_profile  # noqa: E402
+from perfmodel.profile.grid import parse_batch_sizes, parse_input_sizes  # noqa: E402
+from perfmodel.schema import load_profile  # noqa: E402
+
+RESULTS = HERE / "results"  # main() sets this run's own folder in it
 
 
 def sweep(args) -> pd.DataFrame:
-    RESULTS.mkdir(exist_ok=True)
     frames = []
     for repeat in range(args.repeats):
         out = RESULTS / f"{args.tag}-repeat{repeat}.csv"
@@ -92,11 +95,14 @@ def main() -> None:
     parser.add_argument("--tag", default=None, help="file name prefix (default: the device)")
     args = parser.parse_args()
     args.tag = args.tag or args.device.replace(":", "")
+    global RESULTS
+    RESULTS = new_results(HERE, device=args.device)
     df = sweep(args)
     summary = summarise(df)
     summary.to_csv(RESULTS / f"{args.tag}-summary.csv", index=False)
     importance = warmup_feature_importance(df)
     importance.rename("permutation_importance").to_csv(RESULTS / f"{args.tag}-warmup-importance.csv")
+    finish_results(RESULTS)
     pd.set_option("display.width", 200)
     print(
         f"device: {df['device_name'].iloc[0]}; load average during the sweep "

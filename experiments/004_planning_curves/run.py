@@ -10,22 +10,26 @@ An infeasible soft plan (no GPU finishes even its first batch in time) is record
     python experiments/004_planning_curves/run.py                      # shipped profiles, 224 px and 64 px
     python experiments/004_planning_curves/run.py --profile h100-resnet50-torch-fp16.csv --input-size 224
 
-Writes results.csv and planning.png beside this file and prints the tables pasted into README.md.
+Writes results.csv and planning.png in a new folder results/<date>-<machine>-<commit>/ and prints the tables
+pasted into README.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from perfmodel.planning.batch import NoPlanError, make_plan
-
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+
+from experiments.lab import finish_results, new_results  # noqa: E402
+from perfmodel.planning.batch import NoPlanError, make_plan  # noqa: E402
 
 
 def solve_grid(
@@ -170,8 +174,11 @@ def main() -> None:
         ],
         ignore_index=True,
     )
-    results.to_csv(HERE / "results.csv", index=False)
-    figure(results, args.images, HERE / "planning.png")
+    out = new_results(HERE)
+    results.to_csv(out / "results.csv", index=False)
+    figure(results, args.images, out / "planning.png")
+    finish_results(out)
+    print(f"wrote {out}")
     pd.set_option("display.width", 200)
     print(
         f"profiles: {', '.join(os.path.relpath(p, ROOT) for p in profiles)}; model {args.model}; {args.images:,} images"

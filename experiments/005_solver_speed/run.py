@@ -15,7 +15,7 @@ warm-up = 1.5 L + 0.2..0.8 s; model load 2..5 s; the largest batch limited by me
     infeasible       the same, 3x the images, soft mode: the time to diagnose (why, and what would help)
 
 Each case is solved `repeats` times per seed; the median per seed is kept, and the table shows the
-median and the worst over seeds. Writes results.json and results.md beside this file.
+median and the worst over seeds. Writes results.json and results.md in a new folder results/<date>-<machine>-<commit>/.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,6 +34,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
+from experiments.lab import finish_results, new_results, perfmodel  # noqa: E402
 from perfmodel.profile.provenance import cpu_name  # noqa: E402
 from solvers import Candidates, GpuType, InfeasibleProblem, Problem, milp, solve  # noqa: E402
 from solvers.capacity import Columns, availability, clip, needs  # noqa: E402
@@ -152,29 +152,16 @@ def median_runs(run, repeats: int) -> dict:
 
 def cli_seconds(profile: str, repeats: int) -> dict:
     """Wall time of the whole `perfmodel plan` command (Python start, imports, profile, solve, output)."""
-    command = [
-        sys.executable,
-        "-m",
-        "perfmodel",
-        "plan",
-        "--images",
-        "100k",
-        "--deadline",
-        "60s",
-        "--profile",
-        profile,
-        "--json",
-    ]
-    env = dict(os.environ, PYTHONPATH=str(HERE.parents[1]))
+    args = ["plan", "--images", "100k", "--deadline", "60s", "--profile", profile, "--json"]
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, env=env)
+        done = perfmodel(*args, check=False)
         times.append(time.perf_counter() - t0)
         if done.returncode != 0:
             return {"error": done.stderr.strip()}
     solve_s = json.loads(done.stdout)["solve_time_s"]
-    return {"command": " ".join(command[1:]), "wall_s": statistics.median(times), "solve_s": solve_s}
+    return {"command": " ".join(["-m", "perfmodel", *args]), "wall_s": statistics.median(times), "solve_s": solve_s}
 
 
 def main() -> None:
@@ -226,9 +213,11 @@ def main() -> None:
     }
     if args.profile:
         report["cli"] = cli_seconds(args.profile, 3)
-    (HERE / "results.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
-    (HERE / "results.md").write_text(markdown(report))
-    print((HERE / "results.md").read_text())
+    out = new_results(HERE)
+    (out / "results.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
+    (out / "results.md").write_text(markdown(report))
+    finish_results(out)
+    print((out / "results.md").read_text())
 
 
 def summarise(rows: list[dict]) -> dict:

@@ -14,7 +14,7 @@ perfmodel prediction involved), the run's steady batch (median) against both, an
     python experiments/006_plan_execution/back_to_back.py                 # CPU: 4 rounds, about 12 minutes
     python experiments/006_plan_execution/back_to_back.py --device cuda   # on a GPU machine
 
-Writes results/<device>/back-to-back.csv (one row per round and model) and back-to-back.md.
+Writes back-to-back.csv (one row per round and model) and back-to-back.md.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from run import CPU_MODELS, GPU_MODELS, HERE, SHARE, _machine, capacity, hardware_of, log, perfmodel
+from run import CPU_MODELS, GPU_MODELS, HERE, SHARE, _machine, capacity, hardware_of, log
+
+from experiments.lab import finish_results, new_results, perfmodel
 
 BATCH = {"cpu": 32, "cuda": 128}  # what the planner chose for nearly every plan of run.py
 
@@ -133,10 +135,12 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--deadline", type=float, default=25.0, help="seconds per plan (default: 25)")
-    ap.add_argument("--results", type=Path, default=None, help="folder for the results (default: results/<device>)")
+    ap.add_argument(
+        "--results", type=Path, default=None, help="folder for the results (default: a new one in results/)"
+    )
     args = ap.parse_args()
     kind = "cpu" if args.device == "cpu" else "cuda"
-    out = args.results or HERE / "results" / kind
+    out = args.results or new_results(HERE, device=args.device)
     work = HERE / "work" / "back-to-back"
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
@@ -153,6 +157,8 @@ def main() -> None:
         f"{time.strftime('%H:%M')}; deadline {args.deadline:g} s per plan.\n\n"
     )
     (out / "back-to-back.md").write_text(header + table(frame))
+    if (out / "run.json").exists():
+        finish_results(out)
     print(header + table(frame))
 
 

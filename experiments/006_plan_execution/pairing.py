@@ -31,6 +31,8 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
+from experiments.lab import new_results  # noqa: E402
+
 WAYS = ["1 process", "2 processes", "1 Ray actor", "2 Ray actors"]
 WARMUP_BATCHES = 5
 LOAD_S = 8.0  # the common start is this far after the workers are launched (loads take 1-3 s here)
@@ -125,11 +127,12 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=15.0)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--plan", type=Path, help="also time `perfmodel run PLAN --synthetic` (same model, size, batch)")
-    p.add_argument("--results", type=Path, default=HERE / "results" / "cpu")
+    p.add_argument("--results", type=Path, help="folder for the results (default: a new one in results/)")
     args = p.parse_args()
     if args.child is not None:
         print(json.dumps(time_batches(args.model, args.size, args.batch, args.child, args.seconds)))
         return
+    args.results = args.results or new_results(HERE)
     args.results.mkdir(parents=True, exist_ok=True)
     ways = WAYS + (["perfmodel run"] if args.plan else [])
     rows = []

@@ -28,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 import perfmodel  # noqa: E402
+from experiments.lab import new_results  # noqa: E402
 from perfmodel.run import RunOptions, read_run_plan, run_plan  # noqa: E402
 
 SAMPLE_S = 0.25
@@ -160,8 +161,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("plan", type=Path)
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--results", type=Path, default=HERE / "results" / "cpu")
+    p.add_argument("--results", type=Path, help="folder for the results (default: a new one in results/)")
     args = p.parse_args()
+    args.results = args.results or new_results(HERE)
     args.results.mkdir(parents=True, exist_ok=True)
     rows, runs = [], []
     for k in range(args.runs):

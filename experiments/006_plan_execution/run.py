@@ -11,15 +11,17 @@ For each model (ResNet-50 and EfficientNet-B0 at a small input size on a CPU; at
   3. execute each with `perfmodel run PLAN --synthetic --json`; for the middle deadline also over
      generated JPEG files of several sizes (`--images`): 1 worker (solo), 2 workers (pair), and 2 workers
      (pair) planned with `--decode-time`, the decoding cost per image measured here beforehand;
-  4. write every plan, every run JSON, summary.csv (one row per run), workers.csv (one row per worker)
-     and results.md (the tables for the README), with the load average beside each run.
+  4. write summary.csv (one row per run), workers.csv (one row per worker) and results.md (the tables
+     for the README), with the load average beside each run; every plan and run JSON goes to raw/ (kept
+     out of git: the two CSVs hold what the tables use, `--tables-only` rebuilds them from raw/).
 
     python experiments/006_plan_execution/run.py                  # CPU: ~25 min on an idle 2-core machine
     python experiments/006_plan_execution/run.py --quick          # shorter deadlines: ~17 min
     python experiments/006_plan_execution/run.py --device cuda    # on a GPU machine, unchanged
 
-Everything goes through the `perfmodel` command (the code users run); results land in results/<device>/
-beside this file, the generated images and profiles in work/ (ignored by git; reused by a re-run).
+Everything goes through the `perfmodel` command (the code users run); results land in a new folder
+results/<date>-<machine>-<commit>/ (experiments/lab.py; `--results DIR` names one), the generated images
+and profiles in work/ (ignored by git; reused by a re-run).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
+
+from experiments.lab import finish_results, new_results, perfmodel  # noqa: E402
 
 CPU_MODELS = {"resnet50": 64, "efficientnet_b0": 96}  # small input sizes: seconds, not hours, on 2 cores
 GPU_MODELS = {"resnet50": 224, "efficientnet_b0": 224}
@@ -79,16 +82,6 @@ def cases(device: str, devices: int, files: bool) -> list[Case]:
         if two and device == "cpu":
             out.append(Case("pair", 2, "files", decode=True))
     return out
-
-
-def perfmodel(*args, capture: bool = True, allow: tuple[int, ...] = ()) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    command = [sys.executable, "-m", "perfmodel", *map(str, args)]
-    done = subprocess.run(command, capture_output=capture, text=True, env=env)
-    if done.returncode != 0 and done.returncode not in allow:
-        raise SystemExit(f"failed ({done.returncode}): perfmodel {' '.join(map(str, args))}\n{done.stderr}")
-    return done
 
 
 def log(message: str) -> None:
@@ -201,8 +194,8 @@ def plan_and_run(args, work: Path, out: Path) -> list[dict]:
     deadlines = (QUICK_DEADLINES if args.quick else DEADLINES)[args.device]
     devices = 2 if args.device == "cpu" else _gpu_count()
     for sub in ("plans", "runs"):  # this run's files only: none left from an earlier one
-        (out / sub).mkdir(parents=True, exist_ok=True)
-        for old in (out / sub).glob("*.json"):
+        (out / "raw" / sub).mkdir(parents=True, exist_ok=True)
+        for old in (out / "raw" / sub).glob("*.json"):
             old.unlink()
     rows = []
     for model, size in models.items():
@@ -248,7 +241,7 @@ def run_case(
     if images < case.workers:  # the profile says one worker cannot even load and warm up in time
         log(f"{plan_id}: skipped, no worker finishes a batch by {deadline} s on this profile")
         return None
-    plan_path = out / "plans" / f"{plan_id}.json"
+    plan_path = out / "raw" / "plans" / f"{plan_id}.json"
     made = perfmodel(
         "plan",
         "--images",
@@ -269,7 +262,7 @@ def run_case(
     run_args += ["--images", image_folder(work, images)] if case.inputs == "files" else ["--synthetic"]
     log(f"{plan_id}: {images:,} images on {case.workers} worker(s)")
     run = json.loads(perfmodel(*run_args).stdout)
-    (out / "runs" / f"{plan_id}.json").write_text(json.dumps(run, indent=1))
+    (out / "raw" / "runs" / f"{plan_id}.json").write_text(json.dumps(run, indent=1))
     log(
         f"  predicted {run['predicted_makespan_s']:.2f} s, measured {run['measured_makespan_s']:.2f} s "
         f"({run['error_rel']:+.1%})"
@@ -315,7 +308,7 @@ def _gpu_count() -> int:
 def worker_rows(out: Path, plans: set[str]) -> pd.DataFrame:
     rows = []
     for plan_id in sorted(plans):
-        run = json.loads((out / "runs" / f"{plan_id}.json").read_text())
+        run = json.loads((out / "raw" / "runs" / f"{plan_id}.json").read_text())
         barrier = max(w["load_s"]["measured"] for w in run["workers"])
         for w in run["workers"]:
             batches = w["timeline"]["batches"]
@@ -408,7 +401,9 @@ def main() -> int:
         "CPU, where each worker has one core; the spare cores on a GPU machine)",
     )
     parser.add_argument("--work", default=str(HERE / "work"), help="generated images and profiles (reused)")
-    parser.add_argument("--results", help="where the plans, runs and tables go (default: results/<device>/ here)")
+    parser.add_argument(
+        "--results", help="where the plans, runs and tables go (default: a new results/<date>-<machine>-<commit>/)"
+    )
     parser.add_argument(
         "--tables-only",
         action="store_true",
@@ -417,15 +412,17 @@ def main() -> int:
     args = parser.parse_args()
     if args.decode_threads is None:
         args.decode_threads = 1 if args.device == "cpu" else max(1, (os.cpu_count() or 2) - 2)
-    work, out = Path(args.work), Path(args.results) if args.results else HERE / "results" / args.device
+    work, out = Path(args.work), Path(args.results) if args.results else new_results(HERE, device=args.device)
     work.mkdir(parents=True, exist_ok=True)
     started, load_start, t0 = time.strftime("%Y-%m-%d %H:%M"), os.getloadavg()[0], time.time()
     if args.tables_only:
         rows = [
-            summary_row(p.stem, json.loads(p.read_text()), json.loads((out / "plans" / p.name).read_text()))
-            for p in sorted((out / "runs").glob("*.json"))
+            summary_row(p.stem, json.loads(p.read_text()), json.loads((out / "raw" / "plans" / p.name).read_text()))
+            for p in sorted((out / "raw" / "runs").glob("*.json"))
         ]
-        started = json.loads(sorted((out / "runs").glob("*.json"))[0].read_text())["started_at"][:16].replace("T", " ")
+        started = json.loads(sorted((out / "raw" / "runs").glob("*.json"))[0].read_text())["started_at"][:16].replace(
+            "T", " "
+        )
     else:
         rows = plan_and_run(args, work, out)
     summary = pd.DataFrame(rows)
@@ -446,6 +443,8 @@ def main() -> int:
     (out / "meta.json").write_text(json.dumps(meta, indent=2))
     table = markdown(summary, workers, meta)
     (out / "results.md").write_text(table)
+    if (out / "run.json").exists():
+        finish_results(out)
     print(table)
     return 0
 

@@ -3,7 +3,8 @@
     python experiments/007_online_serving/run.py                       # everything, about 30 minutes
     python experiments/007_online_serving/run.py --parts accuracy,curve,speed   # no server: about 10 minutes
 
-Parts (each writes its files into results/ and its table into results/summary.md):
+Parts (each writes its files into this run's folder, a new results/<date>-<machine>-<commit>/ or
+--results FOLDER to continue one, and its table into summary.md there; the paths below are in it):
 
 - calibrate: the local Triton server (pytriton's, the tiny model at 64 px, one torch thread, dynamic
   batching on, max_batch_size --max-batch, no delay) driven open-loop at rates from single requests to
@@ -47,9 +48,11 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-RESULTS = HERE / "results"
+RESULTS = HERE / "results"  # main() sets this run's own folder in it
 sys.path.insert(0, str(ROOT))
 
+from experiments.lab import load_average, new_results  # noqa: E402
+from experiments.lab import perfmodel as run_perfmodel  # noqa: E402
 from perfmodel.fitting.synthetic import GpuLikeCurve  # noqa: E402
 from perfmodel.profile.backends.triton_stats import executions_by_size, server_times_ms  # noqa: E402
 from perfmodel.profile.provenance import cpu_name  # noqa: E402
@@ -63,17 +66,8 @@ SERVER_CPUS: tuple[int, ...] = ()  # --server-cpus: the server's cores; the load
 PARTS = ("calibrate", "validate", "accuracy", "curve", "speed")
 
 
-def load() -> float:
-    return round(os.getloadavg()[0], 2)
-
-
 def perfmodel(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "perfmodel", *args]
-    print("$", " ".join(command), flush=True)
-    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    if check and done.returncode != 0:
-        raise SystemExit(f"failed ({done.returncode}): {done.stderr.strip()}")
-    return done
+    return run_perfmodel(*args, check=check, echo=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,7 +131,7 @@ def calibrate(max_batch: int, seconds: float) -> Path:
     from perfmodel.profile.backends.triton_rate import run_open_loop
 
     stats, light = {}, None
-    before = load()
+    before = load_average()
     with batching_server(max_batch, SERVER_CPUS) as (work, statistics):
 
         def snapshot(when: str) -> None:
@@ -183,7 +177,7 @@ def calibrate(max_batch: int, seconds: float) -> Path:
                 "protocol": "grpc",
                 "mode": "dynamic-batch",
                 "server_compute_ms": mean_ms,
-                "load_avg_1m": (before + load()) / 2,
+                "load_avg_1m": (before + load_average()) / 2,
                 "threads": 1,
                 "device_name": cpu_name(),
                 "host": platform.node(),
@@ -334,7 +328,7 @@ def validate(slo: str, loads: list[float], over: float, duration: float, margin:
         directory = RESULTS / "deploy" / f"load-{share:g}" / MODEL
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir(parents=True)
-        before = load()
+        before = load_average()
         answer = plan(rate, slo, directory, margin=margin)
         (directory.parent / "plan.json").write_text(json.dumps(answer, indent=2) + "\n")
         a = answer["assignments"][0]
@@ -359,7 +353,7 @@ def validate(slo: str, loads: list[float], over: float, duration: float, margin:
         last = (directory, a)
     directory, a = last
     rate = round(capacity * over, 1)
-    before = load()
+    before = load_average()
     p50, p99 = predict(service, rate, a["max_batch"], a["max_queue_delay_ms"] / 1000)
     m = measure(rate, directory, duration, measured)
     rows.append(
@@ -431,7 +425,7 @@ def _compare(
         "sender_lag_p99_ms": m["sender_lag_p99_ms"],
         "requests": m["samples"],
         "load_avg_before": before,
-        "load_avg_after": load(),
+        "load_avg_after": load_average(),
     }
 
 
@@ -880,9 +874,13 @@ def main() -> None:
         help="calibrate and validate with the server on these cores and the load generator on the others "
         "(perfmodel profile --server-cpus; default: both anywhere)",
     )
-    p.add_argument("--results", default=str(RESULTS), help="where the results go (default: results/ beside this file)")
+    p.add_argument(
+        "--results",
+        help="an earlier run's folder to continue (its parts' files are inputs of the next parts); "
+        "default: a new results/<date>-<machine>-<commit>/",
+    )
     args = p.parse_args()
-    RESULTS = Path(args.results)
+    RESULTS = Path(args.results) if args.results else new_results(HERE)
     if args.server_cpus:
         from perfmodel.profile.affinity import parse_cpus
 
@@ -900,7 +898,7 @@ def main() -> None:
     from perfmodel.units import parse_duration
 
     for part in parts:
-        before, t0 = load(), time.perf_counter()
+        before, t0 = load_average(), time.perf_counter()
         if part == "calibrate":
             calibrate(args.max_batch, args.calibration_seconds)
         elif part == "validate":
@@ -913,7 +911,7 @@ def main() -> None:
             curve(parse_duration(args.curve_slo), rates)
         elif part == "speed":
             speed(args.repeats)
-        machine["load"][part] = [before, load(), time.perf_counter() - t0]
+        machine["load"][part] = [before, load_average(), time.perf_counter() - t0]
         meta_path.write_text(json.dumps(machine, indent=2) + "\n")
     print(summary(machine))
 

@@ -40,12 +40,13 @@ def steal_s(core: int) -> float:
 def main() -> None:
     import torch
 
+    from experiments.lab import new_results
     from perfmodel.models import ModelSpec, build_model
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--core", type=int, default=1)
     p.add_argument("--seconds", type=int, default=60)
-    p.add_argument("--results", type=Path, default=HERE / "results-run-e")
+    p.add_argument("--results", type=Path, help="folder for the results (default: a new one in results/)")
     args = p.parse_args()
     os.sched_setaffinity(0, {args.core})
     torch.set_num_threads(1)
@@ -72,6 +73,7 @@ def main() -> None:
             )
     frame = pd.DataFrame(rows)
     frame["ratio"] = frame.median_ms / frame.median_ms.median()
+    args.results = args.results or new_results(HERE)
     args.results.mkdir(parents=True, exist_ok=True)
     frame.to_csv(args.results / "steadiness.csv", index=False, float_format="%.4g")
     q = frame.ratio.quantile([0, 0.1, 0.5, 0.9, 1.0]).to_numpy()

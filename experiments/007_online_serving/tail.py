@@ -42,6 +42,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from run import batching_server  # noqa: E402
 
+from experiments.lab import new_results  # noqa: E402
 from perfmodel.profile.backends.triton_stats import batch_totals, server_times_ms  # noqa: E402
 from solvers.simulate import poisson_arrivals, simulate_gpu  # noqa: E402
 
@@ -145,7 +146,12 @@ def _busy(stats: dict) -> tuple[int, int, int]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--results", type=Path, default=HERE / "results-run-e")
+    p.add_argument(
+        "--results",
+        type=Path,
+        default=HERE / "results" / "2026-11-25-f7b5530-run-e",
+        help="the run.py folder calibrated from",
+    )
     p.add_argument("--rates", default="384.3,704.5,1024.8")
     p.add_argument("--max-batch", type=int, default=22)
     p.add_argument("--seconds", type=float, default=30.0)
@@ -206,8 +212,9 @@ def main() -> None:
         rows.append(row)
         print(", ".join(f"{k} {v:.4g}" for k, v in row.items()), flush=True)
     frame = pd.DataFrame(rows)
-    frame.to_csv(args.results / "tail.csv", index=False, float_format="%.5g")
-    pd.concat(all_seconds).to_csv(args.results / "tail-seconds.csv", index=False, float_format="%.5g")
+    out = new_results(HERE)
+    frame.to_csv(out / "tail.csv", index=False, float_format="%.5g")
+    pd.concat(all_seconds).to_csv(out / "tail-seconds.csv", index=False, float_format="%.5g")
     lines = [
         f"# Where the p99 goes: tiny {SIZE} px, max_batch {args.max_batch}, no delay, server on core(s) "
         f"{args.server_cpus} ({time.strftime('%Y-%m-%d %H:%M')} UTC)",
@@ -237,7 +244,7 @@ def main() -> None:
             f"| {r.rate_per_s:g} | {r.speed_p10:.2f} | {r.speed_p50:.2f} | {r.speed_p90:.2f} | "
             f"{r.slow_seconds} of {r.seconds} | {r.p99_slow_seconds_ms:.1f} | {r.p99_other_seconds_ms:.1f} |"
         )
-    (args.results / "tail.md").write_text("\n".join(lines) + "\n")
+    (out / "tail.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -14,8 +14,8 @@ Per round the ratios arm/bare of the median, p90 and p99 are taken; the table gi
 the rounds and their range. The order of the arms alternates between rounds, so that drifts in the
 machine's load hit all of them alike; the load average is recorded before and after.
 
-    python experiments/010_profiler_overhead/run.py            # writes results.csv, results.md (+ auto timings)
-    python experiments/010_profiler_overhead/run.py --skip-auto # keeps auto_results.csv from an earlier run
+    python experiments/010_profiler_overhead/run.py            # writes a new results/<date>-<machine>-<commit>/
+    python experiments/010_profiler_overhead/run.py --skip-auto # keeps the latest earlier run's auto_results.csv
     python experiments/010_profiler_overhead/run.py --quick    # 3 rounds, no files written
 """
 
@@ -38,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
+from experiments.lab import new_results, perfmodel  # noqa: E402
 from perfmodel.models import resolve_model  # noqa: E402
 from perfmodel.profile import ProfileConfig, StabilityRule, run_profile  # noqa: E402
 from perfmodel.profile.provenance import cpu_name  # noqa: E402
@@ -167,26 +168,7 @@ def time_auto(model_name: str, size: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "auto.csv"
         t0 = time.perf_counter()
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "perfmodel",
-                "profile",
-                "--model",
-                model_name,
-                "--batch-sizes",
-                "auto",
-                "--input-sizes",
-                str(size),
-                "--out",
-                str(out),
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-        )
+        perfmodel("profile", "--model", model_name, "--batch-sizes", "auto", "--input-sizes", size, "--out", out)
         seconds = time.perf_counter() - t0
         df = pd.read_csv(out)
     ok = df[df["status"] == "ok"]
@@ -211,7 +193,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--skip-auto", action="store_true", help="keep auto_results.csv from an earlier run")
+    parser.add_argument(
+        "--skip-auto",
+        action="store_true",
+        help="keep the auto timings of the latest earlier run (its auto_results.csv)",
+    )
     parser.add_argument("--bare-loop", default=None, help=argparse.SUPPRESS)  # the bare arm's own process
     args = parser.parse_args()
     if args.bare_loop:
@@ -223,8 +209,9 @@ def main() -> None:
     )
     load_after = os.getloadavg()
     table = summarise(rounds)
-    if args.skip_auto and (HERE / "auto_results.csv").exists():
-        autos = pd.read_csv(HERE / "auto_results.csv")
+    earlier = sorted((HERE / "results").glob("*/auto_results.csv"))  # folders sort by date
+    if args.skip_auto and earlier:
+        autos = pd.read_csv(earlier[-1])
     else:
         autos = pd.DataFrame([] if args.quick else [time_auto("tiny", 64), time_auto("resnet50", 64)])
     import torch
@@ -240,10 +227,11 @@ def main() -> None:
     if len(autos):
         print(autos.to_string(index=False))
     if not args.quick:
-        rounds.to_csv(HERE / "rounds.csv", index=False)
-        table.to_csv(HERE / "results.csv", index=False)
-        autos.to_csv(HERE / "auto_results.csv", index=False)
-        (HERE / "results.md").write_text(
+        out = new_results(HERE)
+        rounds.to_csv(out / "rounds.csv", index=False)
+        table.to_csv(out / "results.csv", index=False)
+        autos.to_csv(out / "auto_results.csv", index=False)
+        (out / "results.md").write_text(
             f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine}; {loads}.\n\n"
             "Ratios to a bare loop in its own process (median over rounds, and range), for the median (p50), p90 "
             "and p99 of N calls. `profiler`: the sweep's measuring worker with the hardware monitor on (its own "

@@ -1,0 +1,123 @@
+"""What the experiments share: perfmodel run as a user runs it (a subprocess of this checkout), and a new
+results folder for every run that says where and when it ran.
+
+An experiment's script puts the repository on sys.path (as it does for perfmodel) and imports this:
+
+    from experiments.lab import finish_results, new_results, perfmodel
+
+    out = new_results(HERE, device="cpu")        # results/2026-11-25-amd-epyc-7763-64-core-1a2b3c4d5e/
+    perfmodel("plan", "--images", 1000, "--deadline", "60s", "--json")
+    finish_results(out)                          # adds the end time and load average to out/run.json
+
+A folder is never reused: a second run of the same day, machine and commit gets a `-2` suffix, so
+committed results are never overwritten. run.json records the machine, the commit (with `-dirty` when the
+checkout had uncommitted changes), the start and end (UTC), the 1-minute load average at both, and the
+command line.
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def perfmodel(
+    *args,
+    check: bool = True,
+    allow: tuple[int, ...] = (),
+    capture: bool = True,
+    echo: bool = False,
+    prefix: tuple[str, ...] | list[str] = (),
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess:
+    """`perfmodel ARGS` in a subprocess that imports this checkout. With `check`, an exit code other than 0
+    and those in `allow` stops the experiment with perfmodel's own message. `prefix` goes before the
+    interpreter (e.g. `ip netns exec NS`); `env` adds variables."""
+    command = [*prefix, sys.executable, "-m", "perfmodel", *map(str, args)]
+    if echo:
+        print("$", " ".join(command), flush=True)
+    environment = dict(os.environ, **(env or {}))
+    environment["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), environment.get("PYTHONPATH")) if p)
+    done = subprocess.run(command, capture_output=capture, text=True, env=environment)
+    if check and done.returncode not in (0, *allow):
+        message = (done.stderr or "").strip() if capture else ""
+        raise SystemExit(f"failed ({done.returncode}): perfmodel {' '.join(map(str, args))}\n{message}")
+    return done
+
+
+def load_average() -> float:
+    """The 1-minute load average, rounded: every result is shown beside it."""
+    return round(os.getloadavg()[0], 2)
+
+
+def commit() -> str:
+    """This checkout's commit (10 hex digits), `-dirty` when tracked files have uncommitted changes."""
+    try:
+        head = _git("rev-parse", "--short=10", "HEAD")
+        dirty = _git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
+
+
+def machine(device: str = "cpu") -> str:
+    """What ran it, in words: the GPU's name on `cuda`, else the CPU's; with the core count."""
+    from perfmodel.profile.provenance import cpu_name
+
+    cores = f"{os.cpu_count()} CPU cores"
+    if device.startswith("cuda"):
+        import torch
+
+        return f"{torch.cuda.get_device_name(0)}, {cores} ({cpu_name()})"
+    return f"{cpu_name()}, {cores}"
+
+
+def new_results(here: Path, device: str = "cpu", argv: list[str] | None = None) -> Path:
+    """A new folder here/results/<date>-<machine>-<commit>/ (UTC date), with run.json started."""
+    described = machine(device)
+    slug = re.sub(r"[^a-z0-9]+", "-", described.split(",")[0].lower()).strip("-")[:40].strip("-")
+    base = Path(here) / "results" / f"{time.strftime('%Y-%m-%d', time.gmtime())}-{slug}-{commit()}"
+    folder, n = base, 1
+    while True:
+        try:
+            folder.mkdir(parents=True)
+            break
+        except FileExistsError:
+            n += 1
+            folder = base.with_name(f"{base.name}-{n}")
+    record = {
+        "machine": described,
+        "commit": commit(),
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_avg_start": load_average(),
+        "command": " ".join(argv if argv is not None else [Path(sys.argv[0]).name, *sys.argv[1:]]),
+    }
+    (folder / "run.json").write_text(json.dumps(record, indent=2) + "\n")
+    return folder
+
+
+def finish_results(folder: Path) -> dict:
+    """Add the end (UTC), the minutes taken and the load average now to folder/run.json; return it."""
+    path = Path(folder) / "run.json"
+    record = json.loads(path.read_text())
+    started = calendar.timegm(time.strptime(record["started_utc"], "%Y-%m-%dT%H:%M:%SZ"))
+    now = time.time()
+    record.update(
+        ended_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+        minutes=round((now - started) / 60, 1),
+        load_avg_end=load_average(),
+    )
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout.strip()
