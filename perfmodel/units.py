@@ -118,7 +118,9 @@ def parse_rate(text: str, what: str = "--rate") -> float:
     if not match or per not in _PER:
         raise InputError(f"{what} {text!r} is not a rate: write e.g. 400/s, 20k/s, 1.5k/s or 24000/min.")
     value = float(match.group(1)) * _SCALE[match.group(2)] / _PER[per]
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value):
+        raise InputError(f"{what} {text!r} is too large a rate to compute with.")
+    if value <= 0:
         raise InputError(f"{what} {text!r} must be more than zero requests per second.")
     return value
 
@@ -138,7 +140,8 @@ def parse_rates(text: str, what: str = "--rate") -> tuple[float, ...]:
 
 def parse_percentile(text: str, what: str = "--percentile") -> float:
     """'99', '99.9' or 'p99' -> 99.0: the share of requests, in percent, that must meet the objective."""
-    raw = str(text).strip().lower().removeprefix("p").removesuffix("%")
+    stripped = str(text).strip().lower()
+    raw = stripped.removeprefix("p").removesuffix("%")
     try:
         if not re.fullmatch(_NUMBER, raw):  # float() would also read '٣', '1_0' or 'nan'
             raise ValueError(raw)
@@ -147,6 +150,11 @@ def parse_percentile(text: str, what: str = "--percentile") -> float:
         raise InputError(f"{what} {shown(text)} is not a percentile: write e.g. 99, 99.9 or 50.") from None
     if not (math.isfinite(value) and 0 < value < 100):
         raise InputError(f"{what} {shown(text)} must lie strictly between 0 and 100, e.g. 99.")
+    if value < 1 and not stripped.endswith("%"):  # 0.99 is a fraction meant as the 99th, or 0.99 % meant so
+        raise InputError(
+            f"{what} {shown(text)} is in percent, so it would be the {value:g}th percentile: write {value * 100:g} "
+            f"for the {value * 100:g}th, or {shown(stripped + '%')} if the {value:g}th is meant."
+        )
     return value
 
 

@@ -44,6 +44,7 @@ _U = (np.arange(8) + 0.5) / 8  # where in the current service a request arrives 
 Z99 = 2.3263478740408408  # the standard normal's 99th percentile
 _NEGLIGIBLE = 1e-9  # the least likely chain states, together this likely, are left out of the latency sums
 _ROWS = 48  # at most this many states per max_batch in the latency sums (neighbours grouped beyond)
+_MAX_ROWS = 1024  # and at most this many in all, however long the queue's tail (an SLO of hours)
 
 
 _BLAS = []  # threadpoolctl's controller, made on first use
@@ -175,6 +176,13 @@ class Batcher:
         more = self.pi[-1] * r ** np.arange(1, count - n + 1)
         return np.concatenate([self.pi, more]), float(self.pi[-1] * r ** (count - n + 1) / (1 - r))
 
+    def _negligible_beyond(self) -> int:
+        """The states past which the queue's geometric tail holds less than 1e-18 of the time: summing
+        further changes no percentile, and an SLO of thousands of batch times (hours) would otherwise
+        ask for an array of bm x SLO / batch time states (159 GiB for 8,760 h)."""
+        r = self.ratio
+        return self.n if r <= 0 else self.n + int(math.ceil(math.log(1e-18) / math.log(r)))
+
     # -- latency --------------------------------------------------------------------------------
 
     def tail(self, t: float) -> float:
@@ -184,7 +192,7 @@ class Batcher:
         lam, bm, med, sig = self.rate, self.max_batch, self.median, self.sigma
         full_mean = self.mean[bm]
         jmax = int(t // full_mean) + 1  # this many full batches ahead already take longer than t
-        pi, beyond = self._states(bm * (jmax + 1) + 1)
+        pi, beyond = self._states(min(bm * (jmax + 1) + 1, self._negligible_beyond()))
         # Services in progress: a partial batch of m < bm (nothing left behind), or a full one with X left.
         partial = np.zeros(bm + 1)
         partial[1:bm] = pi[1:bm]
@@ -199,7 +207,9 @@ class Batcher:
             e, w = self._in_service(t, m, np.zeros(len(m), dtype=np.int64), jmax)
             late += np.sum(mass * e)
             time += np.sum(mass * w)
-        x, mass = _grouped(_kept(leftover), leftover, width)
+        x = _kept(leftover)  # a long SLO near saturation keeps many multiples of bm: coarser groups there
+        span = int(x[-1] - x[0]) + 1 if len(x) else 0
+        x, mass = _grouped(x, leftover, max(width, -(-span // _MAX_ROWS)))
         if len(x):
             e, w = self._in_service(t, np.full(len(x), bm), x, jmax)
             late += np.sum(mass * e)

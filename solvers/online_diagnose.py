@@ -9,6 +9,7 @@ import numpy as np
 from solvers.online_problem import OnlineProblem
 from solvers.online_search import best_setting, fastest, peak_rate
 from solvers.online_solution import OnlineDiagnosis, percent
+from solvers.problem import MAX_COUNT
 
 
 def diagnose(
@@ -26,7 +27,8 @@ def diagnose(
         if s is None and t.count != 0 and (fast[t.name] is None or fast[t.name] >= problem.slo_s)
     )
     finite = bool(np.all(np.isfinite(avail)))
-    max_rate = float(np.sum(capacity * np.where(np.isfinite(avail), avail, 0.0))) if finite else None
+    # an unlimited type has at most MAX_COUNT GPUs (online_solve._cover): a rate beyond them is refused here
+    max_rate = float(np.sum(capacity * np.minimum(avail, MAX_COUNT)))
     slo = _ms(problem.slo_s)
     within = f"within {slo} at the {_pct(problem.percentile)} percentile"
     if margin:
@@ -35,19 +37,25 @@ def diagnose(
         reason = "the pool has no GPUs"
     elif not np.any(capacity > 0):
         best = min((v for k, v in fast.items() if v is not None), default=None)
-        too_big = best is None
-        reason = (
-            f"no GPU takes requests of {problem.request_size} images (above every batch size timed)"
-            if too_big
-            else f"no GPU answers {within} even with a request alone: "
-            f"the fastest is {_ms(best)} ({min(fast, key=lambda k: fast[k] if fast[k] is not None else math.inf)})"
-        )
+        fastest_type = min(fast, key=lambda k: fast[k] if fast[k] is not None else math.inf)
+        delay = min(problem.delays_s) if problem.delays_s is not None else 0.0
+        if best is None:
+            reason = f"no GPU takes requests of {problem.request_size} images (above every batch size timed)"
+        elif best < problem.slo_s <= best + delay:  # the delay is the cause, not the GPUs
+            reason = (
+                f"the smallest max_queue_delay, {_ms(delay)}, leaves too little of the SLO: with the fastest answer "
+                f"({_ms(best)}, {fastest_type}) on top of it, a request alone takes more than the {slo} asked"
+            )
+        else:
+            reason = f"no GPU answers {within} even with a request alone: the fastest is {_ms(best)} ({fastest_type})"
     else:
+        limit = "" if finite else f" (with {MAX_COUNT:,} GPUs of a type, the most perfmodel plans)"
         reason = (
-            f"the pool holds at most {max_rate:,.4g} requests/s {within}, below the {problem.rate_per_s:,.4g}/s asked"
+            f"the pool holds at most {max_rate:,.4g} requests/s {within}{limit}, below the "
+            f"{problem.rate_per_s:,.4g}/s asked"
         )
     extra: dict[str, int | None] = {}
-    if max_rate is not None:
+    if finite:
         for k, t in enumerate(types):
             if t.count is None:
                 continue
@@ -62,7 +70,7 @@ def diagnose(
         margin=margin,
         unservable=unservable,
         fastest_s=fast,
-        max_rate_per_s=max_rate,
+        max_rate_per_s=max_rate if finite or np.any(capacity > 0) else None,
         extra_gpus=extra,
         min_slo_s=_smallest_slo(problem, avail, fast),
     )
@@ -101,7 +109,7 @@ def _smallest_slo(problem: OnlineProblem, avail: np.ndarray, fast: dict[str, flo
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1000:.3g} ms"
+    return f"{seconds * 1000:,.4g} ms" if seconds * 1000 >= 1000 else f"{seconds * 1000:.3g} ms"
 
 
 def _pct(p: float) -> str:

@@ -19,6 +19,14 @@ from solvers.errors import ProblemError
 
 OBJECTIVES = ("gpus", "cost")
 MAX_MARGIN = 10.0  # a margin is below this: every batch up to 11 x slower
+# What the model computes within bounds: below MIN_RATE_PER_S (one request in 31 years) a trace stretched
+# to the rate overflows; above MAX_RATE_PER_S no pool of at most solvers.problem.MAX_COUNT GPUs at
+# 1,000 requests/s each holds it. Any rate between needs at least one GPU, however few requests arrive
+# within the SLO: a request alone must be answered within it. An SLO above MAX_SLO_S (a day) is a batch
+# job (perfmodel plan --images N --deadline T), not a latency objective.
+MIN_RATE_PER_S = 1e-9
+MAX_RATE_PER_S = 1e15
+MAX_SLO_S = 86_400.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,6 +139,11 @@ class OnlineProblem:
             raise ProblemError(f"objective must be one of {', '.join(OBJECTIVES)}, not {self.objective!r}.")
         if not (_number(self.slo_s) and self.slo_s > 0):
             raise ProblemError(f"the SLO must be a finite number of seconds > 0, not {self.slo_s!r}.")
+        if self.slo_s > MAX_SLO_S:
+            raise ProblemError(
+                f"an SLO of {self.slo_s:,.6g} s is more than a day ({MAX_SLO_S:,.0f} s): that is a batch job's "
+                "deadline, not a latency objective for online serving."
+            )
         if not (_number(self.percentile) and 0 < self.percentile < 100):
             raise ProblemError(f"the percentile must lie strictly between 0 and 100, not {self.percentile!r}.")
         if isinstance(self.request_size, bool) or int(self.request_size) != self.request_size or self.request_size < 1:
@@ -145,17 +158,23 @@ class OnlineProblem:
             own = (len(trace) - 1) / trace[-1]
             if rate is None:
                 rate = own
-            else:
-                trace = trace * own / rate  # same shape, the asked mean rate
+            _check_rate(rate, "the trace's rate" if self.rate_per_s is None else "the rate")
+            if rate != own:
+                trace = trace * (own / rate)  # same shape, the asked mean rate
             trace.flags.writeable = False
             object.__setattr__(self, "trace", trace)
-        if rate is None or not (_number(rate) and rate > 0):
-            raise ProblemError(f"the rate must be a finite number of requests/s > 0, not {rate!r}.")
+        _check_rate(rate, "the rate")
         object.__setattr__(self, "rate_per_s", float(rate))
         if self.delays_s is not None:
             delays = tuple(float(d) for d in self.delays_s)
             if not delays or not all(math.isfinite(d) and d >= 0 for d in delays):
                 raise ProblemError("max_queue_delay candidates must be finite numbers of seconds >= 0.")
+            if min(delays) >= self.slo_s:
+                raise ProblemError(
+                    f"every max_queue_delay candidate (the smallest {min(delays):,.6g} s) is at least the SLO "
+                    f"({self.slo_s:,.6g} s): a request alone would wait that long before its batch is sent; give "
+                    "delays well below the SLO."
+                )
             object.__setattr__(self, "delays_s", delays)
         if not (_number(self.margin) and 0 <= self.margin < MAX_MARGIN):
             raise ProblemError(
@@ -186,6 +205,22 @@ class OnlineProblem:
         slowed = replace(self, gpu_types=types, margin=0.0)
         object.__setattr__(slowed, "trace", self.trace)  # the very arrivals, not rescaled again
         return slowed
+
+
+def _check_rate(rate, what: str) -> None:
+    if rate is None or not (_number(rate) and rate > 0):
+        raise ProblemError(f"{what} must be a finite number of requests/s > 0, not {rate!r}.")
+    if rate < MIN_RATE_PER_S:
+        raise ProblemError(
+            f"{what}, {rate:.3g} requests/s (one request in {1 / rate / 3.15576e7:,.3g} years), is below the "
+            f"{MIN_RATE_PER_S:g}/s the model plans for; at any rate above it the answer is one GPU per type "
+            "that answers a request alone within the SLO."
+        )
+    if rate > MAX_RATE_PER_S:
+        raise ProblemError(
+            f"{what}, {rate:.3g} requests/s, is above the {MAX_RATE_PER_S:.0e}/s the model plans for (10^12 GPUs "
+            "at 1,000 requests/s each)."
+        )
 
 
 def _number(value) -> bool:

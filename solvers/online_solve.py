@@ -34,6 +34,7 @@ from solvers.online_diagnose import diagnose
 from solvers.online_problem import OBJECTIVES, OnlineGpuType, OnlineProblem, ServiceTimes
 from solvers.online_search import Setting, best_setting, fastest, peak_rate
 from solvers.online_solution import OnlineAssignment, OnlineDiagnosis, OnlinePlan
+from solvers.problem import MAX_COUNT
 from solvers.simulate import WARMUP_SHARE, poisson_arrivals, simulate_gpu, split_randomly
 
 __all__ = [
@@ -117,8 +118,9 @@ def _cover(problem: OnlineProblem, capacity: np.ndarray, avail: np.ndarray) -> t
     """GPU counts with sum(count x capacity) >= rate: the fewest (largest capacities first, which is
     exact), or the cheapest (a small covering integer program, HiGHS); (None, 0) when the pool cannot."""
     rate = problem.rate_per_s
+    avail = np.minimum(avail, MAX_COUNT)  # "as many as needed" is at most MAX_COUNT GPUs, as in batch plans
     usable = capacity > 0
-    held = math.inf if np.any(usable & np.isinf(avail)) else float(np.sum(capacity[usable] * avail[usable]))
+    held = float(np.sum(capacity[usable] * avail[usable]))
     if not usable.any() or held < rate * (1 - 1e-12):
         return None, 0.0
     if problem.objective == "gpus":
@@ -127,7 +129,8 @@ def _cover(problem: OnlineProblem, capacity: np.ndarray, avail: np.ndarray) -> t
         for k in np.argsort(-capacity, kind="stable"):
             if left <= 0 or capacity[k] <= 0:
                 break
-            use = min(avail[k], math.ceil(left / capacity[k] - 1e-12))
+            # relative slack for rounding; at least one GPU while any rate is left (a tiny rate is still served)
+            use = min(avail[k], max(1, math.ceil(left / capacity[k] * (1 - 1e-12))))
             counts[k], left = int(use), left - use * capacity[k]
         return counts, 0.0
     return _cheapest(problem, capacity, avail)

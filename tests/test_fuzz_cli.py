@@ -163,7 +163,7 @@ COMMANDS = {
         file_options={"--profile": "profile", "--predictor": "predictor", "--arrivals": "arrivals"},
         flags={
             "--rate": "rate",
-            "--slo": "deadline",
+            "--slo": "slo",
             "--percentile": "percentile",
             "--request-size": "whole",
             "--max-queue-delay": "delays",
@@ -266,10 +266,11 @@ BAD_VALUES = {
     "families": ["", "nosuch", "linear,nosuch", ","],
     "outfile": ["/dev/null", "/", "/nonexistent-dir/x.json", "", "a\x00b.json"],
     "outdir": ["/dev/null", "", "a\x00b"],
-    "rate": ["0/s", "-5/s", "400/d", "1e309/s", "nan/s", "/s", "400/s/s", *_NUMBERS],
+    "rate": ["0/s", "-5/s", "400/d", "1e309/s", "nan/s", "/s", "400/s/s", "1e-20/s", "1e300/s", "1e19/s", *_NUMBERS],
+    "slo": ["-5s", "0", "0s", "1e309s", "60S", "8760h", "25h", *_NUMBERS],
     "rates": ["0/s", "-5/s", "50,,100/s", "a/s", "1e309/s", *_NUMBERS],
-    "percentile": ["0", "100", "-5", "101", "99.99.9", *_NUMBERS],
-    "delays": ["-1ms", "1d", "0,,1ms", "abc", "1e309s", *_NUMBERS],
+    "percentile": ["0", "100", "-5", "101", "99.99.9", "0.99", "0.5", *_NUMBERS],
+    "delays": ["-1ms", "1d", "0,,1ms", "abc", "1e309s", "10h", "100ms", "1s,2s", *_NUMBERS],
     "address": ["", "nohost:notaport", "host:99999", "a\nb:1", "ray://", "\x1b[31m:1"],
 }
 
@@ -329,6 +330,7 @@ HOSTILE_TEXT = {
     "string.json": '"plan"',
     "notjson.json": "{ not json",
     "nul.csv": SHIPPED.read_text().replace(",64,1,", ",64,4\x002,", 1),
+    "short-row.csv": "arrival_s,note\n0,a\n1\n2,c\n",  # a truncated row
     "dupcolumn.csv": SHIPPED.read_text().replace("warmup_ms", "latency_ms", 1),
 }
 HOSTILE_PROFILES = {  # (column, value) put into one row of the shipped profile
@@ -400,7 +402,14 @@ _JSON = [
 ]
 HOSTILE_FILES = {  # by the kind of file a slot reads: the hostile ones, and good ones of another kind
     "table": [*_ANY, "nul.csv", "dupcolumn.csv", "predictor.json", "deep.json", "bigint.json"],
-    "arrivals": [*_ANY, "nul.csv", "profile.csv", "predictor.json", "bigint.json"],
+    "arrivals": [
+        *_ANY,
+        "nul.csv",
+        "profile.csv",
+        "predictor.json",
+        "bigint.json",
+        "short-row.csv",
+    ],
     "profile": [*_ANY, "nul.csv", "dupcolumn.csv", *HOSTILE_PROFILES, "predictor.json", "deep.json", "bigint.json"],
     "predictor": [*_ANY, *_JSON, *HOSTILE_PREDICTORS, "plan.json"],
     "plan": [*_ANY, *_JSON, *HOSTILE_PLANS, "predictor.json"],

@@ -112,3 +112,60 @@ def test_any_row_short_of_a_named_column_or_with_a_cell_past_the_header_is_refus
     path.write_text(text.getvalue())
     with pytest.raises(InputError, match=f"data row {bad + 1} "):
         read_csv_text(path, InputError, "a table")
+
+
+# --- GPU specification tables (fit --target-hardware --gpu-specs) ----------------------------------------
+
+SPECS = REPO / "perfmodel" / "data" / "gpu_specs.csv"
+_SPEC_COLUMNS = (
+    "fp32_tflops",
+    "tf32_tflops",
+    "fp16_tflops",
+    "int8_tops",
+    "memory_bandwidth_gbs",
+    "sm_count",
+    "memory_gb",
+    "l2_mb",
+)
+
+
+def _spec_table(tmp_path, column: str, value: str, row: int = 2) -> Path:
+    import pandas as pd
+
+    frame = pd.read_csv(SPECS, dtype=str, keep_default_na=False)
+    frame.loc[row, column] = value
+    path = tmp_path / "specs.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    column=st.sampled_from(_SPEC_COLUMNS),
+    value=st.sampled_from(["1e-300", "1e300", "0", "-1", "nan", "inf", "1e-5", "1e7", "abc"]),
+)
+def test_absurd_spec_figures_are_refused_naming_row_and_column(tmp_path_factory, column, value):
+    """1e-300 GB/s was accepted: fit wrote a predictor that plan then called damaged."""
+    from perfmodel.fitting.gpu_specs import load_gpu_specs
+
+    path = _spec_table(tmp_path_factory.mktemp("specs"), column, value)
+    with pytest.raises(InputError, match=rf"row 3, column '{column}': '{value}' is"):
+        load_gpu_specs(path)
+
+
+def test_fit_with_an_absurd_spec_table_exits_2_and_writes_nothing(tmp_path, capsys):
+    from perfmodel.cli import main
+
+    specs = _spec_table(tmp_path, "memory_bandwidth_gbs", "1e-300", row=0)
+    out = tmp_path / "h100.json"
+    profile = REPO / "profiles" / "reference" / "dle-paddle-resnet50.csv"
+    argv = ["fit", str(profile), "--families", "roofline", "--target-hardware", "h100", "--gpu-specs", str(specs)]
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "column 'memory_bandwidth_gbs': '1e-300' is outside the plausible 1 to 100,000 GB/s" in err
+    assert not out.exists()
+    trailing = tmp_path / "trailing.csv"  # and the table is read as every CSV is: a trailing comma shifts nothing
+    trailing.write_text(_rows(SPECS, lambda line: line + ","))
+    from perfmodel.fitting.gpu_specs import load_gpu_specs
+
+    assert load_gpu_specs(trailing) == load_gpu_specs(SPECS)

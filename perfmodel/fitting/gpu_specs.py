@@ -10,7 +10,6 @@ it (`perfmodel fit --gpu-specs FILE`).
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from perfmodel import shipped
 from perfmodel.errors import InputError
+from perfmodel.files import read_csv_text
 
 DEFAULT_TABLE = shipped.gpu_specs_table()
 COLUMNS = (
@@ -34,6 +34,18 @@ COLUMNS = (
     "source",
 )
 OPTIONAL_COLUMNS = ("second_source",)
+# Plausible bounds of each figure (from below the K80 to far above the B200): a table with absurd but
+# positive figures (1e-300 GB/s) made fit write a predictor that plan then called damaged.
+BOUNDS = {
+    "fp32_tflops": (0.01, 10_000.0, "TFLOP/s"),
+    "tf32_tflops": (0.01, 100_000.0, "TFLOP/s"),
+    "fp16_tflops": (0.01, 100_000.0, "TFLOP/s"),
+    "int8_tops": (0.01, 100_000.0, "TOP/s"),
+    "memory_bandwidth_gbs": (1.0, 100_000.0, "GB/s"),
+    "sm_count": (1.0, 10_000.0, "SMs"),
+    "memory_gb": (0.1, 10_000.0, "GB"),
+    "l2_mb": (0.01, 10_000.0, "MB"),
+}
 # Which peak a precision runs at. bf16 runs at the fp16 tensor rate on every GPU of the table that has it.
 _PEAK_COLUMN = {
     "fp32": "fp32_tflops",
@@ -68,15 +80,10 @@ class GpuSpec:
 def load_gpu_specs(path: str | os.PathLike | None = None) -> dict[str, GpuSpec]:
     """hardware key -> GpuSpec from the table at `path` (default: the shipped one)."""
     path = Path(path) if path is not None else DEFAULT_TABLE
-    try:
-        with open(path, newline="") as handle:
-            rows = list(csv.DictReader(handle))
-    except FileNotFoundError:
-        raise InputError(
-            f"{path} does not exist: give a GPU specification table (columns {', '.join(COLUMNS)})."
-        ) from None
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(f"cannot read the GPU specification table {path} ({exc}).") from None
+    # bounded, UTF-8, every row as wide as the header (files.read_csv_text)
+    frame = read_csv_text(path, InputError, f"a GPU specification table (columns {', '.join(COLUMNS)})")
+    frame.columns = [str(c).strip() for c in frame.columns]
+    rows = frame.to_dict("records")
     missing = [c for c in COLUMNS if rows and c not in rows[0]]
     if not rows or missing:
         raise InputError(
@@ -90,10 +97,12 @@ def load_gpu_specs(path: str | os.PathLike | None = None) -> dict[str, GpuSpec]:
         if not key or key in specs:
             raise InputError(f"{where}, column 'hardware': {'empty' if not key else repr(key) + ' appears twice'}.")
         numbers = {
-            c: _number(row[c], f"{where}, column '{c}'", optional=c in _PEAK_COLUMN.values() and c != "fp32_tflops")
+            c: _number(row[c], f"{where}, column '{c}'", c, optional=c in _PEAK_COLUMN.values() and c != "fp32_tflops")
             for c in COLUMNS
             if c not in ("hardware", "name", "source")
         }
+        if numbers["sm_count"] != int(numbers["sm_count"]):
+            raise InputError(f"{where}, column 'sm_count': {row['sm_count'].strip()!r} is not a whole number of SMs.")
         if not (row["source"] or "").strip():
             raise InputError(f"{where}, column 'source' is empty: every row says where its figures come from.")
         specs[key] = GpuSpec(
@@ -110,14 +119,15 @@ def load_gpu_specs(path: str | os.PathLike | None = None) -> dict[str, GpuSpec]:
     return specs
 
 
-def _number(text: str | None, where: str, optional: bool) -> float | None:
+def _number(text: str | None, where: str, column: str, optional: bool) -> float | None:
     text = (text or "").strip()
     if text == "" and optional:
         return None
     try:
         value = float(text)
     except ValueError:
-        raise InputError(f"{where}: {text!r} is not a number.") from None
-    if not (math.isfinite(value) and value > 0):
-        raise InputError(f"{where}: {text!r} must be a number > 0.")
+        raise InputError(f"{where}: {text[:40]!r} is not a number.") from None
+    low, high, unit = BOUNDS[column]
+    if not (math.isfinite(value) and low <= value <= high):
+        raise InputError(f"{where}: {text[:40]!r} is outside the plausible {low:,g} to {high:,g} {unit}.")
     return value
