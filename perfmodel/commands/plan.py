@@ -14,12 +14,18 @@ PLAN_EXAMPLES = """examples:
   perfmodel plan --images 1M --deadline 10m --objective cost --price h100=4.5,a100=2.2
   perfmodel plan --images 100k --deadline 60s --pool a100=8 --precision fp16
   perfmodel plan --images 100k --deadline 60s --predictor h100.json --confidence 0.99
+  perfmodel plan --images 100k --deadline 60s --confidence 0.5   # the median plan: a coin toss
 
 units: deadlines 60s, 1.5m, 250ms, 2h (a bare number is seconds); images 100000, 100k, 1.5M;
 margins 5% or 0.05. Each GPU loads the model once, runs its first batch (its warm-up time) and then
 further batches; the last batch may be partly filled. With no --pool, every hardware type found is
 available in any number and the plan says how many are needed. --objective cost assumes each GPU
 used is paid for the whole deadline window.
+
+deadline probability: a plan is a sum of batch times that vary, on a machine whose speed drifts, from
+numbers known only so well; by default it keeps the deadline with probability 0.95 (--confidence), and
+says its makespan's median and p95. --margin or --use p99 (without --confidence) plan on a fixed rule
+instead and still report the probability.
 
 data: with no --profile or --predictor, the shipped profiles: profiles/*.csv (this project's CPU, for
 CPU pools) and profiles/reference/*.csv (published GPU measurements: a100, a100-80gb, a30, a10, v100,
@@ -96,7 +102,7 @@ def add_parser(sub) -> None:
         "--margin",
         default="0",
         metavar="PCT",
-        help="safety margin, e.g. 5%% (default: 0); batch modes: finish "
+        help="safety margin, e.g. 5%% (default: 0); batch modes: a fixed rule instead of --confidence, finish "
         "by deadline x (1 - margin); online: the SLO holds with every batch's server time that much longer",
     )
     p.add_argument(
@@ -112,10 +118,10 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--confidence",
-        type=float,
         metavar="P",
-        help="predictors only: multiply each predicted time by 1 + "
-        "the P quantile (e.g. 0.99) of the predictor's measured error",
+        help="the probability that every image is done by the deadline, from 0.5 (the median plan) to 0.999, "
+        "or 'none' for a fixed rule (--margin, --use) (default: 0.95, or none when --margin or --use p99 "
+        "is given)",
     )
     p.add_argument(
         "--decode-time",
@@ -157,7 +163,16 @@ def run_mode(args) -> int:
 def run(args) -> int:
     from perfmodel.errors import InputError
     from perfmodel.planning.basis import notes
-    from perfmodel.planning.batch import MAX_GPUS, MAX_IMAGES, PLAN_COLUMNS, NoPlanError, make_plan, plan_rows, summary
+    from perfmodel.planning.batch import (
+        MAX_GPUS,
+        MAX_IMAGES,
+        PLAN_COLUMNS,
+        NoPlanError,
+        make_plan,
+        plan_rows,
+        probability_line,
+        summary,
+    )
     from perfmodel.planning.context import PLAN_FORMAT, PLAN_SCHEMA_VERSION, describe
     from perfmodel.units import parse_count, parse_duration, parse_input_size, parse_mix, parse_pool, parse_prices
 
@@ -203,6 +218,9 @@ def run(args) -> int:
         console.print_json(console.clean_for_json(plan.to_dict()))
         return 0
     console.out.print(summary(plan), markup=False)
+    line = probability_line(plan.plan.to_dict(per_gpu_limit=0))
+    if line:
+        console.out.print(line, markup=False)
     for line in describe(plan):
         console.out.print(line, markup=False)
     if plan.assignments:

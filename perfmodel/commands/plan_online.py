@@ -31,6 +31,7 @@ BATCH_ONLY = {
     "max_batches": None,
     "gap": None,
     "time_limit": "10s",
+    "confidence": None,
 }  # --margin serves both
 ONLINE_ONLY = {
     "rate": None,

@@ -175,32 +175,40 @@ class GroupPredictor:
             cache[quantity] = (sizes, np.array(row_lo), np.array(row_hi))
         return cache[quantity]
 
-    def error_quantile(self, confidence: float, beyond: bool = False, quantity: str = "latency_ms") -> dict | None:
-        """How much slower than predicted the truth may be, at this confidence, from the measured errors.
+    def error_samples(self, beyond: bool = False, quantity: str = "latency_ms") -> np.ndarray | None:
+        """The measured relative errors (measured - predicted) / predicted, or None when none were measured.
 
         Inside the measured batch range: the cross-validated errors (each batch size predicted by a fit
         without it); beyond it (up to 2x): the errors of the fit on the smaller half tested on the
-        larger (the batch_2x split); a transferred group: its leave-one-GPU-out errors. Returns
-        {"fraction", "errors", "origin"} with fraction >= 0 the `confidence` quantile of
-        (measured - predicted) / predicted (the largest error seen when there are too few to tell),
-        or None when no error was measured.
+        larger (the batch_2x split); a transferred group: its leave-one-GPU-out errors.
         """
-        if not 0 < confidence < 1:
-            raise InputError(f"the confidence must lie between 0 and 1 (e.g. 0.99), not {confidence!r}.")
+        return self._errors(beyond, quantity)[0]
+
+    def _errors(self, beyond: bool, quantity: str) -> tuple[np.ndarray | None, str]:
         report = self.models[quantity].report if quantity in self.models else {}
         if self.transfer is not None:
-            errors, origin = (
-                self.transfer.get("errors_pct"),
-                f"errors of the transfer, {self.transfer.get('validation', 'leave one GPU out')}",
-            )
+            errors = self.transfer.get("errors_pct")
+            origin = f"errors of the transfer, {self.transfer.get('validation', 'leave one GPU out')}"
         elif beyond:
             errors = report.get("extrapolation", {}).get("batch_2x", {}).get("errors_pct")
             origin = "errors extrapolating (fit on batch <= half the largest, tested on the larger)"
         else:
             errors, origin = report.get("cv_errors_pct"), "cross-validated errors inside the measured range"
         if not errors:
+            return None, origin
+        return np.asarray(errors, dtype=float) / 100.0, origin
+
+    def error_quantile(self, confidence: float, beyond: bool = False, quantity: str = "latency_ms") -> dict | None:
+        """How much slower than predicted the truth may be, at this confidence, from the measured errors
+        (`error_samples`). Returns {"fraction", "errors", "origin"} with fraction >= 0 the `confidence`
+        quantile of the errors (the largest seen when there are too few to tell), or None when no error
+        was measured.
+        """
+        if not 0 < confidence < 1:
+            raise InputError(f"the confidence must lie between 0 and 1 (e.g. 0.99), not {confidence!r}.")
+        values, origin = self._errors(beyond, quantity)
+        if values is None:
             return None
-        values = np.asarray(errors, dtype=float) / 100.0
         fraction = max(float(np.quantile(values, confidence, method="higher")), 0.0)
         return {"fraction": fraction, "errors": int(len(values)), "origin": f"{quantity} of {self.name}: {origin}"}
 

@@ -1,5 +1,5 @@
 """What a plan's numbers rest on, per hardware type: where they come from, what was not measured, how far
-a predictor was trusted, and the margin its error calls for. perfmodel.planning.batch fills a Basis while it
+a predictor was trusted, and the spreads behind the makespan's distribution. perfmodel.planning.batch fills a Basis while it
 gathers candidates; the plan carries `Basis.to_dict(plan)` in its JSON and `notes(plan)` in its output.
 """
 
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+
+from perfmodel.planning.drift import Drift
 
 EXTRAPOLATION_FACTOR = 2.0  # a predictor's batch sizes go up to this x the largest measured, unless --extrapolate
 SPREAD_NOTED = 0.05  # a planned batch whose profiled median is known less well than this (and than the margin) is noted
@@ -21,16 +23,20 @@ class TypeBasis:
     warmup_measured: bool = True
     transferred: dict[str, str] = field(default_factory=dict)  # option -> what it was transferred from
     measured: dict[tuple[str, int], float] = field(default_factory=dict)  # (option, size) -> largest batch measured
-    margins: list[dict] = field(default_factory=list)  # --confidence: one entry per (option, region)
     measured_workers: dict[str, int] = field(default_factory=dict)  # CPU option -> workers running when measured
     median_ci: dict[tuple[str, int, int], float] = field(default_factory=dict)  # (option, size, batch) -> ci_rel
+    # What the makespan's distribution needs (planning/spread.py):
+    moments: dict[tuple[str, int, int], tuple[float, float]] = field(default_factory=dict)  # -> batch mean, sd (s)
+    errors: dict[tuple[str, str], tuple[float, ...]] = field(default_factory=dict)  # (option, region) -> rel errors
+    drift: Drift | None = None  # measured by the profile's probe; None: the default for the hardware
+    load_sd_s: float = 0.0
 
 
 @dataclass
 class Basis:
     types: dict[str, TypeBasis] = field(default_factory=dict)
     extrapolate: bool = False
-    confidence: float | None = None
+    probability: bool = True  # the plan is made for a deadline probability (False: a fixed margin or p99)
 
     def of(self, hardware: str) -> TypeBasis:
         return self.types.setdefault(hardware, TypeBasis())
@@ -54,15 +60,6 @@ class Basis:
                 else f"{EXTRAPOLATION_FACTOR:g}x the largest batch measured at each input size (predictors)",
             },
         }
-        if self.confidence is not None:
-            out["confidence"] = {
-                "level": self.confidence,
-                "applied": "each predicted batch time and warm-up is multiplied by (1 + margin), margin "
-                "the level's quantile of the predictor's measured errors",
-                "margins": [
-                    m for name in sorted(types) for m in self.types[name].margins if m["option"] in types[name]["kinds"]
-                ],
-            }
         return out
 
     def _type_dict(self, name: str, t: TypeBasis, plan) -> dict:
@@ -82,7 +79,7 @@ class Basis:
                     }
                 )
             ci = t.median_ci.get((a.label, a.input_size, a.batch_size))
-            if ci is not None and ci > max(SPREAD_NOTED, plan.margin):
+            if ci is not None and ci > (SPREAD_NOTED if self.probability else max(SPREAD_NOTED, plan.margin)):
                 loose.append(
                     {
                         "option": a.label,
@@ -90,6 +87,7 @@ class Basis:
                         "batch_size": a.batch_size,
                         "median_ci_rel": ci,
                         "margin": plan.margin,
+                        "counted": self.probability,
                     }
                 )
         options = list(dict.fromkeys(options))
@@ -125,6 +123,13 @@ def notes(basis_dict: dict) -> list[str]:
                 "time them as they will run."
             )
         for b in t.get("loosely_measured", []):
+            if b.get("counted"):
+                lines.append(
+                    f"{name} {b['option']} at {b['input_size']} px: the profile knows batch {b['batch_size']}'s "
+                    f"median time within +-{b['median_ci_rel']:.0%} only (95% interval); the deadline probability "
+                    "counts it: profile again with a longer --max-time-per-point to narrow it."
+                )
+                continue
             lines.append(
                 f"{name} {b['option']} at {b['input_size']} px: the profile knows batch {b['batch_size']}'s median "
                 f"time within +-{b['median_ci_rel']:.0%} only (95% interval), wider than the {b['margin']:.0%} "
@@ -142,11 +147,4 @@ def notes(basis_dict: dict) -> list[str]:
             "--extrapolate: predictors were used past 2x the largest batch measured, where their error was "
             "never measured."
         )
-    confidence = basis_dict.get("confidence")
-    if confidence:
-        for m in confidence["margins"]:
-            lines.append(
-                f"confidence {confidence['level']:g}: {m['hardware']} {m['option']} {m['region']}: times x "
-                f"{1 + m['margin']:.3f} ({m['origin']}, {m['errors']} errors)"
-            )
     return lines

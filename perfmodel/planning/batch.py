@@ -21,6 +21,8 @@ from perfmodel import shipped
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
 from perfmodel.planning.basis import EXTRAPOLATION_FACTOR, Basis
 from perfmodel.planning.context import Option, PlannedJob, build_context, model_argument, option_of
+from perfmodel.planning.drift import Drift
+from perfmodel.planning.spread import batch_moments, makespan_of
 from perfmodel.units import MAX_SECONDS, parse_count, parse_duration, parse_fraction, shown, spoken_list
 
 # The most images (in all) and GPUs (of one type) a plan may hold: beyond them the solver's
@@ -29,6 +31,13 @@ MAX_IMAGES = MAX_GPUS = solvers.problem.MAX_COUNT
 DEFAULT_INPUT_SIZE = 224
 DEFAULT_MODEL = "resnet50"
 LATENCY_COLUMNS = {"p50": "latency_ms", "p99": "latency_p99_ms"}
+MOMENT_COLUMNS = ("latency_mean_ms", "latency_std_ms")  # one batch's mean and sd, where the profile has them
+DRIFT_COLUMNS = ("drift_rel_sd", "drift_corr_s")  # the profile's drift probe (planning/drift.py)
+DEFAULT_CONFIDENCE = 0.95  # the probability that the whole plan finishes by the deadline
+MIN_CONFIDENCE, MAX_CONFIDENCE = 0.5, 0.999
+# Margins tried for a deadline probability, then bisected between the last too small and the first enough.
+MARGIN_STEPS = (0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 0.95)
+BISECTION_STEPS = 7
 
 
 class NoPlanError(InfeasibleError):
@@ -90,7 +99,7 @@ def make_plan(
     gap: float | None = None,
     time_limit: float = 10.0,
     extrapolate: bool = False,
-    confidence: float | None = None,
+    confidence: float | str | None = None,
 ) -> PlannedJob:
     """Plan how many GPUs of which type, and which batch sizes, meet `deadline` for `images`.
 
@@ -99,8 +108,10 @@ def make_plan(
     profiles/reference/ are used; with no pool, every hardware type found is available in any number.
     `model` may be a TorchScript file: the plan is then for the model named by its stem and records the
     file. A predictor offers batch sizes up to 2x the largest measured at each input size (`extrapolate`:
-    up to its max_batch). `confidence` (e.g. 0.99, predictors only) multiplies each predicted time by 1 +
-    that quantile of the predictor's measured error. Returns a PlannedJob: the solver's Plan (whose
+    up to its max_batch). `confidence` is the probability that the whole plan finishes by the deadline
+    (default 0.95; 0.5 the median plan): the plan is the cheapest whose makespan distribution
+    (planning/makespan.py) meets it; 'none' plans on the fixed rule alone (the margin, p50 or p99), as
+    does a `margin` > 0 or use='p99' given without a confidence. Returns a PlannedJob: the solver's Plan (whose
     `annotations` say where its numbers come from) and what it was made of (model, sources, options).
     Raises NoPlanError (exit code 3) when no plan meets the deadline, InputError for bad input.
     """
@@ -130,26 +141,25 @@ def make_plan(
     profiles, predictors = list(profiles), list(predictors)
     if not profiles and not predictors:
         profiles, predictors = shipped.sources()
-    basis = Basis(extrapolate=bool(extrapolate), confidence=_check_confidence(confidence, profiles, predictors))
+    target = _check_confidence(confidence, margin, use)
+    basis = Basis(extrapolate=bool(extrapolate), probability=target is not None)
     model, model_path = model_argument(model)
     options, model = _gather(profiles, predictors, model, sorted(workload), use, backend, precision, basis)
-    decode_s = _with_decode(options, decode)
-    problem = _problem(
-        options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches, gap, time_limit
-    )
-    try:
-        plan = solvers.solve(problem)
-        plan = dataclasses.replace(plan, annotations=basis.to_dict(plan))
-    except solvers.InfeasibleProblem as exc:
-        raise NoPlanError(explain(exc.diagnosis), exc.diagnosis) from None
-    except solvers.ProblemError as exc:
-        raise InputError(str(exc)) from None
-    except solvers.errors.SolverTimeLimit:
-        raise PerfmodelError(
-            f"the solver found no plan within its time limit of {time_limit:g} s; allow more with --time-limit."
-        ) from None
-    except solvers.SolverFailure as exc:
-        raise PerfmodelError(f"the solver failed: {exc}") from None
+    decode_s = _with_decode(options, decode, basis)
+
+    def solve_at(m: float) -> solvers.Plan:
+        problem = _problem(
+            options, workload, deadline_s, pool, prices, mode, objective, m, load_s, max_batches, gap, time_limit
+        )
+        return _solve(problem, time_limit)
+
+    if target is None:
+        plan = solve_at(margin)
+    else:
+        plan = _plan_for_probability(solve_at, basis, deadline_s, target)
+    distribution = makespan_of(plan, basis)
+    annotations = {**basis.to_dict(plan), **deadline_keys(distribution, deadline_s, target)}
+    plan = dataclasses.replace(plan, annotations=annotations)
     context = build_context(
         model, model_path, sorted(workload), use, margin, profiles, predictors, options, load_s, decode_s
     )
@@ -173,17 +183,140 @@ def _workload(images, input_size, mix, mode) -> dict[int, int | None]:
     return {int(input_size or DEFAULT_INPUT_SIZE): count}
 
 
-def _check_confidence(confidence, profiles, predictors) -> float | None:
-    if confidence is None:
-        return None
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
-        raise InputError(f"--confidence must lie between 0 and 1, e.g. 0.99; not {confidence!r}.")
-    if profiles or not predictors:
+def _check_confidence(confidence, margin: float, use: str) -> float | None:
+    """The deadline probability to plan for, or None for the fixed rule (a margin, p50 or p99)."""
+    if isinstance(confidence, str):
+        if confidence.strip().lower() in ("none", "off"):
+            return None
+        try:
+            confidence = float(confidence)
+        except ValueError:
+            raise InputError(
+                f"--confidence takes a probability from {MIN_CONFIDENCE} to {MAX_CONFIDENCE} (e.g. 0.95) or "
+                f"'none', not {confidence!r}."
+            ) from None
+    if confidence is None:  # the default: a probability, unless a fixed rule was asked for
+        return None if margin > 0 or use == "p99" else DEFAULT_CONFIDENCE
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+        raise InputError(f"--confidence takes a probability such as 0.95, or 'none'; not {confidence!r}.")
+    if not MIN_CONFIDENCE <= confidence <= MAX_CONFIDENCE:
         raise InputError(
-            "--confidence takes its margin from a predictor's measured error: plan with --predictor files "
-            "only (make them with perfmodel fit), or give a --margin for profiles."
+            f"--confidence must lie from {MIN_CONFIDENCE} (the median plan) to {MAX_CONFIDENCE}, not "
+            f"{confidence:g}; e.g. --confidence 0.95."
+        )
+    if margin > 0 or use == "p99":
+        raise InputError(
+            "give either --confidence (a probability of meeting the deadline) or a fixed rule (--margin, "
+            "--use p99), not both."
         )
     return float(confidence)
+
+
+def _solve(problem: solvers.Problem, time_limit: float) -> solvers.Plan:
+    try:
+        return solvers.solve(problem)
+    except solvers.InfeasibleProblem as exc:
+        raise NoPlanError(explain(exc.diagnosis), exc.diagnosis) from None
+    except solvers.ProblemError as exc:
+        raise InputError(str(exc)) from None
+    except solvers.errors.SolverTimeLimit:
+        raise PerfmodelError(
+            f"the solver found no plan within its time limit of {time_limit:g} s; allow more with --time-limit."
+        ) from None
+    except solvers.SolverFailure as exc:
+        raise PerfmodelError(f"the solver failed: {exc}") from None
+
+
+def _plan_for_probability(solve_at, basis, deadline_s: float, target: float) -> solvers.Plan:
+    """The plan for the smallest margin at which it finishes by the deadline with probability >= target.
+
+    A larger margin leaves the solver less time, so its plan finishes earlier (or uses more GPUs, or
+    does fewer images in relaxed mode), and its probability grows: the margin is found by stepping up
+    until the target is met, then bisecting. With no margin at all the plan is the median one.
+    """
+    plan = solve_at(0.0)
+    if _probability(plan, basis, deadline_s) >= target:
+        return plan
+    low, best = 0.0, None
+    for m in MARGIN_STEPS:
+        try:
+            candidate = solve_at(m)
+        except NoPlanError as exc:
+            raise _no_plan_for(exc, target, m) from None
+        if _probability(candidate, basis, deadline_s) >= target:
+            best, high = candidate, m
+            break
+        low = m
+    if best is None:
+        raise InfeasibleError(
+            f"no plan finishes by the deadline with probability {target:g}, even with {MARGIN_STEPS[-1]:.0%} of "
+            "the deadline kept in reserve: allow a longer deadline, or ask for a lower --confidence."
+        )
+    for _ in range(BISECTION_STEPS):
+        middle = (low + high) / 2
+        try:
+            candidate = solve_at(middle)
+        except NoPlanError:
+            low = middle
+            continue
+        if _probability(candidate, basis, deadline_s) >= target:
+            best, high = candidate, middle
+        else:
+            low = middle
+    return best
+
+
+def _probability(plan: solvers.Plan, basis, deadline_s: float) -> float:
+    return makespan_of(plan, basis).probability(deadline_s)
+
+
+def _no_plan_for(exc: NoPlanError, target: float, margin: float) -> NoPlanError:
+    """The solver's diagnosis at the margin the probability needs, said in terms of the probability."""
+    d = exc.diagnosis
+    message = explain(d).replace(
+        "no plan meets the deadline", f"no plan meets the deadline with probability {target:g}"
+    )
+    message += f" Or ask for a lower --confidence (it kept {margin:.0%} of the deadline in reserve)."
+    return NoPlanError(message, d)
+
+
+def deadline_keys(distribution, deadline_s: float, target: float | None) -> dict:
+    """The plan JSON's keys about its deadline probability."""
+    quantiles = distribution.quantiles()
+    check = distribution.simulate(deadline_s)
+    return {
+        "deadline_probability": distribution.probability(deadline_s),
+        "makespan_quantiles_s": {f"p{round(q * 100)}": v for q, v in quantiles.items()},
+        "spread_by_source_s": distribution.spread_by_source(),
+        "confidence": {
+            "asked": target,
+            "rule": "probability" if target is not None else "fixed (margin, p50 or p99)",
+        },
+        "makespan_model": {
+            "method": "lognormal sum per worker, quadrature over the shared factors (planning/makespan.py)",
+            "simulated_probability": None if check is None else check["probability"],
+            "simulated_draws": None if check is None else check["draws"],
+            "drift": {name: basis_drift.to_dict() for name, basis_drift in distribution.drifts.items()},
+        },
+    }
+
+
+def probability_line(data: dict) -> str | None:
+    """'finishes by 60 s with probability 0.97; median 41.2 s, p95 52.0 s' from the plan JSON."""
+    p = data.get("deadline_probability")
+    q = data.get("makespan_quantiles_s") or {}
+    if p is None or "p50" not in q:
+        return None
+    line = f"finishes by {format_seconds(data['deadline_s'])} with probability {_shown_probability(p)}; "
+    line += f"median {format_seconds(q['p50'])}, p95 {format_seconds(q['p95'])}"
+    asked = (data.get("confidence") or {}).get("asked")
+    return line + (f" (asked for {asked:g})" if asked is not None else " (fixed rule: no probability asked)")
+
+
+def _shown_probability(p: float) -> str:
+    if p >= 0.9995:
+        return "> 0.999"
+    return f"{p:.3f}" if p >= 0.99 else f"{p:.2f}"
 
 
 def _gather(profiles, predictors, model, sizes, use, backend, precision, basis) -> tuple[dict[str, _Options], str]:
@@ -284,8 +417,12 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
         o = options.setdefault(str(hardware), _Options())
         _record_profile_basis(basis, str(hardware), group)
         if "load_ms" in group.columns and group["load_ms"].notna().any():
-            o.load_s.append(float(np.nanmedian(group["load_ms"].to_numpy(dtype=float))) / 1000)
+            loads = group["load_ms"].dropna().to_numpy(dtype=float) / 1000
+            o.load_s.append(float(np.median(loads)))
             o.load_from.add("profile")
+            if len(loads) > 1:  # every point loads the model afresh: their spread is the load's
+                basis.of(str(hardware)).load_sd_s = max(basis.of(str(hardware)).load_sd_s, float(np.std(loads, ddof=1)))
+        _record_drift(basis.of(str(hardware)), group)
         for size, at in group.groupby("input_size", sort=True):
             latency = at[column].to_numpy(dtype=float)
             points = list(at.itertuples(index=False))
@@ -296,6 +433,10 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
             filled, unmeasured = filled + n_filled, unmeasured + n_unmeasured
             o.add(int(size), at["batch_size"].to_numpy(dtype=np.int64), latency / 1000, warmup / 1000, labels)
             o.details.update((label, option_of(r)) for label, r in zip(labels, points))
+            mean, sd = batch_moments(*(_column(at, c) for c in ("latency_ms", "latency_p99_ms", *MOMENT_COLUMNS)))
+            moments = basis.of(str(hardware)).moments
+            for label, b, m, d in zip(labels, at["batch_size"].astype(int), mean / 1000, sd / 1000):
+                moments[(label, int(size), int(b))] = (float(m), float(d))
     if filled:
         warnings.warn(
             f"{filled} profile point(s) have no warm-up time; planning with the warm-up excess over latency "
@@ -309,6 +450,20 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
             PerfmodelWarning,
             stacklevel=3,
         )
+
+
+def _column(frame, name):
+    return frame[name].to_numpy(dtype=float) if name in frame.columns else None
+
+
+def _record_drift(t, group) -> None:
+    """The machine's drift as the profile's probe measured it (the median over its points), if it did."""
+    if not set(DRIFT_COLUMNS) <= set(group.columns):
+        return
+    measured = group[list(DRIFT_COLUMNS)].dropna()
+    if len(measured):
+        rel_sd, corr_s = (float(np.median(measured[c])) for c in DRIFT_COLUMNS)
+        t.drift = Drift(rel_sd, corr_s, "measured by perfmodel profile's drift probe")
 
 
 def _fill_warmup(batch, labels, latency, warmup):
@@ -393,9 +548,6 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
                 no_warmup[f"{group.hardware} {group.backend} {group.precision}"] = None
                 t.warmup_measured = False
                 warmup = latency
-            if basis.confidence is not None:
-                factor = _confidence_factor(group, b, measured, basis.confidence, quantity, t, label)
-                latency, warmup = latency * factor, warmup * factor
             good = np.isfinite(latency) & (latency > 0) & np.isfinite(warmup) & (warmup >= 0)
             if not good.all():
                 warnings.warn(
@@ -406,6 +558,7 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
                 )
             o.add(size, b[good], latency[good] / 1000, warmup[good] / 1000, [label] * int(good.sum()))
             o.details[label] = option_of(group)
+            _record_predictor_spread(t, group, label, size, b[good])
     if no_warmup:
         names = list(no_warmup)
         warnings.warn(
@@ -436,41 +589,26 @@ def _record_predictor_basis(basis, group, label: str, name: str, predictor) -> N
         basis.of(group.hardware).transferred[label] = transfer_note(group)
 
 
-def _confidence_factor(group, b, measured, confidence, quantity, t, label) -> np.ndarray:
-    """1 + the confidence quantile of the group's measured error: inside the measured range from its
-    cross-validation, beyond it from its extrapolation test (NaN drops the batch sizes without one)."""
-    factors = np.full(b.shape, np.nan)
-    for region, mask in (("inside", b <= measured), ("beyond", b > measured)):
-        if not mask.any():
-            continue
-        quantile = group.error_quantile(confidence, beyond=region == "beyond", quantity=quantity)
-        if quantile is None:
-            if region == "inside":
-                raise InputError(
-                    f"{group.name} has no measured {quantity} error (fewer than 3 batch sizes were fitted): "
-                    "--confidence cannot take a margin from it; use --margin."
-                )
-            warnings.warn(
-                f"{group.name}: no measured error beyond the batch sizes measured; --confidence leaves them out.",
-                PerfmodelWarning,
-                stacklevel=4,
-            )
-            continue
-        factors[mask] = 1.0 + quantile["fraction"]
-        entry = {
-            "hardware": group.hardware,
-            "option": label,
-            "region": region,
-            "margin": quantile["fraction"],
-            "errors": quantile["errors"],
-            "origin": quantile["origin"],
-        }
-        if entry not in t.margins:
-            t.margins.append(entry)
-    return factors
+def _record_predictor_spread(t, group, label: str, size: int, b: np.ndarray) -> None:
+    """A predicted batch's mean and sd (a lognormal through the predicted p50 and p99, where the predictor
+    models both) and the predictor's measured errors, inside its batch range and beyond."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PerfmodelWarning)
+        p50 = np.broadcast_to(np.asarray(group.latency_ms(b, size), dtype=float), b.shape)
+        p99 = None
+        if "latency_p99_ms" in getattr(group, "models", {}):
+            p99 = np.broadcast_to(np.asarray(group.latency_p99_ms(b, size), dtype=float), b.shape)
+    mean, sd = batch_moments(p50, p99)
+    for batch, m, d in zip(b, mean / 1000, sd / 1000):
+        t.moments[(label, size, int(batch))] = (float(m), float(d))
+    for region in ("inside", "beyond"):
+        if (label, region) not in t.errors and hasattr(group, "error_samples"):
+            samples = group.error_samples(beyond=region == "beyond", quantity="latency_ms")
+            if samples is not None:
+                t.errors[(label, region)] = tuple(float(x) for x in samples)
 
 
-def _with_decode(options: dict[str, _Options], decode) -> float:
+def _with_decode(options: dict[str, _Options], decode, basis: Basis) -> float:
     """Add the time to decode each image to every batch (and first batch): b x decode seconds. For
     workers whose model shares the CPU cores with their image decoding (CPU workers on every core)."""
     if decode is None:
@@ -481,6 +619,8 @@ def _with_decode(options: dict[str, _Options], decode) -> float:
     for o in options.values():
         for size, parts in o.columns.items():
             o.columns[size] = [(b, lat + b * seconds, warm + b * seconds, labels) for b, lat, warm, labels in parts]
+    for t in basis.types.values():
+        t.moments = {key: (mean + key[2] * seconds, sd) for key, (mean, sd) in t.moments.items()}
     return float(seconds)
 
 
@@ -578,7 +718,7 @@ def summary(plan: solvers.Plan) -> str:
             else f"{plan.total_images:,} images (as many as fit)"
         )
     line = f"{gpus}, {images} by {format_seconds(plan.makespan_s)} of {format_seconds(plan.deadline_s)}"
-    if plan.margin:
+    if plan.margin and plan.annotations.get("confidence", {}).get("asked") is None:
         line += f" (margin {plan.margin:.0%})"
     line += ", optimal" if plan.status == "optimal" else f", within {plan.gap:.2%} of optimal"
     if plan.cost is not None:

@@ -219,10 +219,15 @@ def describe(job: PlannedJob) -> list[str]:
     """Lines for people: what was planned, from which files, under which assumptions."""
     c = job.context
     model = f"{c.model} ({c.model_path})" if c.model_path else c.model
-    lines = [
-        f"model {model} at {', '.join(f'{s} px' for s in c.input_sizes)}; "
-        f"{'p99' if c.use == 'p99' else 'median (p50)'} latency, margin {c.margin:.0%}"
-    ]
+    asked = (job.plan.annotations.get("confidence") or {}).get("asked")
+    if asked is not None:
+        rule = (
+            f"planned for deadline probability {asked:g} ({job.plan.margin:.1%} of the deadline kept in reserve "
+            "for the spread)"
+        )
+    else:
+        rule = f"{'p99' if c.use == 'p99' else 'median (p50)'} latency, margin {c.margin:.0%}"
+    lines = [f"model {model} at {', '.join(f'{s} px' for s in c.input_sizes)}; {rule}"]
     for s in c.sources:
         where = _shown(s.path) if s.path else "a predictor object"
         lines.append(f"planned from {s.kind} {where}" + (f" (sha256 {s.sha256[:12]})" if s.sha256 else ""))

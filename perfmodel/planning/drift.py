@@ -1,0 +1,85 @@
+"""How much a machine's speed moves over time, and what that does to a run of a given length.
+
+A batch time is not independent of the one before: a shared VM's core runs 20% slow for seconds at a
+time (experiments/007, steadiness.py). We model the speed as a stationary process around its median
+with relative standard deviation `rel_sd` and correlation time `corr_s` (Ornstein-Uhlenbeck: the
+correlation between two instants dt apart is exp(-dt / corr_s)). A run of W seconds sees the average of
+that process over W, whose spread shrinks as W grows past corr_s: `run_rel_sd`.
+
+`perfmodel profile` measures both figures with a short probe (`analyse_probe`, columns drift_rel_sd and
+drift_corr_s); profiles without them (published, imported, older files) get a stated default below.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+PROBE_WINDOW_S = 0.5  # the probe's calls are grouped into windows this long; the window medians are compared
+
+
+@dataclass(frozen=True)
+class Drift:
+    rel_sd: float  # relative standard deviation of the machine's speed
+    corr_s: float  # its correlation time, seconds (inf: one speed for the whole run)
+    source: str  # where the figures come from
+
+    def run_rel_sd(self, seconds: float) -> float:
+        """The relative standard deviation of the average speed over a run of `seconds`."""
+        if self.rel_sd <= 0 or seconds <= 0 or math.isinf(self.corr_s):
+            return self.rel_sd
+        x = seconds / self.corr_s
+        return self.rel_sd * math.sqrt(2.0 * (x - 1.0 + math.exp(-x)) / (x * x))
+
+    def to_dict(self) -> dict:
+        return {
+            "rel_sd": self.rel_sd,
+            "corr_s": None if math.isinf(self.corr_s) else self.corr_s,
+            "source": self.source,
+        }
+
+
+# A shared 2-core VM (this project's CPU machine): one core timed for 90 s, each second's median over the
+# median of all (experiments/007_online_serving/results-run-e/steadiness.csv): relative sd 0.141 of the
+# per-second ratios, lag-1 correlation 0.554, so corr_s = -1 / ln(0.554) = 1.69 s.
+CPU_DEFAULT = Drift(0.141, 1.69, "default for CPUs: a shared 2-core VM's per-second speed (experiments/007 steadiness)")
+# GPUs: the serving-architecture paper (shared/seeds/001) found a GPU's throughput from run to run within
+# 0.5%; with nothing measured on the time scale, the whole run is taken to share one speed (corr_s inf).
+GPU_DEFAULT = Drift(0.005, math.inf, "default for GPUs: run-to-run throughput within 0.5% (serving-architecture paper)")
+
+
+def default_for(hardware: str) -> Drift:
+    return CPU_DEFAULT if hardware.startswith("cpu") else GPU_DEFAULT
+
+
+def analyse_probe(ends_s, durations_s, window_s: float = PROBE_WINDOW_S) -> tuple[float, float] | None:
+    """(rel_sd, corr_s) from a probe: one fixed call repeated, with each call's end time and duration.
+
+    The calls are grouped into windows of `window_s`; each window's median over the median of all is
+    the speed of that window. Their spread includes the calls' own noise (a median of m calls of
+    relative sd c has sd about 1.25 c / sqrt(m)), which is subtracted. The correlation time comes from
+    the windows' lag-1 correlation. Returns None with fewer than 8 windows (too short to tell).
+    """
+    ends, durations = np.asarray(ends_s, float), np.asarray(durations_s, float)
+    if len(ends) < 16:
+        return None
+    index = np.floor((ends - ends[0]) / window_s).astype(int)
+    medians, counts = [], []
+    for w in range(index.max() + 1):  # windows in time order; a window with no call end is skipped
+        calls = durations[index == w]
+        if len(calls):
+            medians.append(np.median(calls))
+            counts.append(len(calls))
+    if len(medians) < 8:
+        return None
+    ratio = np.asarray(medians) / np.median(durations)
+    call_rel_sd = float(np.std(durations / np.median(durations)))
+    noise = (1.25 * call_rel_sd) ** 2 / float(np.mean(counts))
+    rel_sd = math.sqrt(max(float(np.var(ratio, ddof=1)) - noise, 0.0))
+    x = ratio - ratio.mean()
+    rho = float(np.sum(x[:-1] * x[1:]) / np.sum(x * x)) if np.any(x) else 0.0
+    # corr_s from rho = exp(-window / corr_s); rho <= 0: no correlation beyond one window
+    corr_s = -window_s / math.log(rho) if 0 < rho < 1 else window_s
+    return rel_sd, corr_s
