@@ -1,6 +1,6 @@
 """What a plan's numbers rest on, per hardware type: where they come from, what was not measured, how far
-a predictor was trusted, and the spreads behind the makespan's distribution. perfmodel.planning.batch fills a Basis while it
-gathers candidates; the plan carries `Basis.to_dict(plan)` in its JSON and `notes(plan)` in its output.
+a predictor was trusted, and the spreads behind the makespan's distribution. perfmodel.planning.batch fills
+a Basis while it gathers candidates; the plan carries `Basis.to_dict(plan)` in its JSON and `notes(plan)` in its output.
 """
 
 from __future__ import annotations
