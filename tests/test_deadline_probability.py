@@ -1,0 +1,229 @@
+"""Plans for a deadline probability: the makespan's distribution, the drift, the planner's search."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from perfmodel.cli import main
+from perfmodel.errors import InputError
+from perfmodel.planning.batch import NoPlanError, make_plan, probability_line
+from perfmodel.planning.drift import CPU_DEFAULT, GPU_DEFAULT, Drift, analyse_probe, default_for
+from perfmodel.planning.makespan import QUANTILES, SOURCES, Makespan, Shared, Workers
+from perfmodel.planning.spread import batch_moments
+from tests.test_plan import profile_rows
+
+
+@pytest.fixture
+def profile(tmp_path):
+    path = tmp_path / "p.csv"
+    pd.DataFrame(profile_rows(sizes=(64,))).to_csv(path, index=False)
+    return str(path)
+
+
+# --- the distribution ---------------------------------------------------------------------------------
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    count=st.integers(1, 4),
+    batches=st.integers(1, 40),
+    cv=st.floats(0.0, 0.5),
+    drift_sd=st.floats(0.0, 0.2),
+    shared_cpu=st.booleans(),
+    profile_sd=st.floats(0.0, 0.05),
+)
+def test_the_closed_form_agrees_with_drawing_every_batch(count, batches, cv, drift_sd, shared_cpu, profile_sd):
+    drift = Drift(drift_sd, 1.5, "test")
+    compute = 0.3 + batches * 0.1
+    shared = {"profile": Shared("profile")}
+    names = [("profile", profile_sd)]
+    if shared_cpu:
+        shared["drift"] = Shared("drift")
+        names.append(("drift", drift.run_rel_sd(compute)))
+    g = Workers(
+        count=count,
+        load_s=1.0,
+        warmup_s=0.3,
+        batches=batches,
+        batch_mean_s=0.1,
+        batch_sd_s=0.1 * cv,
+        load_sd_s=0.05,
+        drift=None if shared_cpu else drift,
+        shared=tuple(names),
+    )
+    m = Makespan((g,), shared, {"drift": drift} if shared_cpu else {})
+    q = m.quantiles()
+    assert list(q.values()) == sorted(q.values())
+    drawn = m.simulate(q[0.5], draws=4000, seed=1)
+    # the median of the closed form is the drawn median, within the drawing's own noise and a small
+    # bias of the lognormal sum and of the drift's run average (a few batches, a strong drift)
+    assert abs(drawn["probability"] - 0.5) < 0.06
+    for level in (0.05, 0.95):
+        assert drawn["quantiles"][level] == pytest.approx(q[level], rel=0.04)
+
+
+def test_more_workers_finish_later_and_a_thousand_cost_no_more_than_one():
+    one = Makespan((Workers(1, 1.0, 0.2, 50, 0.1, 0.03),))
+    many = Makespan((Workers(1000, 1.0, 0.2, 50, 0.1, 0.03),))
+    assert many.quantiles()[0.5] > one.quantiles()[0.95]  # the latest of a thousand
+    drawn = many.simulate(many.quantiles()[0.5], draws=100)
+    assert abs(drawn["probability"] - 0.5) < 0.15
+
+
+def test_spread_by_source_names_each_source_and_counts_only_its_own():
+    m = Makespan(
+        (Workers(2, 1.0, 0.2, 50, 0.1, 0.03, load_sd_s=0.1, shared=(("p", 0.02),)),),
+        {"p": Shared("profile")},
+    )
+    spread = m.spread_by_source()
+    assert set(spread) == set(SOURCES)
+    assert spread["batch"] > 0 and spread["profile"] > 0 and spread["load and warm-up"] > 0
+    assert spread["drift"] == spread["predictor"] == spread["co-location"] == pytest.approx(0, abs=1e-6)
+
+
+def test_samples_are_drawn_as_measured():
+    g = Workers(1, 0.0, 0.0, 100, 0.1, shared=(("e", 1.0),))
+    slow = Makespan((g,), {"e": Shared("predictor", "samples", (0.1, 0.1))})
+    assert slow.quantiles()[0.5] == pytest.approx(11.0, rel=1e-6)  # every batch 10% slower than predicted
+
+
+# --- drift ----------------------------------------------------------------------------------------------
+
+
+def test_a_long_run_averages_the_drift_away_and_a_gpu_does_not():
+    d = Drift(0.1, 2.0, "test")
+    assert d.run_rel_sd(0.001) == pytest.approx(0.1, rel=1e-3)
+    assert d.run_rel_sd(2000) == pytest.approx(0.1 * math.sqrt(2 * 2.0 / 2000), rel=0.01)
+    assert GPU_DEFAULT.run_rel_sd(1e6) == GPU_DEFAULT.rel_sd  # one speed for the whole run
+    assert default_for("cpu") is CPU_DEFAULT and default_for("h100") is GPU_DEFAULT
+    assert GPU_DEFAULT.rel_sd < CPU_DEFAULT.rel_sd / 10
+
+
+@pytest.mark.parametrize("rel_sd, corr_s", [(0.1, 2.0), (0.2, 1.0), (0.05, 4.0)])
+def test_the_probe_analysis_recovers_a_known_drift(rel_sd, corr_s):
+    rng = np.random.default_rng(3)
+    call, n = 0.005, 24_000  # 120 s of 5 ms calls
+    phi = math.exp(-call / corr_s)
+    speed = np.empty(n)
+    speed[0] = rng.standard_normal() * rel_sd
+    for i in range(1, n):
+        speed[i] = phi * speed[i - 1] + math.sqrt(1 - phi * phi) * rel_sd * rng.standard_normal()
+    durations = call * (1 + speed) * rng.lognormal(0, 0.05, n)
+    found = analyse_probe(np.cumsum(durations), durations)
+    assert found is not None
+    assert found[0] == pytest.approx(rel_sd, rel=0.35)
+    assert found[1] == pytest.approx(corr_s, rel=0.6)
+
+
+def test_a_probe_too_short_tells_nothing():
+    assert analyse_probe(np.arange(10) * 0.01, np.full(10, 0.01)) is None
+
+
+def test_batch_moments_from_percentiles_and_from_measured_mean():
+    mean, sd = batch_moments([10.0], [20.0])
+    s = math.log(2) / 2.3263478740408408
+    assert mean[0] == pytest.approx(10 * math.exp(s * s / 2)) and sd[0] > 0
+    mean, sd = batch_moments([10.0], [20.0], mean=[11.0], sd=[1.0])
+    assert (mean[0], sd[0]) == (11.0, 1.0)
+    mean, sd = batch_moments([10.0], [np.nan])
+    assert (mean[0], sd[0]) == (10.0, 0.0)
+
+
+# --- the planner ----------------------------------------------------------------------------------------
+
+
+def test_the_default_plan_keeps_its_deadline_with_probability_095(profile):
+    d = make_plan(3_000, "10s", profiles=[profile], input_size=64, pool={"cpu": 4}).to_dict()
+    assert d["confidence"] == {"asked": 0.95, "rule": "probability"}
+    assert d["deadline_probability"] >= 0.95
+    q = d["makespan_quantiles_s"]
+    assert list(q) == [f"p{round(x * 100)}" for x in QUANTILES] and list(q.values()) == sorted(q.values())
+    assert set(d["spread_by_source_s"]) == set(SOURCES)
+    assert d["makespan_model"]["simulated_probability"] == pytest.approx(d["deadline_probability"], abs=0.05)
+
+
+def test_a_higher_probability_costs_workers_or_images(profile):
+    soft = {p: make_plan(3_000, "10s", profiles=[profile], input_size=64, confidence=p) for p in (0.5, 0.95)}
+    assert soft[0.95].total_gpus >= soft[0.5].total_gpus
+    relaxed = {
+        p: make_plan(None, "10s", profiles=[profile], input_size=64, mode="relaxed", pool={"cpu": 1}, confidence=p)
+        for p in (0.5, 0.9, 0.95)
+    }
+    images = [relaxed[p].total_images for p in (0.5, 0.9, 0.95)]
+    assert images == sorted(images, reverse=True) and images[-1] < images[0]
+    for p, job in relaxed.items():
+        assert job.to_dict()["deadline_probability"] >= p
+
+
+def test_a_predictors_measured_errors_widen_the_deadline_probability(tmp_path):
+    from perfmodel.fitting import fit
+
+    rng = np.random.default_rng(5)
+    rows = [{**r, "latency_ms": r["latency_ms"] * rng.uniform(0.9, 1.1)} for r in profile_rows(hardware="x100")]
+    pd.DataFrame(rows).to_csv(tmp_path / "p.csv", index=False)
+    fit(str(tmp_path / "p.csv"), families=("roofline",)).save(tmp_path / "p.json")
+    predictor = str(tmp_path / "p.json")
+    median = make_plan(100_000, 60, predictors=[predictor], input_size=224, confidence=0.5).to_dict()
+    sure = make_plan(100_000, 60, predictors=[predictor], input_size=224, confidence=0.99).to_dict()
+    assert sure["spread_by_source_s"]["predictor"] > 0  # the cross-validated errors, drawn as measured
+    assert sure["deadline_probability"] >= 0.99 and median["deadline_probability"] >= 0.5
+    assert sure["total_gpus"] >= median["total_gpus"]
+
+
+def test_a_fixed_rule_reports_its_probability_without_planning_for_one(profile):
+    for settings_ in ({"margin": "10%"}, {"use": "p99"}, {"confidence": "none"}, {"confidence": "OFF"}):
+        d = make_plan(2_000, "60s", profiles=[profile], input_size=64, **settings_).to_dict()
+        assert d["confidence"]["asked"] is None and 0 <= d["deadline_probability"] <= 1
+
+
+@pytest.mark.parametrize(
+    "settings_, message",
+    [
+        ({"confidence": 0.3}, "from 0.5"),
+        ({"confidence": 1.0}, "0.999"),
+        ({"confidence": "sure"}, "'none'"),
+        ({"confidence": True}, "probability"),
+        ({"confidence": 0.9, "margin": "5%"}, "not both"),
+        ({"confidence": 0.9, "use": "p99"}, "not both"),
+    ],
+)
+def test_bad_confidence_is_refused_in_one_sentence(profile, settings_, message):
+    with pytest.raises(InputError, match=message):
+        make_plan(2_000, "60s", profiles=[profile], input_size=64, **settings_)
+
+
+def test_a_deadline_too_short_for_the_probability_says_so(profile):
+    most = make_plan(None, "10s", profiles=[profile], input_size=64, mode="relaxed", pool={"cpu": 1}, confidence=0.5)
+    with pytest.raises(NoPlanError, match="probability 0.99.*lower --confidence"):
+        make_plan(most.total_images, "10s", profiles=[profile], input_size=64, pool={"cpu": 1}, confidence=0.99)
+
+
+def run_cli(capsys, *args):
+    code = main(["plan", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_command_says_the_probability_in_one_line(profile, capsys):
+    base = ["--images", "2000", "--deadline", "20s", "--profile", profile, "--input-size", "64"]
+    code, out, _ = run_cli(capsys, *base)
+    assert code == 0 and "with probability" in out and "(asked for 0.95)" in out and "median" in out
+    code, out, _ = run_cli(capsys, *base, "--json")
+    d = json.loads(out)
+    assert probability_line(d).startswith("finishes by 20 s with probability")
+    code, _, err = run_cli(capsys, *base, "--confidence", "2")
+    assert code == 2 and "--confidence" in err and "Traceback" not in err
+
+
+def test_online_plans_refuse_confidence(profile, capsys):
+    code, _, err = run_cli(
+        capsys, "--mode", "online", "--rate", "10/s", "--slo", "1s", "--profile", profile, "--confidence", "0.9"
+    )
+    assert code == 2 and "--confidence" in err
