@@ -556,6 +556,7 @@ def test_the_largest_image_count_is_a_plain_answer(ws, capsys):
             "--mix",
             "--max-batches",
             "--gap",
+            "--confidence",
         ]
     ),
     value=st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)

@@ -42,7 +42,8 @@ def profile(path, options: dict[tuple[str, str], float], hardware: str = "h100")
 
 
 def planned(tmp_path, options, images=2000, deadline_s=2.0):
-    job = make_plan(images, deadline_s, profiles=[profile(tmp_path / "p.csv", options)], input_size=32)
+    path = profile(tmp_path / "p.csv", options)
+    job = make_plan(images, deadline_s, profiles=[path], input_size=32, confidence="none")
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(job.to_dict()))
     return path
