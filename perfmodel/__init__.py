@@ -8,7 +8,7 @@
 (matplotlib) load when first used, so a scheduler that only queries predictors stays light.
 """
 
-import importlib
+from perfmodel.lazy import lazy_getattr
 
 __version__ = "0.2.0"  # the one place; pyproject.toml reads it
 
@@ -68,7 +68,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'perfmodel' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)

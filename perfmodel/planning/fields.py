@@ -30,19 +30,21 @@ def check_plan_fields(plan: dict, source: str, how: str) -> None:
     assignments = plan.get("assignments")
     if not isinstance(assignments, list):
         raise InputError(f'{source} is not a plan (no "assignments" list); {how}.')
-    for i, a in enumerate(assignments):
-        problem = _assignment_problem(a)
-        if problem:
-            raise InputError(f"{source}, assignment {i + 1}: {problem}; {how}.")
+    _check_rows(assignments, "assignment", source, how)
     rows = plan.get("gpus")  # one per GPU; absent where a plan is too large to list every GPU
     if rows is None:
         return
     if not isinstance(rows, list):
         raise InputError(f'{source}: "gpus" is {_json(rows)}, not a list; {how}.')
+    _check_rows(rows, "GPU", source, how)
+
+
+def _check_rows(rows: list, kind: str, source: str, how: str) -> None:
+    """Assignments and per-GPU rows hold the same fields: InputError at the first that does not."""
     for i, row in enumerate(rows):
         problem = _assignment_problem(row)
         if problem:
-            raise InputError(f"{source}, GPU {i + 1}: {problem}; {how}.")
+            raise InputError(f"{source}, {kind} {i + 1}: {problem}; {how}.")
 
 
 # What each known field must hold (None is allowed wherever a field is optional).

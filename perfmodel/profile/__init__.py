@@ -4,7 +4,7 @@ The names below load on first use, so that the profiler's worker and monitor pro
 (`python -m perfmodel.profile.worker`, `... .monitor`) start without the sweep's imports.
 """
 
-import importlib
+from perfmodel.lazy import lazy_getattr
 
 _LAZY = {
     "Estimate": "perfmodel.profile.config",
@@ -20,7 +20,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'perfmodel.profile' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -8,7 +8,7 @@ Names are imported on first use (PEP 562), so that `python -m perfmodel.run.keep
 Ray is imported only when a run starts.
 """
 
-import importlib
+from perfmodel.lazy import lazy_getattr
 
 _NAMES = {
     "RunEvent": "perfmodel.run.execute",
@@ -24,7 +24,4 @@ _NAMES = {
 __all__ = sorted(_NAMES)
 
 
-def __getattr__(name: str):
-    if name in _NAMES:
-        return getattr(importlib.import_module(_NAMES[name]), name)
-    raise AttributeError(f"module 'perfmodel.run' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _NAMES)
