@@ -268,7 +268,8 @@ BAD_VALUES = {
     "outdir": ["/dev/null", "", "a\x00b"],
     "rate": ["0/s", "-5/s", "400/d", "1e309/s", "nan/s", "/s", "400/s/s", "1e-20/s", "1e300/s", "1e19/s", *_NUMBERS],
     "slo": ["-5s", "0", "0s", "1e309s", "60S", "8760h", "25h", *_NUMBERS],
-    "rates": ["0/s", "-5/s", "50,,100/s", "a/s", "1e309/s", *_NUMBERS],
+    # 1e9/s: a schedule of 3e9 requests (it used all 24 GiB); 1e-300/s and 0.1/s over 2 s: none due in the window
+    "rates": ["0/s", "-5/s", "50,,100/s", "a/s", "1e309/s", "1e9/s", "1e-300/s", "0.1/s", "50,1e9/s", *_NUMBERS],
     "percentile": ["0", "100", "-5", "101", "99.99.9", "0.99", "0.5", *_NUMBERS],
     "delays": ["-1ms", "1d", "0,,1ms", "abc", "1e309s", "10h", "100ms", "1s,2s", *_NUMBERS],
     "address": ["", "nohost:notaport", "host:99999", "a\nb:1", "ray://", "\x1b[31m:1"],

@@ -84,6 +84,10 @@ class TritonOptions:
             raise InputError(f"--architecture must be {' or '.join(ARCHITECTURES)}, not {self.architecture!r}.")
         if any(not (math.isfinite(r) and r > 0) for r in self.rates) or not self.duration_s > 0:
             raise InputError("--rate needs request rates > 0, e.g. 50,100,200/s, and --duration a time > 0.")
+        if self.rates:
+            from perfmodel.profile.backends.triton_rate import check_rates
+
+            check_rates(self.rates, self.duration_s)
         if self.request_timeout_s <= 0 or self.server_timeout_s <= 0:
             raise InputError("--request-timeout and --server-timeout must be positive numbers of seconds.")
         if self.url is not None and self.server_cpus:

@@ -61,6 +61,32 @@ MAX_IN_FLIGHT = 20_000  # a server this far behind is not keeping up: stop sendi
 KEPT_UP_RATE = 0.95
 GROWTH_LIMIT = 2.0
 POLL_S = 0.25
+# The most requests one rate may schedule (warm-up and window): each costs ~30 bytes of schedule and
+# bookkeeping before any is sent; --rate 1e9/s built a schedule that took all 24 GiB of the machine.
+MAX_REQUESTS_PER_RATE = 2_000_000
+
+
+def warmup_for(duration_s: float) -> float:
+    """The uncounted warm-up before each rate's window: a fifth of it, 1 to 5 s."""
+    return max(1.0, min(5.0, duration_s / 5))
+
+
+def check_rates(rates, duration_s: float) -> None:
+    """Refuse, before anything starts, a rate at which no request is due within the window, or one whose
+    schedule would be larger than MAX_REQUESTS_PER_RATE."""
+    span = warmup_for(duration_s) + duration_s
+    for rate in rates:
+        if rate * duration_s < 1:
+            raise InputError(
+                f"--rate {rate:.3g}/s over --duration {duration_s:g} s: fewer than one request would be due in the "
+                "measured window; give a higher rate or a longer --duration."
+            )
+        if rate * span > MAX_REQUESTS_PER_RATE:
+            raise InputError(
+                f"--rate {rate:.3g}/s over {span:g} s (--duration {duration_s:g} s and its warm-up) would schedule "
+                f"{rate * span:,.3g} requests, more than the {MAX_REQUESTS_PER_RATE:,} one rate may send: give at "
+                f"most {MAX_REQUESTS_PER_RATE / span:,.0f}/s, or a shorter --duration."
+            )
 
 
 @dataclass(frozen=True)
@@ -468,7 +494,7 @@ def _measure(workload: Workload, rate: float, opts, monitor, token, server, seed
         return "the server process exited" if server is not None and not server.is_alive() else None
 
     _warm(workload)
-    warmup_s = max(1.0, min(5.0, opts.duration_s / 5))
+    warmup_s = warmup_for(opts.duration_s)
     mark = monitor.window()
     try:
         result = run_open_loop(workload, rate, warmup_s, opts.duration_s, seed=seed, on_window=snapshot, abort=died)
