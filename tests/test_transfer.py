@@ -186,3 +186,23 @@ def test_cli_unknown_target_is_exit_2(tmp_path, capsys):
     )
     assert code == 2 and "no specification for 'b200'" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_a_users_own_table_names_a_gpu_the_shipped_one_lacks(tmp_path, capsys):
+    table = tmp_path / "mine.csv"
+    # only the two GPUs this user cares about; the optional second_source column left out
+    table.write_text(
+        "hardware,name,fp32_tflops,tf32_tflops,fp16_tflops,int8_tops,memory_bandwidth_gbs,sm_count,memory_gb,l2_mb,"
+        "source\nv100,V100,15.7,,125,,900,80,16,6,datasheet (https://example.com/v100)\n"
+        "b200x,Some future GPU,80,1100,2250,4500,8000,148,180,126,my vendor's datasheet (https://example.com)\n"
+    )
+    one_gpu = tmp_path / "v100.csv"
+    frame = load_profiles([REFERENCE / "dle-pytorch-resnet50.csv"])
+    frame[frame["hardware"] == "v100"].to_csv(one_gpu, index=False)
+    out = tmp_path / "b200x.json"
+    args = ["fit", str(one_gpu), "--families", "roofline", "--target-hardware", "b200x", "--gpu-specs", str(table)]
+    assert main([*args, "--out", str(out)]) == 0
+    assert "b200x/resnet50/torch/fp16: transferred from v100 fp16" in capsys.readouterr().err
+    groups = [g for g in json.loads(out.read_text())["groups"] if g["key"]["hardware"] == "b200x"]
+    assert {g["key"]["precision"] for g in groups} == {"tf32", "fp16"}
+    assert all(g["transfer"]["transfer_sources"] == ["v100"] for g in groups)
