@@ -130,6 +130,7 @@ def test_a_16_bit_png_is_scaled_not_clipped(tmp_path):
 # --- an interrupt while the local Ray starts ---------------------------------------------------------------
 
 
+@pytest.mark.integration  # a real (sleeping) subprocess stands in for the keeper
 @pytest.mark.parametrize("where", ["in Popen", "before the keeper's handler"])
 def test_an_interrupt_while_the_keeper_starts_leaves_no_folder(tmp_path, monkeypatch, where):
     """Interrupted within ~0.1 s of its start, `run` left an empty perfmodel-ray-* folder without an owner
