@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 
+import pandas as pd
 import psutil
 import pytest
 from run_data import alive, ray_processes_of, tiny_profile
@@ -85,3 +86,58 @@ def test_a_cluster_without_a_planned_type_is_refused_before_anything_runs(cluste
     assert main(["run", str(plan), "--synthetic", "--device", "cpu", "--address", cluster.address]) == 2
     err = capsys.readouterr().err
     assert "the plan needs 2 l4 GPU(s) but the Ray cluster has 0" in err and err.count("\n") == 1
+
+
+def lose_when(local: LocalRay, node: int, worker: str, batches: int):
+    """An on_event callback that kills `node` once `worker` has done `batches` batches."""
+    state = {"lost": False}
+
+    def on_event(e) -> None:
+        if state["lost"] or e.kind != "progress":
+            return
+        done = {p.hardware: p.images_done for p in e.progress}
+        if done.get(worker.split("#")[0], 0) >= batches * 8:
+            local.lose_node(node)
+            state["lost"] = True
+
+    return on_event, state
+
+
+def test_a_lost_node_is_survived_each_image_labelled_once(cluster, tmp_path):
+    from perfmodel.commands.run import _lost_line
+    from perfmodel.run.execute import RunOptions, run_plan
+    from perfmodel.run.planfile import read_run_plan
+
+    plan = read_run_plan(plan_for(tmp_path, {"h100": 1, "a100": 1, "cpu": 1}, 36_000, 30, mode="relaxed"))
+    out = tmp_path / "labels.csv"
+    on_event, state = lose_when(cluster, 1, "h100#0", 3)
+    options = RunOptions(synthetic=True, out=str(out), address=cluster.address, device="cpu")
+    result = run_plan(plan, options, on_event)
+    data = result.to_dict()
+    assert state["lost"], "the node was not lost while the run went on"
+    assert data["status"] == "complete" and data["images_done"] == data["images_planned"], data["status"]
+    labels = pd.read_csv(out)
+    assert len(labels) == data["images_planned"] and labels["path"].is_unique  # each image once
+    [lost] = data["lost_workers"]
+    assert lost["worker"] == "h100#0" and lost["batches_put_back"] > 0 and set(lost["rerun_on"]) <= {"a100#0", "cpu#0"}
+    assert len(data["rerun_batches"]) == lost["batches_put_back"]
+    assert {b["owner"] for b in data["rerun_batches"]} == {"h100#0"}
+    assert data["later_than_planned_s"] is not None and data["met_deadline"] is not None
+    h100 = data["workers"][[w["hardware"] for w in data["workers"]].index("h100")]
+    assert h100["status"] == "lost"
+    assert "re-run on" in _lost_line(lost, data) and "deadline" in _lost_line(lost, data)
+
+
+def test_a_lost_node_whose_work_nobody_can_take_exits_1_with_the_labels_kept(cluster, tmp_path, capsys):
+    """After the test above, the a100 node is the only typed one left: losing it leaves no a100 worker."""
+    from perfmodel.run.execute import RunOptions, run_plan
+    from perfmodel.run.planfile import read_run_plan
+
+    plan = read_run_plan(plan_for(tmp_path, {"a100": 1}, 12_000, 30, mode="relaxed"))
+    out = tmp_path / "labels.csv"
+    on_event, state = lose_when(cluster, 2, "a100#0", 3)
+    result = run_plan(plan, RunOptions(synthetic=True, out=str(out), address=cluster.address, device="cpu"), on_event)
+    data = result.to_dict()
+    assert state["lost"] and data["status"] == "worker-failed" and data["images_unfinished"] > 0
+    assert len(pd.read_csv(out)) == data["images_done"] > 0  # the finished labels are kept
+    assert data["lost_workers"][0]["rerun_on"] == [] and data["rerun_batches"] == []

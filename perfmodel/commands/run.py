@@ -141,8 +141,12 @@ def _exit_code(result, data: dict, terminated: bool, args) -> int:
         )
         return exit_codes.TERMINATED if terminated else exit_codes.INTERRUPTED
     if result.status == "worker-failed":
-        dead = [w for w in data["workers"] if w["status"] == "died"]
-        names = ", ".join(f"{w['worker']} (after {w['batches_done']} of {w['batches_given']} batches)" for w in dead)
+        dead = [w for w in data["workers"] if w["status"] in ("died", "lost")]
+        names = ", ".join(
+            f"{w['worker']} (after {w['batches_done']} of {w['batches_given']} batches"
+            + (", lost with its node, no worker of its input size left)" if w["status"] == "lost" else ")")
+            for w in dead
+        )
         console.error(f"worker {names} died: {data['images_unfinished']:,} images not done" + _kept(args) + ".")
         return exit_codes.FAILURE
     return 0
@@ -184,8 +188,8 @@ class _Live:
         return False
 
     def event(self, e) -> None:
-        if e.kind in ("behind", "died"):
-            text = f"warning: {e.text}" if e.kind == "behind" else f"error: {e.worker.plan.name} died: {e.text}"
+        if e.kind in ("behind", "died", "lost"):
+            text = f"error: {e.worker.plan.name} died: {e.text}" if e.kind == "died" else f"warning: {e.text}"
             if self.bar is not None:  # above the live bars, not through them
                 self.bar.console.print(text, markup=False, highlight=False)
             else:
@@ -258,6 +262,8 @@ def _print_result(data: dict) -> None:
     if data["decode_s_per_image"] is not None:
         line += f"; decoding {data['decode_s_per_image'] * 1000:.2f} ms per image, bottleneck: {data['bottleneck']}"
     console.out.print(line, markup=False)
+    for lost in data["lost_workers"]:
+        console.out.print(_lost_line(lost, data), markup=False)
     failed = data["skipped_files"]
     if failed:
         console.note(
@@ -271,6 +277,26 @@ def _print_result(data: dict) -> None:
             f"load average (1 min) {load[0]:.2f} at the start, {load[1]:.2f} at the end; "
             f"{sys.platform} {os.cpu_count()} CPUs"
         )
+
+
+def _lost_line(lost: dict, data: dict) -> str:
+    """What a lost node cost: what was lost, where its batches were re-run, how much later, the deadline."""
+    line = (
+        f"node lost: {lost['worker']} at {lost['lost_at_s']:.1f} s, after {lost['batches_done']} batches; "
+        f"{lost['batches_put_back']} batch(es) ({lost['images_put_back']:,} images) "
+    )
+    if not lost["batches_put_back"]:
+        return line + "to re-run: it had finished"
+    if not lost["rerun_on"]:
+        return line + "not re-run: no worker of its input size was left"
+    line += f"re-run on {', '.join(lost['rerun_on'])}"
+    if data["later_than_planned_s"] is not None:
+        held = "held" if data["met_deadline"] else "MISSED"
+        line += (
+            f"; the run ended {data['later_than_planned_s']:+.2f} s from the plan's makespan, "
+            f"deadline {data['deadline_s']:g} s {held}"
+        )
+    return line
 
 
 def _pair(value: dict) -> tuple:

@@ -24,13 +24,17 @@ from perfmodel.run.images import find_images, size_classes
 from perfmodel.run.labels import LabelWriter, RunIdentity, check_out, read_labels
 from perfmodel.run.planfile import RunPlan
 from perfmodel.run.progress import TypeProgress, progress
-from perfmodel.run.result import RunResult, WorkerRun
+from perfmodel.run.result import LostWorker, RunResult, WorkerRun
 from perfmodel.run.shares import batches, split, synthetic_batches
 from perfmodel.run.worker import WorkerSpec, check_runnable
 
 READY_TIMEOUT_S = 300.0  # actors started (a process each, torch imported)
 LOAD_TIMEOUT_S = 900.0  # every model loaded
 POLL_S = 0.25
+# A worker that stops answering is lost with its node when the cluster reports that node dead within this
+# time (Ray's default health check takes about 15-30 s); otherwise its process died on a living node.
+NODE_VERDICT_S = 120.0
+HEAD_NODE = "node:__internal_head__"  # the resource Ray gives the head node only
 PROGRESS_EVERY_S = 0.5
 DEFAULT_BEHIND = 0.05  # a worker is behind when later than planned by more than the margin, or this
 BEHIND_MIN_S = 0.25  # and by more than this: scheduling noise on sub-second plans is no news
@@ -229,6 +233,9 @@ class _Execution:
         self.t0 = 0.0
         self.last_flush = self.last_progress = time.monotonic()
         self.tolerance = max(plan.margin, DEFAULT_BEHIND)
+        self.actors: dict[int, object] = {}  # worker index -> its actor
+        self.queue = None
+        self.suspects: dict[int, tuple[float, Exception]] = {}  # stopped answering: since, and why
 
     def run(self, model: str, model_path: str | None, device_of: dict[str, str]) -> None:
         import ray
@@ -259,19 +266,20 @@ class _Execution:
             )
             w.node = placements[p.index].node_id or ""
             actors.append(remote.options(**placements[p.index].actor_options()).remote(spec))
+            self.actors[p.index] = actors[-1]
         try:
             for w, info in zip(
                 runs, _get_all([a.ready.remote() for a in actors], READY_TIMEOUT_S, "starting the workers")
             ):
                 w.host, w.pid, w.threads, w.device = info["host"], info["pid"], info["threads"], info["device"]
                 w.niceness = info["niceness"]
-            queue = self._queue() if self.options.steal else None
+            self.queue = queue = self._queue()
             self.on_event(RunEvent("phase", "loading the model on every worker"))
             self.t0 = time.time()
             loads = [
                 a.load.remote(
                     w.plan.input_size,
-                    None if queue else w.given,
+                    None,
                     queue,
                     w.plan.index,
                     w.plan.batch_size if self.options.synthetic else None,
@@ -286,10 +294,12 @@ class _Execution:
             for a in actors:  # stop the work now; Ray itself goes with the cluster
                 ray.kill(a)
             raise
-        failed = [w for w in runs if w.status == "died"]
+        failed = any(w.status == "died" for w in runs) or self.result.unfinished()
         self.result.status = "worker-failed" if failed else "complete"
 
     def _queue(self):
+        """The batches, in an actor on the head node: a lost node must not take the queue with it (the
+        cluster does not outlive its head anyway)."""
         import ray
 
         from perfmodel.run.steal import BatchQueue
@@ -297,12 +307,12 @@ class _Execution:
         runs = self.result.workers
         return (
             ray.remote(BatchQueue)
-            .options(num_cpus=0)
+            .options(num_cpus=0, resources={HEAD_NODE: 0.001})
             .remote(
                 {w.plan.index: w.given for w in runs},
                 {w.plan.index: w.plan.input_size for w in runs},
                 {w.plan.index: w.plan.latency_s for w in runs},
-                True,
+                self.options.steal,
             )
         )
 
@@ -312,22 +322,24 @@ class _Execution:
     def _stream(self, pending: dict) -> None:
         import ray
 
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
-            for generator in ready:
+        while pending or self.suspects:
+            ready = ray.wait(list(pending), num_returns=1, timeout=POLL_S)[0] if pending else time.sleep(POLL_S)
+            for generator in ready or []:
                 w = pending[generator]
                 try:
                     record = ray.get(next(generator))
                 except StopIteration:
                     w.status = "done"
                     del pending[generator]
+                    self._run_again(w, pending)
                     continue
                 except ray.exceptions.RayActorError as exc:
-                    w.status, w.error = "died", _death(exc)
                     del pending[generator]
-                    self.on_event(RunEvent("died", w.error, w, self.elapsed()))
+                    ray.kill(self.actors[w.plan.index])  # it takes no further batch, whatever happened
+                    self.suspects[w.plan.index] = (time.monotonic(), exc)
                     continue
                 self._record(w, record)
+            self._verdicts(pending)
             self._check_behind(list(pending.values()))
             self._flush()
             if time.monotonic() - self.last_progress >= PROGRESS_EVERY_S:
@@ -335,12 +347,59 @@ class _Execution:
                 now = self.elapsed()
                 self.on_event(RunEvent("progress", elapsed_s=now, progress=tuple(progress(self.result.workers, now))))
 
+    def _verdicts(self, pending: dict) -> None:
+        """Decide for each worker that stopped answering: lost with its node (its batches put back for the
+        survivors), or a process that died on a living node (not re-run: its work may be what killed it)."""
+        if not self.suspects:
+            return
+        import ray
+
+        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+        for index, (since, exc) in list(self.suspects.items()):
+            w = self.result.workers[index]
+            if w.node and w.node not in alive:
+                del self.suspects[index]
+                self._lose(w, pending)
+            elif isinstance(exc, ray.exceptions.ActorDiedError) or time.monotonic() - since > NODE_VERDICT_S:
+                del self.suspects[index]
+                w.status, w.error = "died", _death(exc)
+                self.on_event(RunEvent("died", w.error, w, self.elapsed()))
+
+    def _lose(self, w: WorkerRun, pending: dict) -> None:
+        import ray
+
+        done = [(b["owner"], b["batch"]) for x in self.result.workers for b in x.batches]
+        back = ray.get(self.queue.lose.remote(w.plan.index, done))
+        w.status, w.error = "lost", "its node was lost"
+        survivors = [x for x in self.result.workers if x.status in ("running", "done") and _usable(x, w)]
+        self.result.lost.append(LostWorker(w, self.elapsed(), [tuple(k) for k in back], bool(survivors)))
+        text = f"the node of {w.plan.name} was lost after {len(w.batches)} of its batches"
+        if back:
+            text += f"; its {len(back)} unfinished batch(es) " + (
+                f"go to {', '.join(x.plan.name for x in survivors)}"
+                if survivors
+                else "have no worker left to take them"
+            )
+        self.on_event(RunEvent("lost", text, w, self.elapsed()))
+        for x in survivors:
+            self._run_again(x, pending)
+
+    def _run_again(self, w: WorkerRun, pending: dict) -> None:
+        """A worker that finished its own batches runs again when batches of a lost one wait for it."""
+        import ray
+
+        if self.result.lost and w.status == "done" and ray.get(self.queue.has_work.remote(w.plan.index)):
+            w.status = "running"
+            pending[self.actors[w.plan.index].run.remote()] = w
+
     def _record(self, w: WorkerRun, record: dict) -> None:
         record["start"] -= self.t0
         record["end"] -= self.t0
+        record["seq"] = len(w.batches)  # the worker's own count, across runs again after a lost node
         w.batches.append(record)
         if self.writer is not None and record["images"]:
-            paths = record["paths"] or [f"synthetic/{w.plan.name}/{record['seq']}/{i}" for i in range(record["images"])]
+            owner = self.plan.workers[record["owner"]].name
+            paths = record["paths"] or [f"synthetic/{owner}/{record['batch']}/{i}" for i in range(record["images"])]
             self.writer.add(
                 [
                     (path, c, s, w.plan.name, record["seq"])
@@ -374,6 +433,11 @@ class _Execution:
         if time.monotonic() - self.last_flush >= self.options.flush_every_s:
             self.writer.flush()
             self.last_flush = time.monotonic()
+
+
+def _usable(survivor: WorkerRun, lost: WorkerRun) -> bool:
+    """Whether a worker can run a lost one's batches: the same model at the same input size."""
+    return survivor.plan.input_size == lost.plan.input_size
 
 
 def _hardware(plan: RunPlan) -> list[str]:

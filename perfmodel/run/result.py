@@ -111,6 +111,31 @@ class WorkerRun:
         }
 
 
+@dataclass
+class LostWorker:
+    """A worker lost with its node: when the driver knew it (s from the clock's start), the batches it
+    had not finished, put back for the survivors as (owner, batch number), and whether any could take them."""
+
+    worker: WorkerRun
+    at_s: float
+    put_back: list[tuple[int, int]]
+    taken: bool
+
+    def to_dict(self, workers: list[WorkerRun]) -> dict:
+        ran = {(b["owner"], b["batch"]): x.plan.name for x in workers for b in x.batches}
+        items = [workers[owner].given[number] for owner, number in self.put_back]
+        return {
+            "worker": self.worker.plan.name,
+            "hardware": self.worker.plan.hardware,
+            "node": self.worker.node or None,
+            "lost_at_s": self.at_s,
+            "batches_done": len(self.worker.batches),
+            "batches_put_back": len(self.put_back),
+            "images_put_back": sum(x if isinstance(x, int) else len(x) for x in items),
+            "rerun_on": sorted({ran[k] for k in self.put_back if k in ran}),
+        }
+
+
 def _pair(predicted: float, measured: float | None) -> dict:
     return {"predicted": predicted, "measured": measured}
 
@@ -129,6 +154,7 @@ class RunResult:
     resumed_images: int = 0  # done by an earlier run (--resume)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     load_avg: tuple[float, float] | None = None  # 1-minute load average at the start and at the end
+    lost: list[LostWorker] = field(default_factory=list)  # workers lost with their node, in order
 
     @property
     def complete(self) -> bool:
@@ -145,6 +171,23 @@ class RunResult:
         file lists, or image counts on random inputs."""
         done = {(b["owner"], b["batch"]) for w in self.workers for b in w.batches}
         return [item for w in self.workers for i, item in enumerate(w.given) if (w.plan.index, i) not in done]
+
+    def rerun_batches(self) -> list[dict]:
+        """The batches of lost workers that others re-ran: whose, which, where, and when they ended."""
+        put_back = {k for lost in self.lost for k in lost.put_back}
+        names = {w.plan.index: w.plan.name for w in self.workers}
+        return [
+            {
+                "owner": names[b["owner"]],
+                "batch": b["batch"],
+                "images": b["images"],
+                "worker": w.plan.name,
+                "end_s": b["end"],
+            }
+            for w in self.workers
+            for b in w.batches
+            if (b["owner"], b["batch"]) in put_back
+        ]
 
     def failed(self) -> list[tuple[str, str]]:
         """Files skipped: not images, or images that could not be read (with why)."""
@@ -182,5 +225,8 @@ class RunResult:
             "decode_s_per_image": decode_s / decoded if decoded else None,
             "bottleneck": "decoding" if "decoding" in bottlenecks else ("model" if bottlenecks else None),
             "labels": self.labels,
+            "later_than_planned_s": None if measured is None else measured - predicted,
+            "lost_workers": [lost.to_dict(self.workers) for lost in self.lost],
+            "rerun_batches": self.rerun_batches(),
             "workers": [w.to_dict() for w in self.workers],
         }

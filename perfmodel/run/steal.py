@@ -1,7 +1,11 @@
-"""Work stealing (--steal, off by default): one queue of unstarted batches per worker, held by a small
-Ray actor. A worker takes its own batches in order; once they are gone it takes the last unstarted
-batch of the worker of its input size that has the most planned time left (unstarted batches x that
-worker's planned batch time). A batch counts as started when it is taken.
+"""The queue of unstarted batches, held by a small Ray actor on the driver's node: one list per worker,
+and the batches of lost workers, put back to be re-run.
+
+A worker takes its own batches in order; once they are gone, the batches put back after a lost node
+(of its input size), then, with --steal (off by default), the last unstarted batch of the worker of its
+input size that has the most planned time left (unstarted batches x that worker's planned batch time).
+A batch counts as started when it is taken, and the queue remembers who took it: when a worker is lost
+with its node, every batch it took and did not finish, and its own unstarted ones, are put back.
 """
 
 from __future__ import annotations
@@ -13,12 +17,24 @@ class BatchQueue:
         self.next = {w: 0 for w in queues}  # own batches are taken from the front
         self.end = {w: len(items) for w, items in queues.items()}  # stolen ones from the back
         self.sizes, self.batch_s, self.steal = sizes, batch_s, steal
+        self.taken: dict[tuple[int, int], int] = {}  # (owner, batch number) -> the worker that took it
+        self.put_back: list[tuple[int, int]] = []  # batches of lost workers, in the order they are re-run
 
     def take(self, worker: int):
         """(owner, batch number, items) for `worker`, or None when nothing is left for it."""
+        item = self._next_for(worker)
+        if item is not None:
+            self.taken[item[:2]] = worker
+        return item
+
+    def _next_for(self, worker: int):
         if self.next[worker] < self.end[worker]:
             self.next[worker] += 1
             return worker, self.next[worker] - 1, self.queues[worker][self.next[worker] - 1]
+        mine = next((k for k, key in enumerate(self.put_back) if self.sizes[key[0]] == self.sizes[worker]), None)
+        if mine is not None:
+            owner, number = self.put_back.pop(mine)
+            return owner, number, self.queues[owner][number]
         if not self.steal:
             return None
         victims = [
@@ -29,3 +45,25 @@ class BatchQueue:
         victim = max(victims, key=lambda w: (self.end[w] - self.next[w]) * self.batch_s[w])
         self.end[victim] -= 1
         return victim, self.end[victim], self.queues[victim][self.end[victim]]
+
+    def lose(self, worker: int, done: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Put back what `worker` (lost with its node) took and did not finish (`done`: every batch whose
+        record reached the driver), and its own unstarted batches; returns them as (owner, batch)."""
+        finished = {tuple(d) for d in done}
+        back = [key for key, taker in self.taken.items() if taker == worker and key not in finished]
+        back += [(worker, n) for n in range(self.next[worker], self.end[worker])]
+        self.next[worker] = self.end[worker]
+        for key in back:
+            self.taken.pop(key, None)
+        self.put_back += sorted(back)
+        return sorted(back)
+
+    def has_work(self, worker: int) -> bool:
+        """Whether take(worker) would give it a batch now (without taking it)."""
+        if self.next[worker] < self.end[worker]:
+            return True
+        if any(self.sizes[owner] == self.sizes[worker] for owner, _ in self.put_back):
+            return True
+        return self.steal and any(
+            w != worker and self.sizes[w] == self.sizes[worker] and self.next[w] < self.end[w] for w in self.queues
+        )

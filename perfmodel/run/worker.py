@@ -185,6 +185,9 @@ class RunWorker:
         """Run every batch; yield one record per batch (a generator: Ray streams each as it is made)."""
         torch, runner = self.torch, self.runner
         done = 0
+        if not self.pending:  # run again after a lost node's batches were put back in the queue
+            for _ in range(PREFETCH):
+                self._prefetch()
         with runner.inference():
             while self.pending:
                 if self.spec.fault_after is not None and done >= self.spec.fault_after:

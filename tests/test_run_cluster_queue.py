@@ -1,0 +1,69 @@
+"""The batch queue when a worker is lost with its node (no Ray needed): what it took and did not finish,
+and its own unstarted batches, go back to the survivors of its input size, each batch once."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from perfmodel.run.steal import BatchQueue
+
+
+def queue(steal: bool = False) -> BatchQueue:
+    own = {0: ["a0", "a1", "a2", "a3"], 1: ["b0", "b1"], 2: ["c0"]}
+    return BatchQueue(own, {0: 32, 1: 32, 2: 64}, {0: 1.0, 1: 1.0, 2: 1.0}, steal)
+
+
+def test_a_lost_worker_gives_back_what_it_took_and_did_not_finish_and_its_unstarted_batches():
+    q = queue()
+    assert [q.take(0)[:2] for _ in range(2)] == [(0, 0), (0, 1)]  # a0 finished, a1 under way when lost
+    assert q.lose(0, done=[(0, 0)]) == [(0, 1), (0, 2), (0, 3)]
+    assert q.take(2)[:2] == (2, 0) and not q.has_work(2)  # another input size cannot take them
+    assert [q.take(1)[:2] for _ in range(5)] == [(1, 0), (1, 1), (0, 1), (0, 2), (0, 3)]  # own batches first
+    assert q.take(1) is None and q.take(2) is None
+
+
+def test_a_worker_that_finished_has_work_again_after_a_loss():
+    q = queue()
+    q.take(0)
+    assert q.take(1) and q.take(1) and q.take(1) is None and not q.has_work(1)
+    q.lose(0, done=[])
+    assert q.has_work(1) and q.take(1)[:2] == (0, 0)
+
+
+def test_batches_a_lost_worker_stole_go_back_too():
+    q = queue(steal=True)
+    assert q.take(1)[:2] == (1, 0) and q.take(1)[:2] == (1, 1) and q.take(1)[:2] == (0, 3)  # stolen from 0
+    assert q.lose(1, done=[(1, 0), (1, 1)]) == [(0, 3)]
+    assert [q.take(0)[:2] for _ in range(4)] == [(0, 0), (0, 1), (0, 2), (0, 3)] and q.take(0) is None
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.booleans()), max_size=40), st.booleans())
+def test_every_batch_is_run_exactly_once_whoever_is_lost(steps, steal):
+    """Random takes and finishes; workers 0 and 1 (one size) may be lost, never both: each batch ends
+    up finished exactly once."""
+    q = BatchQueue({0: list(range(5)), 1: list(range(3)), 2: [0, 1]}, {0: 1, 1: 1, 2: 2}, {0: 1, 1: 1, 2: 1}, steal)
+    holding = {0: [], 1: [], 2: []}
+    finished: list[tuple[int, int]] = []
+    lost: set[int] = set()
+    for worker, lose in steps:
+        if worker in lost:
+            continue
+        if lose and worker in (0, 1) and not lost:
+            q.lose(worker, finished)
+            lost.add(worker)
+            holding[worker] = []
+            continue
+        item = q.take(worker)
+        if item is not None:
+            holding[worker].append(item[:2])
+        if holding[worker]:
+            finished.append(holding[worker].pop(0))
+    for worker in (0, 1, 2):  # the survivors drain the queue
+        if worker in lost:
+            continue
+        while (item := q.take(worker)) is not None:
+            holding[worker].append(item[:2])
+        finished += holding[worker]
+    everything = [(0, n) for n in range(5)] + [(1, n) for n in range(3)] + [(2, 0), (2, 1)]
+    assert sorted(finished) == everything
