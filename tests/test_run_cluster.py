@@ -104,7 +104,7 @@ def lose_when(local: LocalRay, node: int, worker: str, batches: int):
 
 
 def test_a_lost_node_is_survived_each_image_labelled_once(cluster, tmp_path):
-    from perfmodel.commands.run import _lost_line
+    from perfmodel.commands.run import _lost_line, _replan_line
     from perfmodel.run.execute import RunOptions, run_plan
     from perfmodel.run.planfile import read_run_plan
 
@@ -126,6 +126,9 @@ def test_a_lost_node_is_survived_each_image_labelled_once(cluster, tmp_path):
     h100 = data["workers"][[w["hardware"] for w in data["workers"]].index("h100")]
     assert h100["status"] == "lost"
     assert "re-run on" in _lost_line(lost, data) and "deadline" in _lost_line(lost, data)
+    replan = lost["replan"]  # the survivors have seconds of work left against a 30 s deadline
+    assert replan["enough"] and replan["add"] == [] and replan["survivors"] == 2
+    assert "make the 30 s deadline with probability" in _replan_line(replan, 30)
 
 
 def test_a_lost_node_whose_work_nobody_can_take_exits_1_with_the_labels_kept(cluster, tmp_path, capsys):

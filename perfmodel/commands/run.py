@@ -264,6 +264,8 @@ def _print_result(data: dict) -> None:
     console.out.print(line, markup=False)
     for lost in data["lost_workers"]:
         console.out.print(_lost_line(lost, data), markup=False)
+        if lost["replan"]:
+            console.out.print(_replan_line(lost["replan"], data["deadline_s"]), markup=False)
     failed = data["skipped_files"]
     if failed:
         console.note(
@@ -297,6 +299,22 @@ def _lost_line(lost: dict, data: dict) -> str:
             f"deadline {data['deadline_s']:g} s {held}"
         )
     return line
+
+
+def _replan_line(r: dict, deadline_s: float) -> str:
+    """The suggestion made when the node was lost: enough survivors, or which workers to add."""
+    head = (
+        f"  at {r['at_s']:.1f} s, {r['images_left']:,} images left: the {r['survivors']} surviving worker(s) of "
+        f"its input size make the {deadline_s:g} s deadline with probability {r['probability_with_survivors']:.2f}"
+    )
+    if r["enough"]:
+        return head
+    if not r["add"]:
+        return head + "; no number of added workers of the plan's types would hold it"
+    options = " or ".join(f"{a['workers']} {a['hardware']} (P {a['probability']:.2f})" for a in r["add"])
+    return (
+        head + f"; to hold it with probability {r['confidence']:g}, add {options} (adding nodes is the cluster's job)"
+    )
 
 
 def _pair(value: dict) -> tuple:

@@ -24,6 +24,7 @@ from perfmodel.run.images import find_images, size_classes
 from perfmodel.run.labels import LabelWriter, RunIdentity, check_out, read_labels
 from perfmodel.run.planfile import RunPlan
 from perfmodel.run.progress import TypeProgress, progress
+from perfmodel.run.replan import suggest
 from perfmodel.run.result import LostWorker, RunResult, WorkerRun
 from perfmodel.run.shares import batches, split, synthetic_batches
 from perfmodel.run.worker import WorkerSpec, check_runnable
@@ -372,7 +373,18 @@ class _Execution:
         back = ray.get(self.queue.lose.remote(w.plan.index, done))
         w.status, w.error = "lost", "its node was lost"
         survivors = [x for x in self.result.workers if x.status in ("running", "done") and _usable(x, w)]
-        self.result.lost.append(LostWorker(w, self.elapsed(), [tuple(k) for k in back], bool(survivors)))
+        done = set(done)
+        left = [
+            item
+            for x in self.result.workers
+            if _usable(x, w)
+            for n, item in enumerate(x.given)
+            if (x.plan.index, n) not in done
+        ]
+        now = self.elapsed()
+        images_left = sum(item if isinstance(item, int) else len(item) for item in left)
+        suggestion = suggest(self.result.workers, w, now, images_left, self.plan.deadline_s)
+        self.result.lost.append(LostWorker(w, now, [tuple(k) for k in back], bool(survivors), suggestion))
         text = f"the node of {w.plan.name} was lost after {len(w.batches)} of its batches"
         if back:
             text += f"; its {len(back)} unfinished batch(es) " + (

@@ -120,6 +120,7 @@ class LostWorker:
     at_s: float
     put_back: list[tuple[int, int]]
     taken: bool
+    replan: dict | None = None  # what would still make the deadline (perfmodel.run.replan.suggest)
 
     def to_dict(self, workers: list[WorkerRun]) -> dict:
         ran = {(b["owner"], b["batch"]): x.plan.name for x in workers for b in x.batches}
@@ -133,6 +134,7 @@ class LostWorker:
             "batches_put_back": len(self.put_back),
             "images_put_back": sum(x if isinstance(x, int) else len(x) for x in items),
             "rerun_on": sorted({ran[k] for k in self.put_back if k in ran}),
+            "replan": self.replan,
         }
 
 
