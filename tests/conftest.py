@@ -1,5 +1,6 @@
-"""Shared helpers: a fast stability rule, a tiny profile sweep, the CLI in-process and as a subprocess's
-environment, and the markers' rules (the GPU skip; Triton tests are integration tests; timeouts).
+"""Shared helpers: a fast stability rule, a tiny profile sweep, the CLI in-process (run_cli, refused) and
+as a subprocess (perfmodel_command, repo_env, descendants), and the markers' rules (the GPU skip; Triton
+tests are integration tests; timeouts).
 
 Test files import the plain helpers with `from conftest import repo_env, run_cli` (tests/ is on sys.path).
 """
@@ -8,8 +9,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from perfmodel.cli import main
@@ -39,11 +43,32 @@ def repo_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def perfmodel_command(*args) -> list[str]:
+    """The command line of `perfmodel ARGS` as a subprocess of this interpreter (run it with repo_env())."""
+    return [sys.executable, "-m", "perfmodel", *map(str, args)]
+
+
 def run_cli(capsys, *args) -> tuple[int, str, str]:
     """`perfmodel ARGS` in this process: its exit code, stdout and stderr."""
     code = main([str(a) for a in args])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def refused(capsys, *args) -> str:
+    """`perfmodel ARGS` in this process must refuse: exit code 2, one line `error: ...`, no traceback."""
+    code, _, err = run_cli(capsys, *args)
+    assert code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+def descendants(proc: subprocess.Popen | int) -> list[psutil.Process]:
+    """Every process below `proc` (a Popen or a pid); none once it is gone."""
+    try:
+        return psutil.Process(proc if isinstance(proc, int) else proc.pid).children(recursive=True)
+    except psutil.Error:
+        return []
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects: a Triton test's implied `integration` must count

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import repo_env
+from conftest import perfmodel_command, repo_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -704,7 +704,7 @@ def test_a_full_stdout_is_one_sentence_and_exit_1(ws, capsys, monkeypatch, tmp_p
 def _perfmodel(*args, stdout=subprocess.PIPE, cwd=None):
     env = repo_env()
     return subprocess.run(
-        [sys.executable, "-m", "perfmodel", *map(str, args)],
+        perfmodel_command(*args),
         stdout=stdout,
         stderr=subprocess.PIPE,
         text=True,

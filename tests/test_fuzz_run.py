@@ -7,6 +7,7 @@ import shutil
 
 import pandas as pd
 import pytest
+from conftest import refused as cli_refused
 from run_data import make_images, write_plan
 
 from perfmodel.cli import main
@@ -20,11 +21,7 @@ def plan(tmp_path):
 
 
 def refused(capsys, *args) -> str:
-    code = main(["run", *map(str, args)])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
-    return err
+    return cli_refused(capsys, "run", *args)
 
 
 def _labels(out, paths, plan_id, inputs_id):

@@ -16,17 +16,14 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import repo_env
+from conftest import descendants, perfmodel_command, repo_env
 
 pytestmark = pytest.mark.integration  # each test starts `perfmodel profile` in a subprocess
 GRACE_S = 20  # how long the children may take to notice and go (a bound, not a measurement)
 
 
 def _profile(tmp_path: Path, *args: str) -> subprocess.Popen:
-    command = [
-        sys.executable,
-        "-m",
-        "perfmodel",
+    command = perfmodel_command(
         "profile",
         "--model",
         "tiny",
@@ -35,15 +32,8 @@ def _profile(tmp_path: Path, *args: str) -> subprocess.Popen:
         "--out",
         str(tmp_path / "p.csv"),
         *args,
-    ]
+    )
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=repo_env(), cwd=tmp_path)
-
-
-def _descendants(proc: subprocess.Popen | int) -> list[psutil.Process]:
-    try:
-        return psutil.Process(proc if isinstance(proc, int) else proc.pid).children(recursive=True)
-    except psutil.Error:
-        return []
 
 
 def _wait_until(proc: subprocess.Popen, predicate, timeout_s: float = 240) -> None:
@@ -58,7 +48,7 @@ def _wait_until(proc: subprocess.Popen, predicate, timeout_s: float = 240) -> No
 def profile_workers(proc: subprocess.Popen | int) -> list[psutil.Process]:
     """The profiler's worker processes below `proc` (a Popen or a pid), told apart by their command line."""
     found = []
-    for child in _descendants(proc):
+    for child in descendants(proc):
         try:
             if "perfmodel.profile.worker" in " ".join(child.cmdline()):
                 found.append(child)
@@ -96,7 +86,7 @@ def _signal_when(proc: subprocess.Popen, ready, sig: int) -> list[psutil.Process
     """Wait until `ready()`, note the profiler's children, send `sig`, wait for the profiler's end."""
     try:
         _wait_until(proc, ready)
-        children = _descendants(proc)
+        children = descendants(proc)
         proc.send_signal(sig)
         proc.wait(timeout=60)
         return children

@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import repo_env, run_cli
+from conftest import descendants, perfmodel_command, repo_env, run_cli
 
 from perfmodel.cli import main
 from perfmodel.schema import load_profile
@@ -149,10 +148,7 @@ def test_missing_required_option_is_one_line(capsys):
 def test_ctrl_c_keeps_finished_points_and_resume_completes(tmp_path):
     """A real Ctrl-C (SIGINT) to the real command, in the middle of a sweep."""
     out = tmp_path / "p.csv"
-    args = [
-        sys.executable,
-        "-m",
-        "perfmodel",
+    args = perfmodel_command(
         "profile",
         "--model",
         "tiny",
@@ -166,8 +162,8 @@ def test_ctrl_c_keeps_finished_points_and_resume_completes(tmp_path):
         "0.5",
         "--warmup",
         "in-process",
-    ]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    )
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env())
     deadline = time.monotonic() + 60
     while not (out.exists() and len(load_profile(out)) >= 2):
         assert time.monotonic() < deadline and proc.poll() is None, "the sweep should still be running"
@@ -226,13 +222,6 @@ def _wait_for(predicate, proc: subprocess.Popen, timeout_s: float = 120) -> None
         time.sleep(0.05)
 
 
-def _descendants(proc: subprocess.Popen) -> list[psutil.Process]:
-    try:
-        return psutil.Process(proc.pid).children(recursive=True)
-    except psutil.Error:
-        return []
-
-
 def _gone(procs: list[psutil.Process], timeout_s: float = 10) -> bool:
     _, alive = psutil.wait_procs(procs, timeout=timeout_s)
     return not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
@@ -241,10 +230,7 @@ def _gone(procs: list[psutil.Process], timeout_s: float = 10) -> bool:
 @pytest.mark.integration
 def test_sigterm_is_handled_like_ctrl_c(tmp_path):
     out = tmp_path / "p.csv"
-    args = [
-        sys.executable,
-        "-m",
-        "perfmodel",
+    args = perfmodel_command(
         "profile",
         "--model",
         "tiny",
@@ -258,11 +244,11 @@ def test_sigterm_is_handled_like_ctrl_c(tmp_path):
         "0.5",
         "--warmup",
         "in-process",
-    ]
+    )
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env())
     try:
         _wait_for(lambda: out.exists() and len(load_profile(out)) >= 2, proc)
-        children = _descendants(proc)
+        children = descendants(proc)
         assert children, "the sweep runs its model in worker processes"
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=60)
@@ -278,11 +264,7 @@ def test_sigterm_is_handled_like_ctrl_c(tmp_path):
 @pytest.mark.integration
 def test_an_interrupt_before_the_first_point_claims_no_file(tmp_path):
     out = tmp_path / "p.csv"
-    args = [
-        sys.executable,
-        "-u",
-        "-m",
-        "perfmodel",
+    args = perfmodel_command(
         "profile",
         "--model",
         "tiny",
@@ -292,8 +274,10 @@ def test_an_interrupt_before_the_first_point_claims_no_file(tmp_path):
         "1",
         "--out",
         str(out),
-    ]  # fresh-process warm-up: the first point takes seconds
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env())
+    )  # fresh-process warm-up: the first point takes seconds
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env(PYTHONUNBUFFERED="1")
+    )
     try:
         assert "planned:" in proc.stderr.readline()
         proc.send_signal(signal.SIGINT)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-from conftest import repo_env
+from conftest import descendants, perfmodel_command, repo_env
 
 from perfmodel.cli import main
 from perfmodel.errors import DeviceError, InputError
@@ -243,10 +243,7 @@ def server():
 
 
 def _profile(*args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "perfmodel",
+    return perfmodel_command(
         "profile",
         "--model",
         "tiny",
@@ -257,7 +254,7 @@ def _profile(*args: str) -> list[str]:
         "--max-time-per-point",
         "0.5",
         *args,
-    ]
+    )
 
 
 @pytest.mark.triton
@@ -401,10 +398,6 @@ def _wait_for_rows(out: Path, proc: subprocess.Popen, rows: int, timeout_s: floa
     raise AssertionError(f"the profiler wrote no {rows} row(s) in time (exit code {proc.poll()})")
 
 
-def _tree(proc: subprocess.Popen) -> list[psutil.Process]:
-    return psutil.Process(proc.pid).children(recursive=True)
-
-
 @pytest.mark.triton
 def test_server_killed_mid_sweep_keeps_points_and_resume_completes(server, tmp_path):
     before = _leftovers()
@@ -428,7 +421,7 @@ def test_server_killed_mid_sweep_keeps_points_and_resume_completes(server, tmp_p
     )
     try:
         _wait_for_rows(out, proc, 1)
-        started = _tree(proc)
+        started = descendants(proc)
         program = [p for p in started if "triton_server" in " ".join(p.cmdline())]
         assert program, "the profiler started no server program"
         program[0].kill()
@@ -479,7 +472,7 @@ def test_ctrl_c_stops_the_server_and_keeps_points(server, tmp_path):
     )
     try:
         _wait_for_rows(out, proc, 1)
-        started = _tree(proc)
+        started = descendants(proc)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
-from conftest import repo_env
+from conftest import perfmodel_command, repo_env
 from test_triton import _leftovers, _server_processes
 
 from perfmodel.cli import main
@@ -139,10 +138,7 @@ def test_rate_sweep_writes_rows_resumes_and_leaves_nothing(batching_server, tmp_
     repo = tmp_path / "tiny"
     write_batching(repo, {"cpu": BatchingSettings(4, (4,), 1000, "KIND_CPU")}, "test")
     out = tmp_path / "r.csv"
-    command = [
-        sys.executable,
-        "-m",
-        "perfmodel",
+    command = perfmodel_command(
         "profile",
         "--model",
         "tiny",
@@ -158,7 +154,7 @@ def test_rate_sweep_writes_rows_resumes_and_leaves_nothing(batching_server, tmp_
         "32",
         "--out",
         str(out),
-    ]
+    )
     apart = len(os.sched_getaffinity(0)) >= 2
     if apart:  # the server on one core, the load generator on the others
         command += ["--server-cpus", str(min(os.sched_getaffinity(0)))]
