@@ -97,3 +97,37 @@ def stray_folders(owner_pids) -> list[str]:
         except (OSError, ValueError):
             continue
     return left
+
+
+def fake_run(plan_path) -> dict:
+    """The JSON of a run of `plan_path`, as `perfmodel run --json` writes it, with made-up times."""
+    from perfmodel.run.planfile import read_run_plan
+    from perfmodel.run.result import RunResult, WorkerRun
+
+    plan = read_run_plan(plan_path)
+    workers = []
+    for w in plan.workers:
+        run = WorkerRun(w, [8, 8, 4], host="h", pid=1, load=(0.0, 0.1), status="done")
+        t = 0.12
+        for i, n in enumerate((8, 8, 4)):
+            run.batches.append(
+                {
+                    "seq": i,
+                    "owner": w.index,
+                    "batch": i,
+                    "start": t,
+                    "end": t + 0.02,
+                    "model_s": 0.02,
+                    "wait_s": 0.0,
+                    "decode_s": 0.0,
+                    "images": n,
+                    "paths": None,
+                    "classes": [],
+                    "scores": [],
+                    "failed": [],
+                }
+            )
+            t += 0.02
+        workers.append(run)
+    result = RunResult(plan, workers, "complete", "synthetic", "local", "cpu", "now", False, load_avg=(1.0, 1.0))
+    return result.to_dict()

@@ -213,8 +213,8 @@ COMMANDS = {
     ),
     "report --run": Command(
         "report --run",
-        ("report", "--plan", "{plan}", "--out", "{out}"),
-        file_options={"--run": "plan"},
+        ("report", "--run", "{run}", "--out", "{out}"),
+        file_options={"--run": "run"},
     ),
 }
 
@@ -310,6 +310,13 @@ def ws(tmp_path_factory) -> Path:
     good_plan = json.loads((ws / "plan.json").read_text())
     for name, change in HOSTILE_PLANS.items():
         (ws / name).write_text(json.dumps({**good_plan, **change}))
+    from run_data import fake_run
+
+    (ws / "run.json").write_text(json.dumps(console.clean_for_json(fake_run(ws / "plan.json"))))
+    for name, change in HOSTILE_RUNS.items():
+        run = json.loads((ws / "run.json").read_text())
+        change(run)
+        (ws / name).write_text(json.dumps(run))
     shutil.copy(REPO / "tests" / "data" / "import" / "published_table.csv", ws / "table.csv")
     (ws / "folder").mkdir()
     return ws
@@ -387,6 +394,25 @@ HOSTILE_PLANS = {
     "list-gpus.json": {"gpus_by_type": ["cpu", 3]},
     "assignment-text.json": {"assignments": ["cpu"]},
 }
+
+
+def _worker(key, value):
+    return lambda run: run["workers"][0].update({key: value})
+
+
+HOSTILE_RUNS = {  # a run of `perfmodel run --json` with one field of the wrong kind: each was a traceback
+    "run-load-number.json": _worker("load_s", 5),
+    "run-batch-text.json": lambda run: run["workers"][0]["batch_s"].update(measured="x"),
+    "run-decode-text.json": _worker("decode_s_per_image", "fast"),
+    "run-model-number.json": lambda run: run.update(model=3),
+    "run-timeline-number.json": _worker("timeline", 7),
+    "run-batches-text.json": _worker("timeline", {"load": [0, 1], "batches": "ab"}),
+    "run-huge-time.json": _worker("timeline", {"load": [0, 1e300], "batches": []}),
+    "run-count-text.json": _worker("batch_size", "8"),
+    "run-status-null.json": lambda run: run.update(status=None),
+    "run-load-average-text.json": lambda run: run.update(load_avg_1m="high"),
+    "run-makespan-text.json": lambda run: run.update(measured_makespan_s="soon"),
+}
 _ANY = ["missing.csv", "folder", "/dev/null", "line\nbreak.csv", "empty.json", "blank.csv", "binary.bin", "latin1.csv"]
 _JSON = [
     "deep.json",
@@ -414,6 +440,7 @@ HOSTILE_FILES = {  # by the kind of file a slot reads: the hostile ones, and goo
     "profile": [*_ANY, "nul.csv", "dupcolumn.csv", *HOSTILE_PROFILES, "predictor.json", "deep.json", "bigint.json"],
     "predictor": [*_ANY, *_JSON, *HOSTILE_PREDICTORS, "plan.json"],
     "plan": [*_ANY, *_JSON, *HOSTILE_PLANS, "predictor.json"],
+    "run": [*_ANY, *_JSON, *HOSTILE_RUNS, "plan.json", "predictor.json"],
 }
 
 
@@ -735,3 +762,32 @@ def test_subprocess_bad_inputs(ws, tmp_path):
         done = _perfmodel(*args)
         assert_refused(Result(done.returncode, done.stdout, done.stderr), mentions=words)
     assert snapshot(tmp_path) == before
+
+
+# --- what a report draws: names as written, run files checked ---------------------------------------------
+
+
+def test_names_with_mathtext_are_drawn_as_written(tmp_path, capsys):
+    """A model named '$\\oops$' made report fail in matplotlib's mathtext parser (ParseFatalException)."""
+    import perfmodel
+
+    rows = pd.read_csv(SHIPPED)
+    rows = rows[rows["input_size"].isin([64, 96])].assign(model=r"$\oops$", backend=r"$x^$")
+    rows.to_csv(tmp_path / "p.csv", index=False)
+    perfmodel.fit(rows, families=["piecewise"]).save(tmp_path / "p.json")
+    result = invoke(capsys, ["report", tmp_path / "p.csv", "--predictor", tmp_path / "p.json", "--out", tmp_path / "r"])
+    assert result.code == 0, result.err[-500:]
+    assert r"$\oops$" in (tmp_path / "r" / "report.html").read_text()
+
+
+@pytest.mark.parametrize(
+    "hostile, words",
+    [
+        ("run-load-number.json", 'worker cpu#0, "load_s" is 5, not an object'),
+        ("run-batch-text.json", 'worker cpu#0, "batch_s".measured is "x", not a number'),
+        ("run-huge-time.json", "a timeline entry is 1e+300, not a number of seconds within 1e+09"),
+        ("run-model-number.json", '"model" is 3'),
+    ],
+)
+def test_hostile_run_files_are_named(ws, capsys, hostile, words):
+    assert_refused(invoke(capsys, ["report", "--run", ws / hostile, "--out", ws / "out"]), mentions=words)

@@ -103,3 +103,13 @@ def test_rate_and_percentile_messages_say_what_is_wrong(capsys):
     assert code == 2 and "write 99 for the 99th" in err
     code, answer, _ = plan(capsys, "--rate", "400/s", "--slo", "100ms", "--percentile", "0.5%")
     assert code == 0 and answer["percentile"] == 0.5
+
+
+@pytest.mark.parametrize("name, make", [("configs", "file"), ("config.pbtxt", "folder")])
+def test_a_triton_config_directory_of_the_wrong_shape_is_refused_before_solving(capsys, tmp_path, name, make):
+    """DIR/configs as a file: FileExistsError after solving (the plan lost)."""
+    repo = tmp_path / "model"
+    repo.mkdir()
+    (repo / name).mkdir() if make == "folder" else (repo / name).write_text("x")
+    code, _, err = plan(capsys, "--rate", "400/s", "--slo", "100ms", "--triton-config", str(repo))
+    assert code == 2 and f"{repo / name} is a" in err and "Traceback" not in err

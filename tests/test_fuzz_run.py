@@ -164,3 +164,60 @@ def test_an_interrupt_while_the_keeper_starts_leaves_no_folder(tmp_path, monkeyp
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert list(tmp_path.glob(cluster.TEMP_PREFIX + "*")) == []
+
+
+def test_a_keeper_whose_driver_is_gone_cleans_up_without_a_traceback(tmp_path):
+    """SIGKILL of `run` while Ray starts: the keeper's 'failed ...' line met a closed pipe, and its
+    BrokenPipeError traceback reached the terminal."""
+    import subprocess
+    import sys
+    import time
+
+    folder = tmp_path / "perfmodel-ray-x"
+    folder.mkdir()
+    code = (
+        "import sys, time\n"
+        "import perfmodel.run.keeper as k\n"
+        "def start(self, args):\n"
+        "    time.sleep(1.5)\n"
+        "    raise RuntimeError('stopped while starting')\n"
+        "k.Keeper.start = start\n"
+        f"sys.exit(k.main(['--temp-dir', {str(folder)!r}, '--num-cpus', '1']))\n"
+    )
+    keeper = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(tmp_path)
+    )
+    time.sleep(0.5)
+    keeper.stdout.close()  # the driver is gone
+    _, err = keeper.communicate(timeout=60)
+    assert keeper.returncode == 1
+    assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()[-500:]
+    assert not folder.exists()
+
+
+def test_labels_whose_folder_is_removed_during_the_run_are_one_sentence(tmp_path):
+    """rm -rf of the --out folder during a run: the periodic flush raised FileNotFoundError (a traceback)."""
+    from perfmodel.errors import InputError, PerfmodelError
+    from perfmodel.run.labels import LabelWriter
+
+    folder = tmp_path / "out"
+    folder.mkdir()
+    writer = LabelWriter(folder / "labels.csv", RunIdentity("p" * 16, "i" * 16))
+    writer.add([("a.jpg", 1, 0.5, "cpu#0", 0)])
+    writer.flush()
+    shutil.rmtree(folder)
+    writer.add([("b.jpg", 2, 0.5, "cpu#0", 1)])
+    with pytest.raises(PerfmodelError, match="its folder was removed during the run") as caught:
+        writer.flush()
+    assert not isinstance(caught.value, InputError)  # exit 1: a failure while running, not bad input
+
+
+def test_a_plan_for_a_trillion_images_is_refused_before_its_batches_are_built():
+    """run of a plan for 10^12 images: a MemoryError building the list of batches (a traceback)."""
+    from perfmodel.errors import InputError
+    from perfmodel.run.planfile import WorkerPlan
+    from perfmodel.run.shares import synthetic_batches
+
+    worker = WorkerPlan(0, "cpu#0", "cpu", 64, 16, 62_500_000_000, 10**12, "torch", "fp32", 1.0, 0.1, 0.05, 9e9)
+    with pytest.raises(InputError, match="would run 62,500,000,000 batches"):
+        synthetic_batches(worker)

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 from conftest import refused as cli_refused
-from run_data import make_images, write_plan
+from run_data import fake_run, make_images, write_plan
 
 from perfmodel.cli import main
 from perfmodel.errors import InputError
@@ -207,39 +207,6 @@ def test_decoded_images_reach_the_model_in_the_layout_the_profile_measured(tmp_p
     list(worker.run())
     layout = torch.channels_last if backend == "torch-channels-last" else torch.contiguous_format
     assert seen and all(x.is_contiguous(memory_format=layout) for x in seen)
-
-
-def fake_run(plan_path) -> dict:
-    """The JSON of a run of `plan_path`, as `perfmodel run --json` writes it, with made-up times."""
-    from perfmodel.run.result import RunResult, WorkerRun
-
-    plan = read_run_plan(plan_path)
-    workers = []
-    for w in plan.workers:
-        run = WorkerRun(w, [8, 8, 4], host="h", pid=1, load=(0.0, 0.1), status="done")
-        t = 0.12
-        for i, n in enumerate((8, 8, 4)):
-            run.batches.append(
-                {
-                    "seq": i,
-                    "owner": w.index,
-                    "batch": i,
-                    "start": t,
-                    "end": t + 0.02,
-                    "model_s": 0.02,
-                    "wait_s": 0.0,
-                    "decode_s": 0.0,
-                    "images": n,
-                    "paths": None,
-                    "classes": [],
-                    "scores": [],
-                    "failed": [],
-                }
-            )
-            t += 0.02
-        workers.append(run)
-    result = RunResult(plan, workers, "complete", "synthetic", "local", "cpu", "now", False, load_avg=(1.0, 1.0))
-    return result.to_dict()
 
 
 def test_report_draws_a_run_beside_its_plan(plan, tmp_path, capsys):

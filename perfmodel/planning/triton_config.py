@@ -75,6 +75,14 @@ def check_target(directory: str | os.PathLike, protected=()) -> Path:
         raise InputError(f"--triton-config {path}: {parent} is a file, not a folder.")
     if not os.access(parent, os.W_OK):
         raise InputError(f"--triton-config {path}: cannot write in {parent}.")
+    # what the plan writes into (several types: DIR/configs/), of the wrong kind, would fail after solving
+    if (path / "configs").exists() and not (path / "configs").is_dir():
+        raise InputError(
+            f"--triton-config {path}: {path / 'configs'} is a file, where a plan for several GPU types writes "
+            "one config per type: move it away, or give another directory."
+        )
+    if (path / CONFIG).is_dir():
+        raise InputError(f"--triton-config {path}: {path / CONFIG} is a folder, not a model configuration.")
     for config in (path / CONFIG, *(path / "configs").glob("*.pbtxt")):
         if config.exists() and any(_same(config, Path(p)) for p in protected):
             raise InputError(f"--triton-config would write over {config}, which is one of this command's inputs.")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -11,8 +10,9 @@ import pandas as pd
 from perfmodel.errors import InputError
 from perfmodel.files import read_json
 from perfmodel.planning.context import check_plan_format
-from perfmodel.planning.fields import check_plan_fields, is_number
+from perfmodel.planning.fields import check_plan_fields
 from perfmodel.report.groups import SOURCE
+from perfmodel.report.runfile import check_run
 from perfmodel.schema import load_profile
 
 
@@ -80,12 +80,5 @@ def read_run(path) -> dict | None:
         isinstance(w, dict) and isinstance(w.get("worker"), str) for w in workers
     ):
         raise InputError(f'{source} is not a run (no "workers" list); {how}.')
-    for w in workers:
-        timeline = w.get("timeline")
-        spans = [] if not isinstance(timeline, dict) else [timeline.get("load")] + list(timeline.get("batches") or [])
-        for span in spans:
-            if span is not None and not (isinstance(span, list) and len(span) == 2 and all(is_number(x) for x in span)):
-                raise InputError(
-                    f"{source}, worker {w['worker']}: a timeline entry is {json.dumps(span)}, not [start, end]; {how}."
-                )
+    check_run(run, source, how)
     return run

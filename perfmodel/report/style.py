@@ -64,11 +64,21 @@ def to_png(fig) -> bytes:
         with plt.rc_context(RC), warnings.catch_warnings():
             # A name from a file in a script the font lacks is drawn as boxes: no warning per character.
             warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
+            _literal_text(fig)
             _thin_batch_labels(fig)
             fig.savefig(buffer, format="png")
     finally:
         plt.close(fig)
     return buffer.getvalue()
+
+
+def _literal_text(fig) -> None:
+    """Every text drawn as written: names come from files, and matplotlib reads '$...$' as mathtext (a model
+    named '$\\oops$' made the report fail). No figure of the report uses mathtext itself."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
 
 
 def batch_axis(ax, batches: Iterable[float]) -> None:

@@ -259,15 +259,27 @@ def main(argv=None) -> int:
         try:
             address = keeper.start(args)
             for number, node in enumerate(nodes, 1):
-                print(f"node {number} {keeper.add_node(address, node, number)}", flush=True)
+                _tell(f"node {number} {keeper.add_node(address, node, number)}")
         except Exception as exc:  # report and clean up; the driver turns this into one sentence
-            print(f"failed {exc}", flush=True)
+            _tell(f"failed {exc}")
             return 1
-        print(f"ready {address}", flush=True)
+        _tell(f"ready {address}")
         keeper.wait()
         return 0
     finally:
         keeper.stop()
+
+
+def _tell(line: str) -> None:
+    """One protocol line to the driver. A driver killed (SIGKILL) while Ray started has closed the pipe: the
+    keeper then only cleans up, silently (a BrokenPipeError traceback reached the terminal), and its stdout
+    goes to /dev/null so that the interpreter's last flush finds no closed pipe either."""
+    try:
+        print(line, flush=True)
+    except (BrokenPipeError, ValueError, OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def remove_stale_folders(base: Path, prefix: str) -> None:

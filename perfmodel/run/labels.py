@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from perfmodel.errors import InputError
+from perfmodel.errors import InputError, PerfmodelError
 from perfmodel.files import atomic_write_bytes, check_writable
 
 ROW_COLUMNS = ("path", "class", "score", "worker", "batch")  # what a worker's result gives
@@ -142,7 +142,14 @@ class LabelWriter:
             data = buffer.getvalue()
         else:
             data = frame.to_csv(index=False).encode("utf-8")
-        atomic_write_bytes(self.path, data)
+        try:
+            atomic_write_bytes(self.path, data)
+        except OSError as exc:  # its folder removed during the run, a full disk: one sentence, exit 1
+            raise PerfmodelError(
+                f"cannot write the labels to {self.path}: {exc.strerror or exc}"
+                + (" (its folder was removed during the run)" if not self.path.parent.exists() else "")
+                + f"; {len(self.rows):,} labels of this run are lost, the run is stopped."
+            ) from None
         self.written = len(self.rows)
 
 

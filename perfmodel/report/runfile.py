@@ -1,0 +1,74 @@
+"""The checker of run files (`perfmodel run --json`) for the report, as plans have theirs: every field the
+report reads has the type it draws with, or one sentence names the field, the worker and what it holds.
+
+A number where an object belongs (load_s: 5), a string where a number belongs (batch_s.measured: "x"), or
+a timeline that is not [start, end] pairs made the report fail with TypeError, KeyError, AttributeError
+or ValueError."""
+
+from __future__ import annotations
+
+import json
+
+from perfmodel.errors import InputError
+from perfmodel.planning.fields import is_number
+
+MAX_SECONDS = 1e9  # about 31 years: a time beyond is not a run's (and no axis can draw it)
+PAIRS = ("load_s", "warmup_s", "batch_s", "finish_s")
+COUNTS = ("input_size", "batch_size", "batches_done", "batches_given", "images_done")
+TOP_NUMBERS = ("predicted_makespan_s", "measured_makespan_s", "error_rel", "deadline_s")
+
+
+def check_run(run: dict, source: str, how: str) -> None:
+    """InputError naming the first field of `run` the report cannot draw."""
+
+    def refuse(where: str, value, wanted: str) -> None:
+        shown = json.dumps(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise InputError(f"{source}: {where} is {shown}, not {wanted}; {how}.")
+
+    def number(where: str, value, optional: bool = True, seconds: bool = True) -> None:
+        if value is None and optional:
+            return
+        if not is_number(value) or (seconds and abs(value) > MAX_SECONDS):
+            refuse(where, value, "a number" + (f" of seconds within {MAX_SECONDS:g}" if seconds else ""))
+
+    if not isinstance(run.get("status"), str):
+        refuse('"status"', run.get("status"), "a string")
+    model = run.get("model")
+    if model is not None and not (isinstance(model, dict) and isinstance(model.get("name"), (str, type(None)))):
+        refuse('"model"', model, 'an object with a "name"')
+    for key in TOP_NUMBERS:
+        number(f'"{key}"', run.get(key), seconds=key != "error_rel")
+    load = run.get("load_avg_1m")
+    if load is not None and not (isinstance(load, list) and all(is_number(x) for x in load)):
+        refuse('"load_avg_1m"', load, "a list of numbers")
+    for w in run["workers"]:
+        name = w["worker"][:40]
+        for key in PAIRS:
+            pair = w.get(key)
+            if not isinstance(pair, dict):
+                refuse(f'worker {name}, "{key}"', pair, 'an object {"predicted": s, "measured": s}')
+            for side in ("predicted", "measured"):
+                number(f'worker {name}, "{key}".{side}', pair.get(side))
+        for key in COUNTS:
+            value = w.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                refuse(f'worker {name}, "{key}"', value, "a whole number >= 0")
+        number(f'worker {name}, "decode_s_per_image"', w.get("decode_s_per_image"))
+        if not isinstance(w.get("bottleneck"), (str, type(None))):
+            refuse(f'worker {name}, "bottleneck"', w.get("bottleneck"), "a string")
+        timeline = w.get("timeline")
+        if timeline is None:
+            continue
+        if not isinstance(timeline, dict):
+            refuse(f'worker {name}, "timeline"', timeline, 'an object {"load": [start, end], "batches": [...]}')
+        batches = timeline.get("batches")
+        if batches is not None and not isinstance(batches, list):
+            refuse(f'worker {name}, "timeline".batches', batches, "a list of [start, end]")
+        for span in [timeline.get("load"), *(batches or [])]:
+            if span is None:
+                continue
+            if not (isinstance(span, list) and len(span) == 2 and all(is_number(x) for x in span)):
+                refuse(f"worker {name}, a timeline entry", span, "[start, end]")
+            for x in span:
+                number(f"worker {name}, a timeline entry", x)
