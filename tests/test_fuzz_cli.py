@@ -172,6 +172,7 @@ COMMANDS = {
             "--input-size": "size",
             "--objective": "choice",
             "--triton-config": "outdir",
+            "--ray-serve-config": "outfile",
             "--margin": "fraction",
         },
     ),

@@ -11,6 +11,7 @@ ONLINE_EXAMPLES = """online serving (--mode online):
   perfmodel plan --mode online --rate 20k/s --slo 30ms --pool h100=8,a100=16 --objective cost \\
                  --price h100=4.5,a100=2.2 --json
   perfmodel plan --mode online --rate 400/s --slo 100ms --triton-config model_repository/resnet50/
+  perfmodel plan --mode online --rate 400/s --slo 100ms --ray-serve-config serve.json
   perfmodel plan --mode online --arrivals trace.csv --slo 50ms --request-size 4
   perfmodel plan --mode online --rate 400/s --slo 100ms --margin 10% --profile p.csv
 
@@ -40,6 +41,7 @@ ONLINE_ONLY = {
     "request_size": None,
     "arrivals": None,
     "triton_config": None,
+    "ray_serve_config": None,
     "max_queue_delay": None,
     "no_simulation": False,
 }
@@ -64,6 +66,12 @@ def add_arguments(p) -> None:
         "--triton-config",
         metavar="DIR",
         help="write the config.pbtxt settings the plan assumes into this model directory",
+    )
+    g.add_argument(
+        "--ray-serve-config",
+        metavar="FILE",
+        help="write the Ray Serve deployment settings the plan means (replicas, max_ongoing_requests, "
+        "@serve.batch's max_batch_size and batch_wait_timeout_s) to this JSON file",
     )
     g.add_argument(
         "--max-queue-delay",
@@ -129,6 +137,11 @@ def run_online(args) -> int:
         triton_dir = check_target(
             args.triton_config, [*args.profile, *args.predictor, *([args.arrivals] if args.arrivals else [])]
         )
+    inputs = [*args.profile, *args.predictor, *([args.arrivals] if args.arrivals else [])]
+    if args.ray_serve_config is not None:
+        from perfmodel.planning.ray_serve_config import check_target as check_serve_target
+
+        check_serve_target(args.ray_serve_config, inputs)
     try:
         plan = make_online_plan(
             rate=None if args.rate is None else parse_rate(args.rate),
@@ -159,8 +172,18 @@ def run_online(args) -> int:
 
         cpus = [a.hardware for a in plan.assignments if a.hardware.startswith("cpu")]
         written = write_batching(triton_dir, triton_settings(plan, cpus), triton_header(plan))
+    if args.ray_serve_config is not None:
+        from perfmodel.planning.ray_serve_config import ray_serve_settings, write_settings
+
+        cpus = [a.hardware for a in plan.assignments if a.hardware.startswith("cpu")]
+        write_settings(args.ray_serve_config, ray_serve_settings(plan, cpus), triton_header(plan))
     if args.json:
-        console.print_json(console.clean_for_json({**plan.to_dict(), "triton_config": [str(p) for p in written]}))
+        serve = args.ray_serve_config
+        console.print_json(
+            console.clean_for_json(
+                {**plan.to_dict(), "triton_config": [str(p) for p in written], "ray_serve_config": serve}
+            )
+        )
         return 0
     console.out.print(online_summary(plan), markup=False)
     console.table(None, ONLINE_COLUMNS, online_rows(plan))
@@ -177,7 +200,7 @@ def run_online(args) -> int:
             f"those are at the profile's speed; with every batch {percent(plan.margin)} slower, "
             f"p{plan.percentile:g}: {slowed} (the SLO {plan.slo_s * 1000:g} ms)."
         )
-    for path in written:
+    for path in [*written, *([args.ray_serve_config] if args.ray_serve_config else [])]:
         console.note(f"wrote {path}")
     if len(written) > 1:
         console.note("start each type's servers with tritonserver --model-config-name=<type>.")
