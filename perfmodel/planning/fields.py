@@ -6,13 +6,32 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 from perfmodel.errors import InputError
+from perfmodel.files import read_json
 from perfmodel.schema import PRECISIONS
 from perfmodel.units import GPU_TYPE_NAME, MAX_BATCH_SIZE, MAX_INPUT_SIZE, MAX_SECONDS, shown
 from solvers.problem import MAX_COUNT
 
 PLAN_STATUSES = ("optimal", "feasible", "infeasible")
+PLAN_HOW = "give the JSON that `perfmodel plan --json` prints"
+
+
+def read_batch_plan(path, online: str) -> dict:
+    """Read a batch plan file (soft or relaxed) for report and run, every known field checked: InputError
+    with one sentence otherwise. `online` says why the reader cannot use an online plan."""
+    from perfmodel.planning.context import check_plan_format  # context imports numpy and the solvers
+
+    source = os.fspath(path)
+    plan = read_json(path, InputError, "a plan", PLAN_HOW)
+    if isinstance(plan, dict) and plan.get("mode") == "online":
+        raise InputError(f"{source} is an online plan (--mode online): {online}.")
+    if not isinstance(plan, dict) or not isinstance(plan.get("status"), str):
+        raise InputError(f'{source} is JSON but not a plan (no "status"); {PLAN_HOW}.')
+    check_plan_format(plan, source, PLAN_HOW)
+    check_plan_fields(plan, source, PLAN_HOW)
+    return plan
 
 
 def check_plan_fields(plan: dict, source: str, how: str) -> None:

@@ -9,8 +9,7 @@ import pandas as pd
 
 from perfmodel.errors import InputError
 from perfmodel.files import read_json
-from perfmodel.planning.context import check_plan_format
-from perfmodel.planning.fields import check_plan_fields
+from perfmodel.planning.fields import read_batch_plan
 from perfmodel.report.groups import SOURCE
 from perfmodel.report.runfile import check_run
 from perfmodel.schema import load_profile
@@ -52,18 +51,7 @@ def read_plan(path) -> dict | None:
     """
     if path is None:
         return None
-    source = os.fspath(path)
-    how = "give the JSON that `perfmodel plan --json` prints"
-    plan = read_json(path, InputError, "a plan", how)
-    if isinstance(plan, dict) and plan.get("mode") == "online":
-        raise InputError(
-            f"{source} is an online plan (--mode online): the report draws batch plans (soft, relaxed) only."
-        )
-    if not isinstance(plan, dict) or not isinstance(plan.get("status"), str):
-        raise InputError(f'{source} is JSON but not a plan (no "status"); {how}.')
-    check_plan_format(plan, source, how)
-    check_plan_fields(plan, source, how)
-    return plan
+    return read_batch_plan(path, online="the report draws batch plans (soft, relaxed) only")
 
 
 def read_run(path) -> dict | None:

@@ -1,8 +1,9 @@
 """A plan JSON read for running: checked, and expanded to one WorkerPlan per planned GPU.
 
-Every field's value (the plan's, each assignment's, each per-GPU row's) is checked by the one plan
-checker, perfmodel.planning.fields; this module adds what running needs on top: the fields it cannot
-run without, a model, and a backend and precision that in-process PyTorch runs.
+The file is read, and every field's value (the plan's, each assignment's, each per-GPU row's) checked, by
+the one plan reader and checker, perfmodel.planning.fields (report reads plans with it too); this module
+adds what running needs on top: the fields it cannot run without, a model, and a backend and precision
+that in-process PyTorch runs.
 """
 
 from __future__ import annotations
@@ -11,13 +12,11 @@ import os
 from dataclasses import dataclass
 
 from perfmodel.errors import InputError
-from perfmodel.files import read_json
-from perfmodel.planning.context import check_plan_format, sha256_of
-from perfmodel.planning.fields import check_plan_fields
+from perfmodel.planning.context import sha256_of
+from perfmodel.planning.fields import PLAN_HOW, read_batch_plan
 from perfmodel.torch_runner import PRECISIONS as TORCH_PRECISIONS
 from perfmodel.torch_runner import parse_backend
 
-HOW = "give the JSON that `perfmodel plan --json` prints"
 REMAKE = "make it again with `perfmodel plan ... --json` (this perfmodel records what running it needs)"
 
 
@@ -73,16 +72,11 @@ class RunPlan:
 def read_run_plan(path) -> RunPlan:
     """Read and check a plan; InputError with one sentence for anything that cannot be run."""
     source = os.fspath(path)
-    data = read_json(path, InputError, "a plan", HOW)
-    if not isinstance(data, dict) or not isinstance(data.get("status"), str):
-        raise InputError(f'{source} is JSON but not a plan (no "status"); {HOW}.')
-    if data.get("mode") == "online":
-        raise InputError(
-            f"{source} is an online plan (--mode online): it sizes a server for a request rate, there "
-            "is no set of images to run; deploy it with plan --triton-config, or run a batch plan."
-        )
-    check_plan_format(data, source, HOW)
-    check_plan_fields(data, source, HOW)
+    data = read_batch_plan(
+        path,
+        online="it sizes a server for a request rate, there is no set of images to run; deploy it with plan "
+        "--triton-config, or run a batch plan",
+    )
     if data["status"] == "infeasible":
         reason = data.get("reason") if isinstance(data.get("reason"), str) else "no plan met the deadline"
         raise InputError(
@@ -120,7 +114,7 @@ def _workers(data: dict, source: str):
     if not isinstance(rows, list):  # a plan too large to list every GPU lists groups with their count
         groups = data.get("assignments")
         if not isinstance(groups, list):
-            raise InputError(f'{source} is not a plan (no "assignments" list); {HOW}.')
+            raise InputError(f'{source} is not a plan (no "assignments" list); {PLAN_HOW}.')
         rows = []
         for i, g in enumerate(groups):
             _require(g, ("count",), f"{source}, assignment {i + 1}")
