@@ -792,3 +792,43 @@ def test_names_with_mathtext_are_drawn_as_written(tmp_path, capsys):
 )
 def test_hostile_run_files_are_named(ws, capsys, hostile, words):
     assert_refused(invoke(capsys, ["report", "--run", ws / hostile, "--out", ws / "out"]), mentions=words)
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--decode-time", "2ms"], "--decode-time"),
+        (["--extrapolate"], "--extrapolate"),
+    ],
+)
+def test_flags_that_do_nothing_online_are_refused(ws, capsys, argv, words):
+    """Online --decode-time and --extrapolate were accepted and ignored."""
+    assert_refused(invoke(capsys, COMMANDS["online"].argv(ws) + argv), mentions=words)
+
+
+def test_flags_that_do_nothing_in_the_chosen_format_are_refused(ws, capsys):
+    message = assert_refused(invoke(capsys, COMMANDS["import"].argv(ws) + ["--batch-size", "8"]))
+    assert "--batch-size is for perf-analyzer files only; it does nothing for table" in message
+    message = assert_refused(invoke(capsys, COMMANDS["import"].argv(ws) + ["--model-config", "c1"]))
+    assert "--model-config is for model-analyzer files only" in message
+    message = assert_refused(invoke(capsys, COMMANDS["fit"].argv(ws) + ["--gpu-specs", str(ws / "profile.csv")]))
+    assert "add --target-hardware" in message
+
+
+def test_a_sigterm_after_the_last_point_does_not_ask_for_resume(tmp_path, capsys, monkeypatch):
+    """SIGTERM after the last point said 'run again with --resume to measure the rest' with nothing left."""
+    import perfmodel.profile
+    from perfmodel.commands import profile as profile_command
+    from perfmodel.profile.config import SweepEvent
+
+    out = tmp_path / "p.csv"
+
+    def swept(config, path, resume=False, on_progress=None):
+        shutil.copy(SHIPPED, path)
+        on_progress(SweepEvent("point", 2, 2, 32, 2, "ok"))
+        raise profile_command.Terminated()
+
+    monkeypatch.setattr(perfmodel.profile, "run_profile", swept)
+    result = invoke(capsys, ["profile", "--model", "tiny", "--out", out, "--batch-sizes", "1,2", "--input-sizes", "32"])
+    assert result.code == 143
+    assert "every point of the sweep is done" in result.err and "--resume" not in result.err

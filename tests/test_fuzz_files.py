@@ -169,3 +169,40 @@ def test_fit_with_an_absurd_spec_table_exits_2_and_writes_nothing(tmp_path, caps
     from perfmodel.fitting.gpu_specs import load_gpu_specs
 
     assert load_gpu_specs(trailing) == load_gpu_specs(SPECS)
+
+
+# --- import: a value the profile contract refuses is named by the file's row and header -----------------
+
+
+@pytest.mark.parametrize(
+    "fmt, data, old, new, words",
+    [
+        ("perf-analyzer", "perf_analyzer_b8.csv", "1,1460.5,", "1,1e13,", "row 1, column 'Inferences/Second'"),
+        ("table", "published_table.csv", "1,191.23 img/s", "1,2e12 img/s", "row 1, column 'Avg throughput'"),
+        (
+            "model-analyzer",
+            "metrics-model-inference.csv",
+            "Yes,402.0,",
+            "Yes,4e12,",
+            "row 1, column 'Throughput (infer/sec)'",
+        ),
+    ],
+)
+def test_import_range_errors_name_the_files_row_and_header(tmp_path, fmt, data, old, new, words):
+    """They named the profile's column ('throughput_ips') and the row among all files imported."""
+    text = (DATA / data).read_text()
+    assert old in text
+    bad = tmp_path / data
+    bad.write_text(text.replace(old, new, 1))
+    settings = ImportSettings(
+        hardware="a100",
+        model="resnet50",
+        backend="triton-grpc",
+        precision="fp16",
+        input_size=224,
+        batch_sizes=(8,) if fmt == "perf-analyzer" else (),
+        model_config="resnet50_libtorch_config_default" if fmt == "model-analyzer" else None,
+    )
+    with pytest.raises(ProfileFormatError) as caught:
+        import_profile(fmt, [bad], settings)
+    assert str(caught.value).startswith(f"{bad}, {words} (the profile's "), str(caught.value)

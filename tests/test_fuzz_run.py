@@ -221,3 +221,37 @@ def test_a_plan_for_a_trillion_images_is_refused_before_its_batches_are_built():
     worker = WorkerPlan(0, "cpu#0", "cpu", 64, 16, 62_500_000_000, 10**12, "torch", "fp32", 1.0, 0.1, 0.05, 9e9)
     with pytest.raises(InputError, match="would run 62,500,000,000 batches"):
         synthetic_batches(worker)
+
+
+def test_sigterm_while_the_inputs_are_prepared_is_143(plan, monkeypatch, capsys):
+    """It exited 130 'interrupted', as a Ctrl-C."""
+    import os
+    import signal
+    import time
+
+    from perfmodel.run import execute
+
+    def prepare(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises here
+
+    monkeypatch.setattr(execute, "prepare_inputs", prepare)
+    assert main(["run", str(plan), "--synthetic", "--device", "cpu"]) == 143
+    err = capsys.readouterr().err
+    assert err == "error: terminated before the run started: nothing was done.\n"
+
+
+def test_an_interrupt_before_any_label_does_not_say_the_labels_are_kept(plan, tmp_path, monkeypatch, capsys):
+    """An interrupted run --out L.csv said the finished labels were in L.csv when none was written."""
+    from perfmodel.run import execute
+    from perfmodel.run.result import RunResult, WorkerRun
+
+    def interrupted(run_plan, options, on_event):
+        workers = [WorkerRun(w, [8]) for w in run_plan.workers]
+        return RunResult(run_plan, workers, "interrupted", "synthetic", "local", "cpu", "now", False)
+
+    monkeypatch.setattr(execute, "run_plan", interrupted)
+    out = tmp_path / "L.csv"
+    assert main(["run", str(plan), "--synthetic", "--device", "cpu", "--out", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert f"no label was finished, so {out} was not written" in err and "are in" not in err

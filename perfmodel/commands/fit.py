@@ -70,6 +70,12 @@ def run(args) -> int:
     )
     from perfmodel.fitting.train import fit
 
+    if args.gpu_specs is not None and not args.target_hardware:
+        from perfmodel.errors import InputError
+
+        raise InputError(
+            "--gpu-specs is the table --target-hardware predicts from: add --target-hardware, or leave it out."
+        )
     check_writable(args.out, inputs=args.profiles)
     families = [f.strip() for f in args.families.split(",") if f.strip()]
     with console.progress("fitting") as update:

@@ -70,11 +70,18 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from perfmodel.errors import InputError
     from perfmodel.files import check_writable
     from perfmodel.importers import ImportSettings, import_profile
     from perfmodel.schema import write_profile
     from perfmodel.units import parse_input_size
 
+    for flag, value, fmt in (
+        ("--batch-size", args.batch_size, "perf-analyzer"),
+        ("--model-config", args.model_config, "model-analyzer"),
+    ):
+        if value is not None and args.format != fmt:  # it would do nothing: say so rather than ignore it
+            raise InputError(f"{flag} is for {fmt} files only; it does nothing for {args.format}: leave it out.")
     check_writable(args.out, inputs=args.files)
     settings = ImportSettings(
         hardware=args.hardware,

@@ -33,6 +33,8 @@ BATCH_ONLY = {
     "gap": None,
     "time_limit": "10s",
     "confidence": None,
+    "decode_time": None,
+    "extrapolate": False,
 }  # --margin serves both
 ONLINE_ONLY = {
     "rate": None,

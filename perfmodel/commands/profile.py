@@ -308,6 +308,7 @@ def run(args) -> int:
             console.note(f"{args.model}: {plan.describe()}")
         return 0
     new_points = []
+    counted = {"done": 0, "total": None}  # the sweep's last point event: is anything left after an interrupt?
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         with console.progress(f"profiling {args.model}") as update:
@@ -316,6 +317,7 @@ def run(args) -> int:
                 if event.kind == "start":
                     console.note(f"planned: {event.message}")
                 elif event.kind == "point":
+                    counted.update(done=event.done, total=event.total)
                     state = "from file" if event.resumed else event.status
                     load = f", {event.message}" if event.message else ""
                     eta = f" (about {duration_text(event.eta_s)} left)" if event.eta_s is not None else ""
@@ -330,7 +332,8 @@ def run(args) -> int:
             df = run_profile(config, args.out, resume=args.resume, on_progress=on_progress)
     except KeyboardInterrupt as exc:
         what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-        console.error(f"{what}: {_saved(args.out, len(new_points))}")
+        finished = counted["total"] is not None and counted["done"] >= counted["total"]
+        console.error(f"{what}: {_saved(args.out, len(new_points), finished)}")
         return exit_codes.TERMINATED if isinstance(exc, Terminated) else exit_codes.INTERRUPTED
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -347,8 +350,9 @@ def run(args) -> int:
     return 0
 
 
-def _saved(out: str, new: int) -> str:
-    """What an interrupted sweep left: one sentence that names only a file that exists."""
+def _saved(out: str, new: int, finished: bool = False) -> str:
+    """What an interrupted sweep left: one sentence that names only a file that exists, and --resume only
+    when something is left to measure (`finished`: the last point was done)."""
     from pathlib import Path
 
     from perfmodel.schema import load_profile
@@ -359,6 +363,8 @@ def _saved(out: str, new: int) -> str:
         held = f"{out} holds {len(load_profile(out))} point(s)"
     except PerfmodelError:
         held = f"{out} keeps what was measured"
+    if finished:
+        return f"{new} new point(s) were measured and {held}: every point of the sweep is done."
     return f"{new} new point(s) were measured and {held}; run the same command with --resume to measure the rest."
 
 

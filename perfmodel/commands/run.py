@@ -116,7 +116,13 @@ def run(args) -> int:
         fault=_fault_drill(),
     )
     with _sigterm_as_interrupt() as state, _Live(plan) as live:
-        result = run_plan(plan, options, live.event)
+        try:
+            result = run_plan(plan, options, live.event)
+        except KeyboardInterrupt:  # while the inputs were prepared: nothing started, nothing done
+            if not state["terminated"]:
+                raise
+            console.error("terminated before the run started: nothing was done.")
+            return exit_codes.TERMINATED
     data = console.clean_for_json(result.to_dict())
     if args.json:
         console.print_json(data)
@@ -137,7 +143,9 @@ def _fault_drill() -> tuple[int, int] | None:
 def _exit_code(result, data: dict, terminated: bool, args) -> int:
     if result.status == "interrupted":
         console.error(
-            f"{'terminated' if terminated else 'interrupted'}: {data['images_done']:,} images done" + _kept(args) + "."
+            f"{'terminated' if terminated else 'interrupted'}: {data['images_done']:,} images done"
+            + _kept(args, data)
+            + "."
         )
         return exit_codes.TERMINATED if terminated else exit_codes.INTERRUPTED
     if result.status == "worker-failed":
@@ -147,12 +155,14 @@ def _exit_code(result, data: dict, terminated: bool, args) -> int:
             + (", lost with its node, no worker of its input size left)" if w["status"] == "lost" else ")")
             for w in dead
         )
-        console.error(f"worker {names} died: {data['images_unfinished']:,} images not done" + _kept(args) + ".")
+        console.error(f"worker {names} died: {data['images_unfinished']:,} images not done" + _kept(args, data) + ".")
         return exit_codes.FAILURE
     return 0
 
 
-def _kept(args) -> str:
+def _kept(args, data: dict) -> str:
+    if args.out and not (data["images_done"] or data["images_resumed"]):  # no row: the file was not written
+        return f"; no label was finished, so {args.out} was not written: run again to do them"
     if args.out:
         return f"; the finished labels are in {args.out}: run again with --resume to do the rest"
     return "; give --out to keep labels and resume"

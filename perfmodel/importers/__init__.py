@@ -10,13 +10,14 @@ from). Imported rows have no warm-up and no memory (empty cells): plans built on
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 
 import pandas as pd
 
 from perfmodel.errors import ProfileFormatError
 from perfmodel.importers import model_analyzer, perf_analyzer, table
-from perfmodel.importers.common import LATENCY_FROM, ImportSettings
+from perfmodel.importers.common import LATENCY_FROM, ORIGIN, ImportSettings
 from perfmodel.schema import POINT_KEY, validate_profile
 
 FORMATS = {
@@ -43,9 +44,28 @@ def import_profile(fmt: str, paths: Sequence[str | os.PathLike], settings: Impor
             rows += model_analyzer.read(path, settings)
         else:
             rows += table.read(path, settings)
+    origins = [row.pop(ORIGIN, None) for row in rows]
     frame = pd.DataFrame(rows)
     _check_unique(frame, [os.fspath(p) for p in paths])
-    return validate_profile(frame, "the imported rows")
+    try:
+        return validate_profile(frame, IMPORTED)
+    except ProfileFormatError as exc:
+        raise ProfileFormatError(_in_the_file(str(exc), origins)) from None
+
+
+IMPORTED = "the imported rows"
+
+
+def _in_the_file(message: str, origins: list) -> str:
+    """validate_profile's 'the imported rows, row N, column 'c'...' as the file's row and header."""
+    found = re.match(rf"{IMPORTED}, row (\d+), column '([^']+)'(.*)", message, re.DOTALL)
+    if not found or not 0 < int(found[1]) <= len(origins) or origins[int(found[1]) - 1] is None:
+        return message
+    path, row, headers = origins[int(found[1]) - 1]
+    column = found[2]
+    header = headers.get(column)
+    where = f"{path}, row {row + 1}" + (f", column '{header}' (the profile's {column})" if header else f", {column}")
+    return where + found[3]
 
 
 def _batch_size(settings: ImportSettings, index: int, files: int) -> int:

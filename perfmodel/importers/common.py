@@ -20,6 +20,9 @@ from perfmodel.files import read_csv_text
 from perfmodel.schema import PRECISIONS
 
 LATENCY_FROM = ("auto", "p50", "throughput", "mean")
+# Each imported row's origin: (file, data row from 0, profile column -> the file's header), so that a value
+# the profile contract refuses is named by the file's row and header, not the profile's column.
+ORIGIN = "_origin"
 
 
 @dataclass(frozen=True)

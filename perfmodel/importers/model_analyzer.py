@@ -16,6 +16,7 @@ import os
 
 from perfmodel.errors import ProfileFormatError
 from perfmodel.importers.common import (
+    ORIGIN,
     ImportSettings,
     check_p99,
     find_column,
@@ -103,6 +104,16 @@ def read(path: str | os.PathLike, settings: ImportSettings) -> list[dict]:
             )
         if columns["config"]:
             row["model_config"] = cells[columns["config"]]
+        headers = {
+            "batch_size": columns["batch"],
+            "concurrency": columns["concurrency"],
+            "throughput_ips": columns["throughput"],
+            "latency_mean_ms": columns["mean"],
+            "server_queue_ms": columns["queue"],
+            "latency_ms": columns[basis],
+            **{f"latency_{p}_ms": columns[p] for p in ("p90", "p95", "p99")},
+        }
+        row[ORIGIN] = (name, i, headers)
         rows.append(row)
     return rows
 

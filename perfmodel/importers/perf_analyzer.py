@@ -18,6 +18,7 @@ import re
 
 from perfmodel.errors import ProfileFormatError
 from perfmodel.importers.common import (
+    ORIGIN,
     ImportSettings,
     check_p99,
     find_column,
@@ -95,6 +96,15 @@ def read(path: str | os.PathLike, batch_size: int, settings: ImportSettings) -> 
                 sum(number(cells[c], name, i, c, positive=False, optional=True) for c in server_cols) / 1000.0
             )
         row.update(_gpu_metrics(cells, frame, name, i))
+        headers = {
+            "concurrency": concurrency_col,
+            "throughput_ips": throughput_col,
+            "latency_mean_ms": mean_col,
+            "server_queue_ms": queue_col,
+            "latency_ms": {"p50": percentiles.get(50), "throughput": throughput_col, "mean": mean_col}[basis],
+            **{f"latency_p{p}_ms": c for p, c in percentiles.items()},
+        }
+        row[ORIGIN] = (name, i, headers)
         rows.append(row)
     return rows
 

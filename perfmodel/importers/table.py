@@ -19,7 +19,15 @@ import os
 import re
 
 from perfmodel.errors import ProfileFormatError
-from perfmodel.importers.common import ImportSettings, check_p99, number, read_text_csv, steady_latency, whole_number
+from perfmodel.importers.common import (
+    ORIGIN,
+    ImportSettings,
+    check_p99,
+    number,
+    read_text_csv,
+    steady_latency,
+    whole_number,
+)
 from perfmodel.schema import PRECISIONS
 
 WHAT = "a table with a batch size column and throughput or latency columns"
@@ -59,6 +67,9 @@ _ALIASES = {
     **{name: (name,) for name in ("hardware", "model", "backend", "precision", "source")},
 }
 _UNITS = {"throughput_ips": ("img/s", "images/s", "ips"), **{c: ("ms",) for c in _ALIASES if c.startswith("latency")}}
+
+
+_BASIS_COLUMN = {"p50": "latency_p50_ms", "throughput": "throughput_ips", "mean": "latency_mean_ms"}
 
 
 def read(path: str | os.PathLike, settings: ImportSettings) -> list[dict]:
@@ -110,6 +121,7 @@ def read(path: str | os.PathLike, settings: ImportSettings) -> list[dict]:
                 "latency_p99_ms": p99,
                 "warmup_ms": math.nan,
                 "memory_mb": math.nan,
+                ORIGIN: (name, i, {**columns, "latency_ms": columns.get(_BASIS_COLUMN[basis])}),
             }
         )
     return rows
