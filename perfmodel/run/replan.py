@@ -31,12 +31,17 @@ def suggest(workers: list[WorkerRun], lost: WorkerRun, now_s: float, images_left
     survivors = [w for w in workers if w.status in ("running", "done") and w.plan.input_size == size]
     rates = [_measured(w) for w in survivors]
     alone = _probability(rates, [], images_left, now_s, deadline_s)
+    model = _model(rates, [], images_left, now_s)
+    quantiles = model.quantiles((0.5, 0.95)) if model is not None else {}
     out = {
         "at_s": now_s,
         "images_left": images_left,
         "confidence": CONFIDENCE,
         "survivors": len(survivors),
         "probability_with_survivors": alone,
+        # when the survivors end (s from the clock's start), as the model predicts it now: the run's
+        # makespan after the loss, if nothing else of the run ends later
+        "end_with_survivors_s": {f"p{round(q * 100)}": v for q, v in quantiles.items()} or None,
         "enough": alone >= CONFIDENCE,
         "add": [],
         "method": "measured batch times of the survivors, the plan's for added workers; "
@@ -84,21 +89,29 @@ class _Runner:
 
 
 def _probability(rates, added, images: int, now_s: float, deadline_s: float) -> float:
-    """P(every worker of the class ends by the deadline) when the images left are shared so that all
-    end together (each takes images in proportion to its rate over the time it has)."""
+    """P(every worker of the class ends by the deadline)."""
     if images <= 0:
         return 1.0
+    model = _model(rates, added, images, now_s)
+    return model.probability(deadline_s) if model is not None else 0.0
+
+
+def _model(rates, added, images: int, now_s: float) -> Makespan | None:
+    """When the workers of the class end, the images left shared so that all end together (each takes
+    images in proportion to its rate over the time it has); None when nobody can take them."""
+    if images <= 0:
+        return None
     runners = [_Runner(plan, mean, sd, now_s) for plan, mean, sd in rates]
     runners += [_Runner(p, p.latency_s, 0.0, now_s + p.load_s + p.warmup_s, count) for p, count in added]
     if not any(r.images_per_s > 0 for r in runners):
-        return 0.0
+        return None
     end = _common_end(runners, images)
     groups = [
         Workers(r.count, r.start_s, 0.0, batches, r.mean_s, r.sd_s, drift=default_for(r.plan.hardware))
         for r in runners
         if (batches := math.ceil(max(0.0, end - r.start_s) / r.mean_s if r.mean_s > 0 else 0))
     ]
-    return Makespan(tuple(groups)).probability(deadline_s)
+    return Makespan(tuple(groups))
 
 
 def _common_end(runners: list[_Runner], images: int) -> float:
