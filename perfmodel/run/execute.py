@@ -323,9 +323,13 @@ class _Execution:
     def _stream(self, pending: dict) -> None:
         import ray
 
-        while pending or self.suspects:
-            ready = ray.wait(list(pending), num_returns=1, timeout=POLL_S)[0] if pending else time.sleep(POLL_S)
-            for generator in ready or []:
+        while pending or self.suspects:  # a worker that stopped answering waits for its verdict
+            ready = []
+            if pending:
+                ready = ray.wait(list(pending), num_returns=1, timeout=POLL_S)[0]
+            else:
+                time.sleep(POLL_S)
+            for generator in ready:
                 w = pending[generator]
                 try:
                     record = ray.get(next(generator))
@@ -369,11 +373,10 @@ class _Execution:
     def _lose(self, w: WorkerRun, pending: dict) -> None:
         import ray
 
-        done = [(b["owner"], b["batch"]) for x in self.result.workers for b in x.batches]
-        back = ray.get(self.queue.lose.remote(w.plan.index, done))
+        done = {(b["owner"], b["batch"]) for x in self.result.workers for b in x.batches}
+        back = ray.get(self.queue.lose.remote(w.plan.index, sorted(done)))
         w.status, w.error = "lost", "its node was lost"
         survivors = [x for x in self.result.workers if x.status in ("running", "done") and _usable(x, w)]
-        done = set(done)
         left = [
             item
             for x in self.result.workers
