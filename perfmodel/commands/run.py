@@ -22,8 +22,11 @@ Without --address, perfmodel starts a Ray on this machine (127.0.0.1 only, no da
 when the run ends, however it ends. Each planned GPU is one Ray actor: a cpu worker reserves one CPU
 and runs torch on one thread (as the shipped CPU profiles were measured); a GPU worker reserves one
 GPU, one CPU and its hardware type (a custom resource named after it, e.g. {"h100": 1}, or Ray's
-accelerator_type label). The clock starts when the workers are asked to load their models; each then
-runs exactly its share of the plan, its first batch being its warm-up.
+accelerator_type label); perfmodel picks each worker's node before anything starts. The clock starts
+when the workers are asked to load their models; each then runs exactly its share of the plan, its first
+batch being its warm-up. On a cluster that loses a node, the batches of its workers are re-run by the
+surviving workers of their input size (each image once), and the run says how much later it ended and
+what would still have made the deadline.
 """
 
 BEHIND_HELP = "the plan's margin, at least 5%"
