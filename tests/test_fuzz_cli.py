@@ -409,6 +409,7 @@ HOSTILE_RUNS = {  # a run of `perfmodel run --json` with one field of the wrong 
     "run-timeline-number.json": _worker("timeline", 7),
     "run-batches-text.json": _worker("timeline", {"load": [0, 1], "batches": "ab"}),
     "run-huge-time.json": _worker("timeline", {"load": [0, 1e300], "batches": []}),
+    "run-backwards.json": _worker("timeline", {"load": [0, 1], "batches": [[3, 2]]}),  # drawn as nothing, exit 0
     "run-count-text.json": _worker("batch_size", "8"),
     "run-status-null.json": lambda run: run.update(status=None),
     "run-load-average-text.json": lambda run: run.update(load_avg_1m="high"),

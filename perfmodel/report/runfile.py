@@ -72,3 +72,5 @@ def check_run(run: dict, source: str, how: str) -> None:
                 refuse(f"worker {name}, a timeline entry", span, "[start, end]")
             for x in span:
                 number(f"worker {name}, a timeline entry", x)
+            if span[1] < span[0]:
+                refuse(f"worker {name}, a timeline entry", span, "[start, end] with the end not before the start")
