@@ -96,7 +96,9 @@ def tiny_config():
     """A sweep of the tiny CNN that takes about a second (warm-up measured in-process)."""
 
     def make(**changes) -> ProfileConfig:
-        base = dict(model="tiny", batch_sizes=(1, 2), input_sizes=(32,), warmup="in-process", rule=FAST_RULE)
+        base = dict(
+            model="tiny", batch_sizes=(1, 2), input_sizes=(32,), warmup="in-process", rule=FAST_RULE, drift_probe_s=0
+        )
         base.update(changes)
         return ProfileConfig(**base)
 

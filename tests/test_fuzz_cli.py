@@ -109,7 +109,19 @@ COMMANDS = {
     ),
     "profile": Command(
         "profile",
-        ("profile", "--model", "tiny", "--out", "{out}.csv", "--batch-sizes", "1", "--input-sizes", "32"),
+        (
+            "profile",
+            "--model",
+            "tiny",
+            "--out",
+            "{out}.csv",
+            "--batch-sizes",
+            "1",
+            "--input-sizes",
+            "32",
+            "--drift-probe",
+            "0",
+        ),
         flags={
             "--batch-sizes": "sizes",
             "--input-sizes": "sizes",

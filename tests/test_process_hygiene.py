@@ -31,6 +31,8 @@ def _profile(tmp_path: Path, *args: str) -> subprocess.Popen:
         "32",
         "--out",
         str(tmp_path / "p.csv"),
+        "--drift-probe",
+        "0",
         *args,
     )
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=repo_env(), cwd=tmp_path)

@@ -15,7 +15,7 @@ from conftest import descendants, perfmodel_command, repo_env, run_cli
 from perfmodel.cli import main
 from perfmodel.schema import load_profile
 
-FAST = ["--max-time-per-point", "0.2", "--warmup", "in-process"]
+FAST = ["--max-time-per-point", "0.2", "--warmup", "in-process", "--drift-probe", "0"]
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -162,6 +162,8 @@ def test_ctrl_c_keeps_finished_points_and_resume_completes(tmp_path):
         "0.5",
         "--warmup",
         "in-process",
+        "--drift-probe",
+        "0",
     )
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env())
     deadline = time.monotonic() + 60
@@ -303,3 +305,26 @@ def test_a_sticky_cuda_error_exits_1_with_a_resume_hint(tmp_path, capsys):
     assert len(error) == 1 and "illegal memory access" in error[0] and "--resume" in error[0]
     assert "Traceback" not in stderr
     assert list(load_profile(out)["status"]) == ["ok", "error"]
+
+
+def test_the_drift_probe_measures_the_machine_and_every_row_carries_it(tmp_path, capsys):
+    out = tmp_path / "p.csv"
+    args = ["profile", "--model", "tiny", "--batch-sizes", "1,2", "--input-sizes", "32", "--out", str(out)]
+    code, _, err = run_cli(capsys, *args, *FAST[:-2], "--drift-probe", "5s")
+    assert code == 0, err
+    rows = load_profile(out)
+    assert (rows["drift_probe_s"] == 5).all()
+    assert rows["drift_rel_sd"].notna().all() and (rows["drift_rel_sd"] >= 0).all()
+    assert (rows["drift_corr_s"] > 0).all()
+    from perfmodel.planning.batch import make_plan
+
+    d = make_plan(1000, "60s", profiles=[str(out)], input_size=32).to_dict()
+    drift = d["makespan_model"]["drift"]["drift cpu"]
+    assert drift["source"].startswith("measured") and drift["rel_sd"] == pytest.approx(rows["drift_rel_sd"].median())
+
+
+@pytest.mark.parametrize("value, message", [("-1s", "negative"), ("1h", "10 min"), ("soon", "--drift-probe")])
+def test_a_bad_drift_probe_is_refused(tmp_path, capsys, value, message):
+    out = tmp_path / "p.csv"
+    code, _, err = run_cli(capsys, "profile", "--model", "tiny", "--out", str(out), "--drift-probe", value)
+    assert code == 2 and message in err and not out.exists()

@@ -117,6 +117,14 @@ def add_parser(sub) -> None:
         "when a plan puts N + 1 workers on it (they share its cores and memory bandwidth) (default: 0)",
     )
     p.add_argument(
+        "--drift-probe",
+        default=None,
+        metavar="T",
+        help="before the sweep, time one small batch back to back for T to measure how much this machine's "
+        "speed drifts (drift_rel_sd, drift_corr_s: plans use it for their deadline probability); 0 for none "
+        "(default: 20s on a CPU, 5s on CUDA; torch backend only)",
+    )
+    p.add_argument(
         "--hardware",
         default=None,
         metavar="KEY",
@@ -260,6 +268,16 @@ def _raise_terminated(signum, frame) -> None:
     raise Terminated()
 
 
+def _drift_probe(args) -> float | None:
+    from perfmodel.units import parse_duration
+
+    if args.drift_probe is None:
+        return 0.0 if args.backend == "triton" else None
+    if args.backend == "triton":
+        raise InputError("--drift-probe is for --backend torch; leave it out with --backend triton.")
+    return parse_duration(args.drift_probe, "--drift-probe", allow_zero=True)
+
+
 def run(args) -> int:
     from perfmodel.profile import ProfileConfig, StabilityRule, estimate_profile, run_profile
     from perfmodel.profile.config import duration_text
@@ -281,6 +299,7 @@ def run(args) -> int:
         fresh_warmup_at=args.fresh_warmup_at,
         threads=args.threads,
         alongside=args.alongside,
+        drift_probe_s=_drift_probe(args),
         hardware=args.hardware,
         rule=StabilityRule(max_time_s=args.max_time_per_point),
         max_batch_size=args.max_batch_size,

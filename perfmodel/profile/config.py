@@ -13,6 +13,7 @@ from perfmodel.errors import InputError
 from perfmodel.profile.timing import StabilityRule
 
 WARMUP_METHODS = ("fresh-process", "in-process")
+DRIFT_PROBE_CPU_S, DRIFT_PROBE_CUDA_S = 20.0, 5.0
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class ProfileConfig:
     worker_timeout_s: float = 900.0  # a fresh warm-up worker, from start to answer
     call_timeout_s: float = 300.0  # one model call (or a point's set-up) without progress
     seed: int = 0
+    # The machine's drift (planning/drift.py): one fixed call timed back to back this long before the sweep;
+    # None: 20 s on a CPU, 5 s on CUDA (GPUs drift far less); 0: no probe. torch backend only.
+    drift_probe_s: float | None = None
     backend: str = "torch"  # a name in backends.BACKENDS
     backend_options: object | None = None  # the backend's own options (e.g. TritonOptions)
 
@@ -64,10 +68,23 @@ class ProfileConfig:
             if value is not None and not (math.isfinite(value) and value > 0):
                 what = f"a positive number of {unit}" if unit else "a positive whole number"
                 raise InputError(f"{name} must be {what}, not {value}.")
+        if self.drift_probe_s is not None and not (
+            math.isfinite(self.drift_probe_s) and 0 <= self.drift_probe_s <= 600
+        ):
+            raise InputError(
+                f"--drift-probe must be a duration from 0 s (no probe) to 10 min, not {self.drift_probe_s}."
+            )
         if isinstance(self.alongside, bool) or not isinstance(self.alongside, int) or not 0 <= self.alongside <= 1024:
             raise InputError(f"--alongside must be a whole number of workers from 0 to 1024, not {self.alongside!r}.")
         if not (math.isfinite(self.search_tolerance) and 0 <= self.search_tolerance < 1):
             raise InputError(f"--search-tolerance must be at least 0% and below 100%, not {self.search_tolerance}.")
+
+    @property
+    def probe_s(self) -> float:
+        """How long the drift probe runs (seconds; 0: none)."""
+        if self.drift_probe_s is not None or self.backend != "torch":
+            return self.drift_probe_s or 0.0
+        return DRIFT_PROBE_CUDA_S if self.device.strip().lower().startswith("cuda") else DRIFT_PROBE_CPU_S
 
     def fresh_warmup(self, batch_size: int) -> bool:
         """Whether the point at this batch size gets a fresh warm-up worker."""
@@ -108,13 +125,14 @@ class Estimate:
     per_point_s: float  # the most sampling one point may take (--max-time-per-point and the warm-up calls)
     fresh_workers: int  # fresh processes started (each: start Python, import torch, load the model, first calls)
     worker_s: float | None = None  # what starting one took here, once measured
+    probe_s: float = 0.0  # the drift probe, once per sweep
 
     @property
     def seconds(self) -> float | None:
         """The upper bound in seconds, once a worker's start time is known (else None)."""
         if self.worker_s is None:
             return None
-        return self.points * self.per_point_s + (self.fresh_workers + 1) * self.worker_s
+        return self.points * self.per_point_s + (self.fresh_workers + 1) * self.worker_s + self.probe_s
 
     def describe(self) -> str:
         points = f"{'at most ' if self.bound else ''}{self.points} point(s)"

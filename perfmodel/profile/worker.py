@@ -225,6 +225,34 @@ class Worker:
             call = None  # drop the inputs and any captured graph before freeing memory
             runner.release()
 
+    def _probe(self, request: dict) -> dict:
+        """The machine's drift: one batch timed back to back for `seconds`, analysed here (planning/drift.py)."""
+        from perfmodel.planning.drift import analyse_probe
+
+        runner, b, s = self.runner, request["batch_size"], request["input_size"]
+        runner.release()
+        ends, durations = [], []
+        try:
+            with runner.inference():
+                call = self.watchdog.guard(runner.bind(runner.inputs(b, s, 1)))
+                call(0)
+                stop = time.perf_counter() + request["seconds"]
+                while True:
+                    t0 = time.perf_counter()
+                    call(0)
+                    t1 = time.perf_counter()
+                    ends.append(t1)
+                    durations.append(t1 - t0)
+                    if t1 >= stop:
+                        break
+        finally:
+            call = None
+            runner.release()
+        found = analyse_probe(ends, durations)
+        if found is None:
+            return {"status": "ok", "drift_rel_sd": None, "drift_corr_s": None, "calls": len(durations)}
+        return {"status": "ok", "drift_rel_sd": found[0], "drift_corr_s": found[1], "calls": len(durations)}
+
     def _busy(self, request: dict) -> dict:
         """Run this point's batch back to back in a thread until told otherwise. The first call runs
         here, so that a batch that does not fit is this request's answer (as in `first_call`)."""

@@ -47,10 +47,10 @@ def estimate(config: ProfileConfig) -> Estimate:
             fresh = points
         else:
             fresh = len(config.fresh_warmup_at) * len(config.input_sizes)
-        return Estimate(points, True, config.rule.max_time_s + PER_POINT_OVERHEAD_S, fresh)
+        return Estimate(points, True, config.rule.max_time_s + PER_POINT_OVERHEAD_S, fresh, probe_s=config.probe_s)
     points = len(config.batch_sizes) * len(config.input_sizes)
     fresh = sum(config.fresh_warmup(b) for b in config.batch_sizes) * len(config.input_sizes)
-    return Estimate(points, False, config.rule.max_time_s + PER_POINT_OVERHEAD_S, fresh)
+    return Estimate(points, False, config.rule.max_time_s + PER_POINT_OVERHEAD_S, fresh, probe_s=config.probe_s)
 
 
 def sweep(config: ProfileConfig, output: ProfileOutput, notify: ProgressCallback) -> None:
@@ -114,6 +114,7 @@ class _TorchSweep:
                 **provenance,
             }
             self.output.check_resumable(self.identity, self.fixed)
+            self.fixed.update(self._drift_probe())
             with HardwareMonitor(gpu_index=gpu_index, interval_s=0.05 if self.is_cuda else CPU_INTERVAL_S) as monitor:
                 self.monitor = monitor
                 if monitor.has_gpu_counters:
@@ -134,6 +135,26 @@ class _TorchSweep:
             self.neighbours.stop()
             if self.measuring is not None:
                 self.measuring.stop()
+
+    def _drift_probe(self) -> dict:
+        """The drift columns every row of this sweep carries: one small batch timed back to back (the
+        smallest batch of the first input size), its window medians' spread and correlation time."""
+        seconds = self.config.probe_s
+        if not seconds:
+            return {}
+        c = self.config
+        request = {
+            "op": "probe",
+            "batch_size": min(c.batch_sizes) if c.batch_sizes else 1,
+            "input_size": c.input_sizes[0],
+            "seconds": seconds,
+        }
+        reply = self.measuring.request(request, seconds + c.call_timeout_s + 60, "--call-timeout")
+        if reply["status"] != "ok" or reply.get("drift_rel_sd") is None:
+            if not self.measuring.is_alive():
+                self.loaded = {**self.loaded, **self._start_measuring_worker()}
+            return {"drift_probe_s": seconds}  # too few calls, or a call failed: no figure, said by empty cells
+        return {"drift_rel_sd": reply["drift_rel_sd"], "drift_corr_s": reply["drift_corr_s"], "drift_probe_s": seconds}
 
     def _sweep_size(self, size: int) -> None:
         c = self.config
