@@ -227,3 +227,58 @@ def test_online_plans_refuse_confidence(profile, capsys):
         capsys, "--mode", "online", "--rate", "10/s", "--slo", "1s", "--profile", profile, "--confidence", "0.9"
     )
     assert code == 2 and "--confidence" in err
+
+
+# --- the run keeps the promise where it can -------------------------------------------------------------
+
+
+def _worker(batches_done: int, given: int, per_batch: float, jitter: float = 0.0, hardware: str = "cpu"):
+    from perfmodel.run.planfile import WorkerPlan
+    from perfmodel.run.result import WorkerRun
+
+    plan = WorkerPlan(0, f"{hardware}#0", hardware, 32, 8, given, 8 * given, "torch", "fp32", 1.0, 0.5, per_batch, 0)
+    w = WorkerRun(plan, [8] * given)
+    t = 1.5
+    for i in range(batches_done):
+        step = per_batch * (1 + (jitter if i % 2 else -jitter))
+        w.batches.append({"start": t, "end": t + step, "images": 8})
+        t += step
+    return w
+
+
+def test_the_outlook_expects_the_end_from_the_batches_so_far_and_grows_surer_as_they_finish():
+    from perfmodel.run.progress import outlook
+
+    early = outlook([_worker(5, 100, 0.1, jitter=0.2)], 2.0, 12.0, {})
+    assert early.expected_end_s == pytest.approx(2.0 + 95 * 0.1, rel=0.05)
+    assert 0.5 < early.probability < 1
+    late = outlook([_worker(95, 100, 0.1, jitter=0.2)], 11.0, 12.0, {})
+    assert late.probability > early.probability
+    behind = outlook([_worker(5, 100, 0.2, jitter=0.2)], 2.5, 12.0, {})
+    assert behind.probability < 0.05  # 95 batches of 0.2 s left cannot end by 12 s
+    gpu = outlook([_worker(5, 100, 0.1, jitter=0.0, hardware="h100")], 2.0, 11.6, {})
+    cpu = outlook([_worker(5, 100, 0.1, jitter=0.0)], 2.0, 11.6, {})
+    assert gpu.probability > cpu.probability  # a GPU is not charged for this VM's drift
+    done = _worker(100, 100, 0.1)
+    done.status = "done"
+    assert outlook([done], 12.0, 12.0, {}).probability in (0.0, 1.0)
+
+
+def test_a_plan_file_carries_its_probability_to_the_run_and_older_plans_still_read(tmp_path):
+    from perfmodel.run.planfile import read_run_plan
+    from tests.run_data import write_plan
+
+    path = write_plan(tmp_path, images=64, deadline_s=60.0, confidence=0.9)
+    data = json.loads(path.read_text())
+    plan = read_run_plan(path)
+    assert plan.deadline_probability == pytest.approx(data["deadline_probability"]) and plan.deadline_probability >= 0.9
+    assert plan.drifts["cpu"].rel_sd == data["makespan_model"]["drift"]["drift cpu"]["rel_sd"]
+    for key in ("deadline_probability", "makespan_quantiles_s", "spread_by_source_s", "confidence", "makespan_model"):
+        del data[key]
+    path.write_text(json.dumps(data))
+    old = read_run_plan(path)
+    assert old.deadline_probability is None and old.drifts == {}
+    for bad in (1.5, "sure", True):
+        path.write_text(json.dumps({**data, "deadline_probability": bad}))
+        with pytest.raises(InputError, match="deadline_probability"):
+            read_run_plan(path)

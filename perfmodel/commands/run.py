@@ -213,6 +213,10 @@ class _Live:
         if e.kind == "phase":
             self.bar.update(self.tasks[None], status=e.text)
             return
+        if e.outlook is not None:
+            o = e.outlook
+            status = f"expected end {o.expected_end_s:.1f} s; P(by {self.plan.deadline_s:g} s) {o.probability:.2f}"
+            self.bar.update(self.tasks[None], status=status)
         for t in e.progress:
             if t.hardware not in self.tasks:
                 self.tasks[t.hardware] = self.bar.add_task(
@@ -272,6 +276,8 @@ def _print_result(data: dict) -> None:
             f"; makespan {measured:.2f} s measured vs {predicted:.2f} s predicted ({data['error_rel']:+.1%}); "
             f"deadline {data['deadline_s']:g} s {met}"
         )
+        if data.get("deadline_probability") is not None:
+            line += f" (the plan gave it probability {data['deadline_probability']:.2f})"
     if data["decode_s_per_image"] is not None:
         line += f"; decoding {data['decode_s_per_image'] * 1000:.2f} ms per image, bottleneck: {data['bottleneck']}"
     console.out.print(line, markup=False)

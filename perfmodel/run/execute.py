@@ -23,7 +23,7 @@ from perfmodel.run import cluster as clusters
 from perfmodel.run.images import find_images, size_classes
 from perfmodel.run.labels import LabelWriter, RunIdentity, check_out, read_labels
 from perfmodel.run.planfile import RunPlan
-from perfmodel.run.progress import TypeProgress, progress
+from perfmodel.run.progress import Outlook, TypeProgress, outlook, progress
 from perfmodel.run.replan import suggest
 from perfmodel.run.result import LostWorker, RunResult, WorkerRun
 from perfmodel.run.shares import batches, split, synthetic_batches
@@ -68,6 +68,7 @@ class RunEvent:
     worker: WorkerRun | None = None
     elapsed_s: float = 0.0
     progress: tuple[TypeProgress, ...] = ()
+    outlook: Outlook | None = None  # the whole run's expected end and probability of meeting the deadline
 
 
 @dataclass
@@ -350,7 +351,9 @@ class _Execution:
             if time.monotonic() - self.last_progress >= PROGRESS_EVERY_S:
                 self.last_progress = time.monotonic()
                 now = self.elapsed()
-                self.on_event(RunEvent("progress", elapsed_s=now, progress=tuple(progress(self.result.workers, now))))
+                by_type = tuple(progress(self.result.workers, now))
+                ahead = outlook(self.result.workers, now, self.plan.deadline_s, self.plan.drifts)
+                self.on_event(RunEvent("progress", elapsed_s=now, progress=by_type, outlook=ahead))
 
     def _verdicts(self, pending: dict) -> None:
         """Decide for each worker that stopped answering: lost with its node (its batches put back for the

@@ -9,10 +9,11 @@ that in-process PyTorch runs.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from perfmodel.errors import InputError
 from perfmodel.planning.context import sha256_of
+from perfmodel.planning.drift import Drift
 from perfmodel.planning.fields import PLAN_HOW, read_batch_plan
 from perfmodel.torch_runner import PRECISIONS as TORCH_PRECISIONS
 from perfmodel.torch_runner import parse_backend
@@ -56,6 +57,8 @@ class RunPlan:
     makespan_s: float
     images_by_size: dict[int, int]
     workers: tuple[WorkerPlan, ...]
+    deadline_probability: float | None = None  # what the plan stated (plans before it: None)
+    drifts: dict[str, Drift] = field(default_factory=dict)  # hardware -> the drift the plan assumed, where measured
 
     @property
     def hardware_types(self) -> dict[str, int]:
@@ -106,7 +109,38 @@ def read_run_plan(path) -> RunPlan:
         float(data["makespan_s"]),
         by_size,
         workers,
+        _probability(data, source),
+        _drifts(data),
     )
+
+
+def _probability(data: dict, source: str) -> float | None:
+    p = data.get("deadline_probability")
+    if p is None:
+        return None
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+        raise InputError(f'{source}: "deadline_probability" must be a probability from 0 to 1, not {p!r}; {REMAKE}.')
+    return float(p)
+
+
+def _plain_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _drifts(data: dict) -> dict[str, Drift]:
+    """The machine drift the plan assumed, per hardware type (only what it names well; else the default)."""
+    found = ((data.get("makespan_model") or {}) if isinstance(data.get("makespan_model"), dict) else {}).get("drift")
+    out = {}
+    for name, d in (found or {}).items() if isinstance(found, dict) else ():
+        if not (isinstance(name, str) and name.startswith("drift ") and isinstance(d, dict)):
+            continue
+        rel_sd, corr_s = d.get("rel_sd"), d.get("corr_s")
+        numbers = all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < 1e6 for x in (rel_sd, corr_s)
+        )
+        if numbers and corr_s > 0:
+            out[name[len("drift ") :]] = Drift(float(rel_sd), float(corr_s), str(d.get("source", "the plan")))
+    return out
 
 
 def _workers(data: dict, source: str):

@@ -218,6 +218,7 @@ class RunResult:
             "deadline_s": self.plan.deadline_s,
             "margin": self.plan.margin,
             "met_deadline": None if measured is None else measured <= self.plan.deadline_s,
+            "deadline_probability": self.plan.deadline_probability,  # what the plan stated (None: an older plan)
             "images_planned": self.plan.images,
             "images_done": sum(w.images_done for w in self.workers),
             "images_resumed": self.resumed_images,
