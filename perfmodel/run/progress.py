@@ -66,6 +66,8 @@ class Outlook:
 def outlook(workers: list[WorkerRun], now_s: float, deadline_s: float, drifts: dict[str, Drift]) -> Outlook:
     ends, probability = [], 1.0
     for w in workers:
+        if w.status == "lost":  # its batches went back to the survivors, whose ends count them
+            continue
         end = _eta(w, now_s)
         ends.append(end)
         left = len(w.given) - len(w.batches)
