@@ -282,3 +282,17 @@ def test_a_plan_file_carries_its_probability_to_the_run_and_older_plans_still_re
         path.write_text(json.dumps({**data, "deadline_probability": bad}))
         with pytest.raises(InputError, match="deadline_probability"):
             read_run_plan(path)
+
+
+def test_online_plans_say_how_often_the_drifting_machine_keeps_the_slo(profile, capsys):
+    from perfmodel.planning.slo_drift import slo_drift
+
+    d = slo_drift(["cpu", "h100"], 0.10)
+    assert d["cpu"]["slo_holds_share"] == pytest.approx(0.760, abs=0.005)  # Phi(0.10 / 0.141)
+    assert d["cpu"]["margin_covering"]["margin"] == pytest.approx(1.645 * 0.141, rel=1e-3)
+    assert d["h100"]["slo_holds_share"] > 0.999  # a GPU's 0.5%
+    args = ["--mode", "online", "--rate", "20/s", "--slo", "1s", "--profile", profile, "--input-size", "64"]
+    code, out, _ = run_cli(capsys, *args, "--margin", "10%", "--json")
+    assert code == 0 and json.loads(out)["drift"]["cpu"]["slo_holds_share"] == pytest.approx(0.760, abs=0.005)
+    code, _, err = run_cli(capsys, *args)
+    assert code == 0 and "--margin 23% covers 95%" in err

@@ -168,6 +168,11 @@ def run_online(args) -> int:
         if args.json:
             console.print_json(console.clean_for_json(exc.diagnosis.to_dict()))
         raise
+    from perfmodel import shipped
+    from perfmodel.planning.slo_drift import lines, slo_drift
+
+    profiles = args.profile or ([] if args.predictor else shipped.sources()[0])
+    drift = slo_drift([a.hardware for a in plan.assignments], plan.margin, profiles)
     written = []
     if triton_dir is not None:
         from perfmodel.planning.triton_config import write_batching
@@ -180,12 +185,9 @@ def run_online(args) -> int:
         cpus = [a.hardware for a in plan.assignments if a.hardware.startswith("cpu")]
         write_settings(args.ray_serve_config, ray_serve_settings(plan, cpus), triton_header(plan))
     if args.json:
-        serve = args.ray_serve_config
-        console.print_json(
-            console.clean_for_json(
-                {**plan.to_dict(), "triton_config": [str(p) for p in written], "ray_serve_config": serve}
-            )
-        )
+        data = {**plan.to_dict(), "drift": drift, "triton_config": [str(p) for p in written]}
+        data["ray_serve_config"] = args.ray_serve_config
+        console.print_json(console.clean_for_json(data))
         return 0
     console.out.print(online_summary(plan), markup=False)
     console.table(None, ONLINE_COLUMNS, online_rows(plan))
@@ -202,6 +204,8 @@ def run_online(args) -> int:
             f"those are at the profile's speed; with every batch {percent(plan.margin)} slower, "
             f"p{plan.percentile:g}: {slowed} (the SLO {plan.slo_s * 1000:g} ms)."
         )
+    for line in lines(drift, plan.margin):
+        console.note(line)
     for path in [*written, *([args.ray_serve_config] if args.ray_serve_config else [])]:
         console.note(f"wrote {path}")
     if len(written) > 1:

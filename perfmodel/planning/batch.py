@@ -19,9 +19,9 @@ import numpy as np
 import solvers
 from perfmodel import shipped
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
+from perfmodel.planning import drift
 from perfmodel.planning.basis import EXTRAPOLATION_FACTOR, Basis
 from perfmodel.planning.context import Option, PlannedJob, build_context, model_argument, option_of
-from perfmodel.planning.drift import Drift
 from perfmodel.planning.spread import batch_moments, makespan_of
 from perfmodel.units import MAX_SECONDS, parse_count, parse_duration, parse_fraction, shown, spoken_list
 
@@ -32,7 +32,6 @@ DEFAULT_INPUT_SIZE = 224
 DEFAULT_MODEL = "resnet50"
 LATENCY_COLUMNS = {"p50": "latency_ms", "p99": "latency_p99_ms"}
 MOMENT_COLUMNS = ("latency_mean_ms", "latency_std_ms")  # one batch's mean and sd, where the profile has them
-DRIFT_COLUMNS = ("drift_rel_sd", "drift_corr_s")  # the profile's drift probe (planning/drift.py)
 DEFAULT_CONFIDENCE = 0.95  # the probability that the whole plan finishes by the deadline
 MIN_CONFIDENCE, MAX_CONFIDENCE = 0.5, 0.999
 # Margins tried for a deadline probability, then bisected between the last too small and the first enough.
@@ -457,13 +456,7 @@ def _column(frame, name):
 
 
 def _record_drift(t, group) -> None:
-    """The machine's drift as the profile's probe measured it (the median over its points), if it did."""
-    if not set(DRIFT_COLUMNS) <= set(group.columns):
-        return
-    measured = group[list(DRIFT_COLUMNS)].dropna()
-    if len(measured):
-        rel_sd, corr_s = (float(np.median(measured[c])) for c in DRIFT_COLUMNS)
-        t.drift = Drift(rel_sd, corr_s, "measured by perfmodel profile's drift probe")
+    t.drift = drift.from_rows(group) or t.drift
 
 
 def _fill_warmup(batch, labels, latency, warmup):

@@ -50,8 +50,22 @@ CPU_DEFAULT = Drift(0.141, 1.69, "default for CPUs: a shared 2-core VM's per-sec
 GPU_DEFAULT = Drift(0.005, math.inf, "default for GPUs: run-to-run throughput within 0.5% (serving-architecture paper)")
 
 
+COLUMNS = ("drift_rel_sd", "drift_corr_s")  # what `perfmodel profile`'s probe writes on every row
+
+
 def default_for(hardware: str) -> Drift:
     return CPU_DEFAULT if hardware.startswith("cpu") else GPU_DEFAULT
+
+
+def from_rows(frame) -> Drift | None:
+    """The drift a profile's probe measured (the median over the rows that have it), or None."""
+    if not set(COLUMNS) <= set(frame.columns):
+        return None
+    measured = frame[list(COLUMNS)].dropna()
+    if not len(measured):
+        return None
+    rel_sd, corr_s = (float(np.median(measured[c])) for c in COLUMNS)
+    return Drift(rel_sd, corr_s, "measured by perfmodel profile's drift probe")
 
 
 def analyse_probe(ends_s, durations_s, window_s: float = PROBE_WINDOW_S) -> tuple[float, float] | None:
