@@ -15,6 +15,7 @@ from solvers.problem import MAX_COUNT, Problem
 from solvers.solution import Assignment, Plan
 
 _BISECTION_STEPS = 60
+_TIE_STEPS = 12  # the earliest finish among fewest-GPU plans, to 1/4096 of the window
 
 
 def solve(problem: Problem) -> Plan:
@@ -64,6 +65,8 @@ def solve(problem: Problem) -> Plan:
         )
         if fewest is None:
             raise InfeasibleProblem(diagnose(problem, columns))
+        if problem.objective == "gpus":
+            fewest = _earliest(problem, columns, need, avail, weight, fewest)
         runs.append(fewest)
         targets = need.astype(np.int64)
 
@@ -71,6 +74,23 @@ def solve(problem: Problem) -> Plan:
     plan = _plan(problem, assignments, runs, started)
     check(plan, problem)
     return plan
+
+
+def _earliest(problem: Problem, columns: Columns, need, avail, weight, fewest: milp.MilpResult) -> milp.MilpResult:
+    """Ties: many choices use the fewest GPUs (every type that does the job with one GPU, say). Take the
+    one that can finish earliest: the shortest time limit at which the same count still covers the
+    images (bisection; the count only grows as the limit shrinks)."""
+    low, high, best = float(np.min(columns.first_finish())), problem.usable_s, fewest
+    for _ in range(_TIE_STEPS):
+        middle = (low + high) / 2
+        found = milp.min_gpus(
+            clip(columns.capacity(middle), need), need, avail, weight, rel_gap=0.0, time_limit=problem.time_limit_s
+        )
+        if found is not None and found.objective <= fewest.objective + 1e-9:
+            best, high = found, middle
+        else:
+            low = middle
+    return best
 
 
 def assign(problem: Problem, columns: Columns, x: np.ndarray, targets: np.ndarray, limit: float) -> list[Assignment]:

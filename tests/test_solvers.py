@@ -242,3 +242,12 @@ def test_solvers_imports_neither_perfmodel_nor_torch_nor_pyomo_until_it_solves()
     code = "import sys, solvers; print(sorted(m for m in ('perfmodel', 'torch', 'pyomo') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("order", [("slow", "fast"), ("fast", "slow")])
+def test_a_tie_in_gpus_goes_to_the_type_that_finishes_earliest(order):
+    speed = {"slow": 0.2, "fast": 0.1}  # seconds per batch of 10: either one does 100 images in 60 s alone
+    types = [GpuType(name, None, [Candidates(224, [10], [speed[name]], [speed[name]])]) for name in order]
+    plan = solve(Problem(types, {224: 100}, 60.0))
+    assert plan.gpus_by_type == {"fast": 1}
+    assert plan.makespan_s == pytest.approx(1.0)
