@@ -307,6 +307,7 @@ def test_a_sticky_cuda_error_exits_1_with_a_resume_hint(tmp_path, capsys):
     assert list(load_profile(out)["status"]) == ["ok", "error"]
 
 
+@pytest.mark.slow
 def test_the_drift_probe_measures_the_machine_and_every_row_carries_it(tmp_path, capsys):
     out = tmp_path / "p.csv"
     args = ["profile", "--model", "tiny", "--batch-sizes", "1,2", "--input-sizes", "32", "--out", str(out)]
