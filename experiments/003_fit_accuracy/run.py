@@ -17,7 +17,8 @@
 5. GPUs never profiled: leave each GPU out of every way of serving profiled on 3 or more GPUs and
    predict it from the others and the GPU specification table (transfer_logo.csv).
 
-    python experiments/003_fit_accuracy/run.py           # writes results.json, results.md and the CSVs here
+    python experiments/003_fit_accuracy/run.py           # writes results.json, results.md and the CSVs in a new
+                                                          # results/<date>-<machine>-<commit>/ (experiments/lab.py)
     python experiments/003_fit_accuracy/run.py --quick   # 2 seeds, fewer repeats
 """
 
@@ -54,6 +55,10 @@ from perfmodel.schema import load_profiles
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT))
+
+from experiments.lab import finish_results, new_results  # noqa: E402
+
 CURVE = GpuLikeCurve()
 SIZES = (160, 224, 288)
 BATCHES = DEFAULT_BATCH_SIZES + (384, 512, 768, 1024, 1536, 2048)  # reaches out-of-memory at 224 and 288 px
@@ -371,18 +376,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
+    out = new_results(HERE, device="cpu")
     load_before = [round(x, 2) for x in os.getloadavg()]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PerfmodelWarning)
         reference_errors, reference_table = reference_splits()
         launch_errors, launch_table = launch_bound_splits([0, 1] if args.quick else [0, 1, 2, 3, 4])
     errors = pd.concat([reference_errors, launch_errors], ignore_index=True)
-    errors.to_csv(HERE / "reference_split_errors.csv", index=False, float_format="%.4g")
+    errors.to_csv(out / "reference_split_errors.csv", index=False, float_format="%.4g")
     chosen = reference_errors[reference_errors["method"] == "perfmodel (default selection)"]
     worst = chosen.groupby(["curve", "split"])["error_pct"].max().unstack()
     logo = transfer_logo()
     pd.DataFrame([{k: v for k, v in r.items() if k != "errors_pct"} for r in logo]).to_csv(
-        HERE / "transfer_logo.csv", index=False, float_format="%.4g"
+        out / "transfer_logo.csv", index=False, float_format="%.4g"
     )
     results = {
         "machine": f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}",
@@ -399,9 +405,11 @@ def main() -> None:
         "speed": speed(3 if args.quick else 7),
     }
     results["load_after"] = [round(x, 2) for x in os.getloadavg()]
-    (HERE / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    (HERE / "results.md").write_text(write_markdown(results))
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    (out / "results.md").write_text(write_markdown(results))
+    finish_results(out)
     print(write_markdown(results))
+    print(f"written to {out}")
 
 
 if __name__ == "__main__":
