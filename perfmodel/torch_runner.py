@@ -7,10 +7,12 @@ program and `perfmodel run`, so all of them run exactly the same code; it lives 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from perfmodel import memory
@@ -132,8 +134,6 @@ class TorchRunner:
             tf32 = options.precision == "tf32"
             torch.backends.cuda.matmul.allow_tf32 = tf32
             torch.backends.cudnn.allow_tf32 = tf32
-        else:
-            torch.set_flush_denormal(True)  # random weights can make denormals, which slow CPUs down
         self.baseline_rss_mb = memory.rss_mb()  # before the model: CPU memory counts from here
         self.model = None
         self.load_ms: float | None = None
@@ -143,14 +143,15 @@ class TorchRunner:
         """Build the model and move it to the device; return the time it took in ms."""
         torch = self.torch
         t0 = time.perf_counter()
-        model = build_model(self.spec, self.seed).to(self.device, self.dtype)
-        if self.options.channels_last:
-            model = model.to(memory_format=torch.channels_last)
-        if self.options.compile:
-            # Each batch size is its own static shape; allow enough recompilations for a sweep.
-            torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
-            model = torch.compile(model, dynamic=False)
-        self.sync()
+        with self._flushing():  # torch's CPU thread pool, if it starts here, inherits the setting
+            model = build_model(self.spec, self.seed).to(self.device, self.dtype)
+            if self.options.channels_last:
+                model = model.to(memory_format=torch.channels_last)
+            if self.options.compile:
+                # Each batch size is its own static shape; allow enough recompilations for a sweep.
+                torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
+                model = torch.compile(model, dynamic=False)
+            self.sync()
         self.model = model
         self.load_ms = (time.perf_counter() - t0) * 1e3
         return self.load_ms
@@ -189,10 +190,27 @@ class TorchRunner:
         self.sync()
         return batches
 
-    def inference(self):
-        """The context every call runs in: no autograd bookkeeping. Entered once around many calls,
-        not per call, so that it adds nothing to the timed calls."""
-        return self.torch.inference_mode()
+    @contextlib.contextmanager
+    def inference(self) -> Iterator[None]:
+        """The context every call runs in: no autograd bookkeeping and, on a CPU, subnormals flushed to
+        zero. Entered once around many calls, not per call, so that it adds nothing to the timed calls."""
+        with self._flushing(), self.torch.inference_mode():
+            yield
+
+    @contextlib.contextmanager
+    def _flushing(self) -> Iterator[None]:
+        """On a CPU, flush subnormals to zero (random weights can make them, and they slow CPUs down) in
+        this thread until the context ends, then put back what was there: the setting is per thread and
+        torch cannot read it, and left on it makes numpy warn that the smallest subnormal is zero."""
+        if self.is_cuda:
+            yield
+            return
+        before = sys.float_info.min / 2.0 == 0.0  # a subnormal result is flushed to zero: already on
+        self.torch.set_flush_denormal(True)
+        try:
+            yield
+        finally:
+            self.torch.set_flush_denormal(before)
 
     def bind(self, inputs: list) -> Callable[[int], None]:
         """Return call(i): run the model on inputs[i % len(inputs)] and wait until it is done.

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -401,3 +403,27 @@ def test_a_run_captures_one_graph_per_shape_and_replays_it():
         patch.undo()
     assert fake.log.count("capture") == 2 and fake.log.count("replay") == 4
     assert list(runner._graphs) == [(4, 3, 8, 8), (2, 3, 8, 8)]
+
+
+def _flushing_subnormals() -> bool:
+    return sys.float_info.min / 2.0 == 0.0  # a subnormal result comes out as zero
+
+
+def test_a_cpu_runner_flushes_subnormals_only_while_it_runs():
+    """Subnormals are flushed to zero while the runner builds and runs its model on a CPU (random weights
+    make them, and they slow CPUs down), and not after: left on, the setting leaked into the rest of the
+    process, where numpy warns that the smallest subnormal is zero (a fit after a runner warned)."""
+    from perfmodel.models import ModelSpec
+    from perfmodel.torch_runner import TorchOptions, TorchRunner
+
+    assert not _flushing_subnormals()
+    runner = TorchRunner(ModelSpec("tiny"), TorchOptions(device="cpu"))
+    runner.load()
+    assert not _flushing_subnormals()
+    with runner.inference():
+        assert _flushing_subnormals()
+        runner.bind(runner.inputs(2, 32, count=1))(0)
+    assert not _flushing_subnormals()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.finfo(np.float64).smallest_subnormal > 0

@@ -115,7 +115,7 @@ def _infer_function(runner):
         x = torch.from_numpy(images).to(runner.device, runner.dtype)
         if runner.options.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        with torch.inference_mode():
+        with runner.inference():
             y = runner.model(x)
         return {OUTPUT_NAME: y.float().cpu().numpy()}
 
