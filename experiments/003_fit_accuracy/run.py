@@ -14,7 +14,7 @@
    16, 64, 256; beyond them: fit on batch <= 64, predict 128 and 256) for perfmodel's default
    selection, the roofline family alone, the previous default families (linear, piecewise, tree)
    and the straight line a + c * batch. Every held-out point goes to reference_split_errors.csv.
-5. GPUs never profiled: leave each GPU out of every way of serving profiled on 3 or more GPUs and
+5. GPUs never profiled: leave each GPU out of every way of serving profiled on 2 or more GPUs and
    predict it from the others and the GPU specification table (transfer_logo.csv).
 
     python experiments/003_fit_accuracy/run.py           # writes results.json, results.md and the CSVs in a new
