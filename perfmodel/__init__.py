@@ -38,6 +38,7 @@ _LAZY = {
     "ImportSettings": "perfmodel.importers",
     "load_gpu_specs": "perfmodel.fitting.gpu_specs",
     "make_plan": "perfmodel.planning.batch",
+    "PlanRequest": "perfmodel.planning.batch",
     "NoPlanError": "perfmodel.planning.batch",
     "Plan": "solvers",
     "make_online_plan": "perfmodel.planning.online",

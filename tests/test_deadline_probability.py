@@ -296,3 +296,22 @@ def test_online_plans_say_how_often_the_drifting_machine_keeps_the_slo(profile, 
     assert code == 0 and json.loads(out)["drift"]["cpu"]["slo_holds_share"] == pytest.approx(0.760, abs=0.005)
     code, _, err = run_cli(capsys, *args)
     assert code == 0 and "--margin 23% covers 95%" in err
+
+
+def test_make_plan_takes_a_frozen_request_and_keywords_alike(profile):
+    import dataclasses
+
+    import perfmodel
+    from perfmodel.planning.batch import PlanRequest
+
+    request = PlanRequest(profiles=(profile,), input_size=64, pool={"cpu": 2}, confidence="none")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.mode = "relaxed"
+    by_request = make_plan(2_000, "60s", request).to_dict()
+    by_keywords = make_plan(2_000, "60s", profiles=[profile], input_size=64, pool={"cpu": 2}, confidence="none")
+    assert by_request["assignments"] == by_keywords.to_dict()["assignments"]
+    relaxed = make_plan(None, "10s", request, mode="relaxed")  # keywords override the request's fields
+    assert relaxed.mode == "relaxed" and request.mode == "soft"
+    assert perfmodel.PlanRequest is PlanRequest and "PlanRequest" in perfmodel.__all__
+    with pytest.raises(TypeError):
+        make_plan(2_000, "60s", request, pools={"cpu": 2})  # a misspelt setting is a programming error

@@ -11,7 +11,7 @@ import dataclasses
 import math
 import os
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,33 +75,41 @@ class _Options:
         )
 
 
+@dataclass(frozen=True)
+class PlanRequest:
+    """How to plan, beyond what and by when: every setting of `make_plan`, with its default.
+
+    Text is accepted where the command line takes it (margin '5%', load_time '2s', decode '2ms').
+    """
+
+    input_size: int | None = None
+    mix: Mapping[int, int] | None = None
+    pool: Mapping[str, int] | None = None
+    profiles: tuple = ()
+    predictors: tuple = ()
+    model: str | None = None
+    mode: str = "soft"
+    objective: str = "gpus"
+    margin: float | str = 0.0
+    use: str = "p50"
+    load_time: float | str | None = None
+    decode: float | str | None = None
+    max_batches: int | None = None
+    prices: Mapping[str, float] | None = None
+    backend: str | None = None
+    precision: str | None = None
+    gap: float | None = None
+    time_limit: float = 10.0
+    extrapolate: bool = False
+    confidence: float | str | None = None
+
+
 def make_plan(
-    images: int | str | None,
-    deadline: float | str,
-    *,
-    input_size: int | None = None,
-    mix: Mapping[int, int] | None = None,
-    pool: Mapping[str, int] | None = None,
-    profiles: Iterable[str | os.PathLike] = (),
-    predictors: Iterable = (),
-    model: str | None = None,
-    mode: str = "soft",
-    objective: str = "gpus",
-    margin: float | str = 0.0,
-    use: str = "p50",
-    load_time: float | str | None = None,
-    decode: float | str | None = None,
-    max_batches: int | None = None,
-    prices: Mapping[str, float] | None = None,
-    backend: str | None = None,
-    precision: str | None = None,
-    gap: float | None = None,
-    time_limit: float = 10.0,
-    extrapolate: bool = False,
-    confidence: float | str | None = None,
+    images: int | str | None, deadline: float | str, request: PlanRequest | None = None, **settings
 ) -> PlannedJob:
     """Plan how many GPUs of which type, and which batch sizes, meet `deadline` for `images`.
 
+    How: a PlanRequest, and/or its fields as keywords (`make_plan("100k", "60s", pool={"h100": 8})`).
     images/deadline/margin/load_time/decode accept numbers (images, seconds, fraction) or text ('100k',
     '60s', '5%'). With no profiles and no predictors, the files shipped in profiles/ and
     profiles/reference/ are used; with no pool, every hardware type found is available in any number.
@@ -114,43 +122,43 @@ def make_plan(
     `annotations` say where its numbers come from) and what it was made of (model, sources, options).
     Raises NoPlanError (exit code 3) when no plan meets the deadline, InputError for bad input.
     """
+    r = dataclasses.replace(request or PlanRequest(), **settings)
     deadline_s = deadline if isinstance(deadline, (int, float)) else parse_duration(deadline, "--deadline")
     if isinstance(deadline_s, bool) or not 0 < deadline_s <= MAX_SECONDS:
         raise InputError(
             f"the deadline must be a number of seconds > 0 and at most {MAX_SECONDS:,.0f} (10 years), "
             f"not {shown(deadline)}."
         )
-    margin = margin if isinstance(margin, (int, float)) else parse_fraction(margin, "--margin")
-    load_s = load_time
-    if isinstance(load_time, str):
-        load_s = parse_duration(load_time, "--load-time", allow_zero=True)
-    for flag, value in (("--model", model), ("--backend", backend), ("--precision", precision)):
+    margin = r.margin if isinstance(r.margin, (int, float)) else parse_fraction(r.margin, "--margin")
+    load_s = r.load_time
+    if isinstance(r.load_time, str):
+        load_s = parse_duration(r.load_time, "--load-time", allow_zero=True)
+    for flag, value in (("--model", r.model), ("--backend", r.backend), ("--precision", r.precision)):
         if value is not None and not str(value).strip():
             raise InputError(f"{flag} is empty: name one, or leave {flag} out for every one measured.")
-    if use not in LATENCY_COLUMNS:
-        raise InputError(f"--use must be p50 or p99, not {use!r}.")
-    if mode not in solvers.problem.MODES or objective not in solvers.problem.OBJECTIVES:
-        raise InputError(f"mode must be soft or relaxed and objective gpus or cost, not {mode!r} and {objective!r}.")
-    workload = _workload(images, input_size, mix, mode)
-    if mode == "relaxed" and None in workload.values() and not pool:
+    if r.use not in LATENCY_COLUMNS:
+        raise InputError(f"--use must be p50 or p99, not {r.use!r}.")
+    if r.mode not in solvers.problem.MODES or r.objective not in solvers.problem.OBJECTIVES:
+        raise InputError(
+            f"mode must be soft or relaxed and objective gpus or cost, not {r.mode!r} and {r.objective!r}."
+        )
+    workload = _workload(images, r.input_size, r.mix, r.mode)
+    if r.mode == "relaxed" and None in workload.values() and not r.pool:
         raise InputError(
             "relaxed mode with no --images plans as many images as a fixed pool can do: give --pool, e.g. --pool cpu=8."
         )
 
-    profiles, predictors = list(profiles), list(predictors)
+    profiles, predictors = list(r.profiles), list(r.predictors)
     if not profiles and not predictors:
         profiles, predictors = shipped.sources()
-    target = _check_confidence(confidence, margin, use)
-    basis = Basis(extrapolate=bool(extrapolate), probability=target is not None)
-    model, model_path = model_argument(model)
-    options, model = _gather(profiles, predictors, model, sorted(workload), use, backend, precision, basis)
-    decode_s = _with_decode(options, decode, basis)
+    target = _check_confidence(r.confidence, margin, r.use)
+    basis = Basis(extrapolate=bool(r.extrapolate), probability=target is not None)
+    model, model_path = model_argument(r.model)
+    options, model = _gather(profiles, predictors, model, sorted(workload), r, basis)
+    decode_s = _with_decode(options, r.decode, basis)
 
     def solve_at(m: float) -> solvers.Plan:
-        problem = _problem(
-            options, workload, deadline_s, pool, prices, mode, objective, m, load_s, max_batches, gap, time_limit
-        )
-        return _solve(problem, time_limit)
+        return _solve(_problem(options, workload, deadline_s, r, m, load_s), r.time_limit)
 
     if target is None:
         plan = solve_at(margin)
@@ -160,7 +168,7 @@ def make_plan(
     annotations = {**basis.to_dict(plan), **deadline_keys(distribution, deadline_s, target)}
     plan = dataclasses.replace(plan, annotations=annotations)
     context = build_context(
-        model, model_path, sorted(workload), use, margin, profiles, predictors, options, load_s, decode_s
+        model, model_path, sorted(workload), r.use, margin, profiles, predictors, options, load_s, decode_s
     )
     return PlannedJob(plan, context)
 
@@ -318,7 +326,8 @@ def _shown_probability(p: float) -> str:
     return f"{p:.3f}" if p >= 0.99 else f"{p:.2f}"
 
 
-def _gather(profiles, predictors, model, sizes, use, backend, precision, basis) -> tuple[dict[str, _Options], str]:
+def _gather(profiles, predictors, model, sizes, r: PlanRequest, basis) -> tuple[dict[str, _Options], str]:
+    use, backend, precision = r.use, r.backend, r.precision
     frame = _load_tagged(profiles) if profiles else None
     loaded = [(_source_name(p), _load_predictor(p)) for p in predictors]
     models = set() if frame is None else set(frame["model"])
@@ -643,10 +652,8 @@ def pool_counts(found, pool, prices, objective) -> tuple[dict, dict]:
     return counts, prices
 
 
-def _problem(
-    options, workload, deadline_s, pool, prices, mode, objective, margin, load_s, max_batches, gap, time_limit
-) -> solvers.Problem:
-    counts, prices = pool_counts(options, pool, prices, objective)
+def _problem(options, workload, deadline_s, r: PlanRequest, margin: float, load_s) -> solvers.Problem:
+    counts, prices = pool_counts(options, r.pool, r.prices, r.objective)
     try:
         types = []
         for name, count in counts.items():
@@ -658,12 +665,12 @@ def _problem(
             types,
             workload,
             deadline_s,
-            mode=mode,
-            objective=objective,
+            mode=r.mode,
+            objective=r.objective,
             margin=margin,
-            max_batches=max_batches,
-            mip_rel_gap=gap,
-            time_limit_s=time_limit,
+            max_batches=r.max_batches,
+            mip_rel_gap=r.gap,
+            time_limit_s=r.time_limit,
         )
     except solvers.ProblemError as exc:
         raise InputError(str(exc)) from None
