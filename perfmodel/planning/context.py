@@ -221,10 +221,12 @@ def describe(job: PlannedJob) -> list[str]:
     model = f"{c.model} ({c.model_path})" if c.model_path else c.model
     asked = (job.plan.annotations.get("confidence") or {}).get("asked")
     if asked is not None:
-        rule = (
-            f"planned for deadline probability {asked:g} ({job.plan.margin:.1%} of the deadline kept in reserve "
-            "for the spread)"
+        reserve = (
+            f"{job.plan.margin:.1%} of the deadline kept in reserve for the spread"
+            if job.plan.margin
+            else "met with none of the deadline kept in reserve"
         )
+        rule = f"planned for deadline probability {asked:g} ({reserve})"
     else:
         rule = f"{'p99' if c.use == 'p99' else 'median (p50)'} latency, margin {c.margin:.0%}"
     lines = [f"model {model} at {', '.join(f'{s} px' for s in c.input_sizes)}; {rule}"]
