@@ -277,7 +277,9 @@ def _print_result(data: dict) -> None:
             f"deadline {data['deadline_s']:g} s {met}"
         )
         if data.get("deadline_probability") is not None:
-            line += f" (the plan gave it probability {data['deadline_probability']:.2f})"
+            from perfmodel.planning.batch import shown_probability
+
+            line += f" (the plan gave it probability {shown_probability(data['deadline_probability'])})"
     if data["decode_s_per_image"] is not None:
         line += f"; decoding {data['decode_s_per_image'] * 1000:.2f} ms per image, bottleneck: {data['bottleneck']}"
     console.out.print(line, markup=False)

@@ -314,13 +314,13 @@ def probability_line(data: dict) -> str | None:
     q = data.get("makespan_quantiles_s") or {}
     if p is None or "p50" not in q:
         return None
-    line = f"finishes by {format_seconds(data['deadline_s'])} with probability {_shown_probability(p)}; "
+    line = f"finishes by {format_seconds(data['deadline_s'])} with probability {shown_probability(p)}; "
     line += f"median {format_seconds(q['p50'])}, p95 {format_seconds(q['p95'])}"
     asked = (data.get("confidence") or {}).get("asked")
     return line + (f" (asked for {asked:g})" if asked is not None else " (fixed rule: no probability asked)")
 
 
-def _shown_probability(p: float) -> str:
+def shown_probability(p: float) -> str:
     if p >= 0.9995:
         return "> 0.999"
     return f"{p:.3f}" if p >= 0.99 else f"{p:.2f}"
