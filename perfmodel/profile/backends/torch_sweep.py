@@ -86,6 +86,7 @@ class _TorchSweep:
         )
         self.largest_ok: dict[int, int] = {}  # input size -> largest batch that ran (for OOM in disguise)
         self.done = self.measured = 0
+        self.probed = False  # the drift probe runs once, before the first point measured
         self.measuring_s = 0.0  # time spent on newly measured points, for the ETA
         # Points left per input size: exact for a list, a bound for auto (which may stop sooner).
         self.remaining_bound = {size: self.plan.points // len(config.input_sizes) for size in config.input_sizes}
@@ -114,7 +115,6 @@ class _TorchSweep:
                 **provenance,
             }
             self.output.check_resumable(self.identity, self.fixed)
-            self.fixed.update(self._drift_probe())
             with HardwareMonitor(gpu_index=gpu_index, interval_s=0.05 if self.is_cuda else CPU_INTERVAL_S) as monitor:
                 self.monitor = monitor
                 if monitor.has_gpu_counters:
@@ -178,6 +178,9 @@ class _TorchSweep:
         resumed = row is not None
         sticky = None
         if not resumed:
+            if not self.probed:  # before the first point measured now: a resumed sweep with nothing left skips it
+                self.probed = True
+                self.fixed.update(self._drift_probe())
             t0 = time.monotonic()
             row, sticky = self._measure(batch_size, input_size)
             self.output.add(row)
