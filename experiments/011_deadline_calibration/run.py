@@ -16,7 +16,7 @@ On this machine (a shared 2-core VM) for ResNet-50 at 64 px and EfficientNet-B0 
      fraction met, with a Wilson 95% interval), the cost of safety, the accuracy of the predicted
      quantiles, the closed form against drawing every batch, stealing; reliability.png.
 
-    python experiments/011_deadline_calibration/run.py            # ~35 min on a 2-core machine
+    python experiments/011_deadline_calibration/run.py            # ~60 min on a busy 2-core machine
     python experiments/011_deadline_calibration/run.py --quick    # two deadlines, one model: ~8 min
 
 Results land in a new results/<date>-<machine>-<commit>/ (experiments/lab.py); profiles in work/.
@@ -80,24 +80,33 @@ def profile(model: str, size: int, work: Path, alongside: int) -> Path:
 
 
 def plan(kind: str, model: str, size: int, deadline: int, p: float, profile_csv: Path, c1: int, path: Path):
-    """The plan JSON (a dict), or None when no plan meets the deadline at p (exit 3)."""
+    """The plan JSON (a dict, as `perfmodel plan --json` writes it), or None when no plan meets the deadline
+    at p. Planned in this process with make_plan, the code behind `perfmodel plan` (72 commands would spend
+    most of their time starting Python on a busy 2-core machine)."""
+    from perfmodel import console
+    from perfmodel.planning.batch import NoPlanError, make_plan
+
     mode, _, pool, share = KINDS[kind]
-    args = ["plan", "--mode", mode, "--deadline", f"{deadline}s", "--pool", f"cpu={pool}"]
-    if share is not None:
-        args += ["--images", int(share * c1)]
-    done = perfmodel(*args, "--profile", profile_csv, "--input-size", size, "--confidence", p, "--json", allow=(3,))
-    if done.returncode == 3:
+    images = None if share is None else int(share * c1)
+    settings = dict(mode=mode, pool={"cpu": pool}, profiles=[profile_csv], input_size=size, confidence=p)
+    try:
+        job = make_plan(images, deadline, **settings)
+    except NoPlanError:
         return None
-    path.write_text(done.stdout)
-    return json.loads(done.stdout)
+    data = console.clean_for_json(job.to_dict())
+    path.write_text(json.dumps(data, indent=1))
+    return data
 
 
 def capacity(model: str, size: int, deadline: int, profile_csv: Path) -> int:
-    done = perfmodel(
-        "plan", "--mode", "relaxed", "--deadline", f"{deadline}s", "--pool", "cpu=1", "--profile", profile_csv,
-        "--input-size", size, "--confidence", "0.5", "--json", allow=(3,),
-    )  # fmt: skip
-    return 0 if done.returncode == 3 else int(json.loads(done.stdout)["images_planned"])
+    """C1: what one worker finishes by the deadline at P = 0.5 (the median plan)."""
+    from perfmodel.planning.batch import NoPlanError, make_plan
+
+    settings = dict(mode="relaxed", pool={"cpu": 1}, profiles=[profile_csv], input_size=size, confidence=0.5)
+    try:
+        return int(make_plan(None, deadline, **settings).total_images)
+    except NoPlanError:
+        return 0
 
 
 def execute(plan_path: Path, steal: bool) -> dict:
@@ -132,6 +141,7 @@ def main() -> int:
     deadlines = QUICK_DEADLINES if args.quick else DEADLINES
 
     profiles = {m: {"solo": profile(m, s, work, 0), "pair": profile(m, s, work, 1)} for m, s in models.items()}
+    log("planning")
     jobs = []
     for model, size in models.items():
         for deadline in deadlines:
