@@ -381,3 +381,98 @@ def test_plan_assignments_table_fits_a_1400_px_page():
     table = tables.plan_assignments(plan)
     assert _min_width_px(table) <= 1250  # the page's content column (max-width 1250 px) inside 1400 px
     assert not any("_" in h for h in table.headers)
+
+
+def lost_node_run() -> dict:
+    """A run file of two workers where cpu#1's node was lost at 0.5 s after one of its three batches; cpu#0
+    re-ran the other two after its own two (as `perfmodel run --json` writes it, times made up)."""
+
+    def worker(name, batches, given, status):
+        pair = {"predicted": 0.1, "measured": 0.1}
+        return {
+            "worker": name,
+            "status": status,
+            "input_size": 32,
+            "batch_size": 8,
+            "batches_done": len(batches),
+            "batches_given": given,
+            "images_done": 8 * len(batches),
+            **{k: dict(pair) for k in ("load_s", "warmup_s", "batch_s", "finish_s")},
+            "timeline": {"load": [0.0, 0.1], "batches": batches},
+        }
+
+    return {
+        "format": "perfmodel-run",
+        "schema_version": 1,
+        "status": "complete",
+        "model": {"name": "tiny $x$"},
+        "predicted_makespan_s": 0.6,
+        "measured_makespan_s": 1.1,
+        "error_rel": 0.83,
+        "deadline_s": 1.0,
+        "later_than_planned_s": 0.5,
+        "lost_workers": [{"worker": "cpu#1", "lost_at_s": 0.5, "batches_done": 1, "batches_put_back": 2}],
+        "rerun_batches": [
+            {"owner": "cpu#1", "batch": 1, "images": 8, "worker": "cpu#0", "end_s": 0.9},
+            {"owner": "cpu#1", "batch": 2, "images": 8, "worker": "cpu#0", "end_s": 1.1},
+        ],
+        "workers": [
+            worker("cpu#0", [[0.1, 0.3], [0.3, 0.5], [0.5, 0.9], [0.9, 1.1]], 2, "done"),
+            worker("cpu#1", [[0.1, 0.3]], 3, "lost"),
+        ],
+    }
+
+
+def test_a_lost_node_is_marked_on_the_timeline_and_re_run_batches_apart():
+    from matplotlib.collections import PolyCollection
+
+    from perfmodel.report.run_figures import RERUN, draw_timeline, run_table
+
+    fig, caption = draw_timeline(lost_node_run())
+    ax = fig.axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    assert texts == ["node lost 0.5 s"] and "hatched" in caption
+    lost_line = [line for line in ax.lines if list(line.get_xdata()) == [0.5, 0.5]]
+    assert lost_line and min(lost_line[0].get_ydata()) > 0.5  # on cpu#1's row (the second), not cpu#0's
+    reruns = [c for c in ax.collections if isinstance(c, PolyCollection) and c.get_hatch() == "//"]
+    assert len(reruns) == 1 and len(reruns[0].get_paths()) == 2  # cpu#0's two re-run batches
+    assert matplotlib_colour(reruns[0].get_facecolor()[0]) == RERUN
+    assert any("re-run" in t.get_text() for t in fig.legends[0].get_texts())
+    rows = {row[0]: row[3] for row in run_table(lost_node_run()).rows}
+    assert rows == {"cpu#0": "2 of 2 (+2 re-run)", "cpu#1": "1 of 3 (lost at 0.5 s)"}
+
+
+def matplotlib_colour(rgba) -> str:
+    from matplotlib.colors import to_hex
+
+    return to_hex(rgba)
+
+
+def test_report_of_a_run_with_a_lost_node_and_of_one_without_its_keys(tmp_path, capsys):
+    run = lost_node_run()
+    (tmp_path / "lost.json").write_text(json.dumps(run))
+    code, _, stderr = run_cli(capsys, "report", "--run", tmp_path / "lost.json", "--out", tmp_path / "a")
+    assert code == 0, stderr
+    page = check_page(tmp_path / "a", ["run-timeline.png"])
+    assert "(+2 re-run)" in page and "lost at 0.5 s" in page and "Lost with their node: cpu#1" in page
+    older = {k: v for k, v in run.items() if k not in ("lost_workers", "rerun_batches", "later_than_planned_s")}
+    (tmp_path / "older.json").write_text(json.dumps(older))
+    code, _, stderr = run_cli(capsys, "report", "--run", tmp_path / "older.json", "--out", tmp_path / "b")
+    assert code == 0, stderr
+    assert "re-run" not in check_page(tmp_path / "b", ["run-timeline.png"])
+
+
+@pytest.mark.parametrize(
+    "key, value, named",
+    [
+        ("lost_workers", 3, '"lost_workers"'),
+        ("lost_workers", [{"lost_at_s": 1.0}], '"lost_workers"'),
+        ("lost_workers", [{"worker": "cpu#1", "lost_at_s": "soon"}], '"lost_at_s"'),
+        ("rerun_batches", [{"worker": "cpu#0", "end_s": [1]}], '"end_s"'),
+    ],
+)
+def test_bad_lost_node_keys_are_one_line_exit_2(tmp_path, capsys, key, value, named):
+    (tmp_path / "run.json").write_text(json.dumps({**lost_node_run(), key: value}))
+    code, stdout, stderr = run_cli(capsys, "report", "--run", tmp_path / "run.json", "--out", tmp_path / "out")
+    assert code == 2 and named in stderr and len(stderr.strip().splitlines()) == 1, stderr
+    assert not (tmp_path / "out").exists()

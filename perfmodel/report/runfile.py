@@ -15,7 +15,7 @@ from perfmodel.planning.fields import is_number
 MAX_SECONDS = 1e9  # about 31 years: a time beyond is not a run's (and no axis can draw it)
 PAIRS = ("load_s", "warmup_s", "batch_s", "finish_s")
 COUNTS = ("input_size", "batch_size", "batches_done", "batches_given", "images_done")
-TOP_NUMBERS = ("predicted_makespan_s", "measured_makespan_s", "error_rel", "deadline_s")
+TOP_NUMBERS = ("predicted_makespan_s", "measured_makespan_s", "error_rel", "deadline_s", "later_than_planned_s")
 
 
 def check_run(run: dict, source: str, how: str) -> None:
@@ -42,6 +42,7 @@ def check_run(run: dict, source: str, how: str) -> None:
     load = run.get("load_avg_1m")
     if load is not None and not (isinstance(load, list) and all(is_number(x) for x in load)):
         refuse('"load_avg_1m"', load, "a list of numbers")
+    _check_losses(run, refuse, number)
     for w in run["workers"]:
         name = w["worker"][:40]
         for key in PAIRS:
@@ -74,3 +75,19 @@ def check_run(run: dict, source: str, how: str) -> None:
                 number(f"worker {name}, a timeline entry", x)
             if span[1] < span[0]:
                 refuse(f"worker {name}, a timeline entry", span, "[start, end] with the end not before the start")
+
+
+def _check_losses(run: dict, refuse, number) -> None:
+    """A lost node's keys (run files since the lost-node survival; older ones lack them): lost_workers and
+    rerun_batches, each a list of objects naming a worker."""
+    for key, times in (("lost_workers", ("lost_at_s",)), ("rerun_batches", ("end_s",))):
+        entries = run.get(key)
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            refuse(f'"{key}"', entries, "a list")
+        for entry in entries:
+            if not (isinstance(entry, dict) and isinstance(entry.get("worker"), str)):
+                refuse(f'an entry of "{key}"', entry, 'an object with a "worker" name')
+            for field in times:
+                number(f'"{key}", worker {entry["worker"][:40]}, "{field}"', entry.get(field))
