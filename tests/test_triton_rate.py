@@ -175,3 +175,52 @@ def test_rate_sweep_writes_rows_resumes_and_leaves_nothing(batching_server, tmp_
     assert again.returncode == 0 and "(0 measured now)" in again.stderr
     assert _leftovers() <= before
     assert {p.pid for p in _server_processes()} <= running
+
+
+def _send_times_drawn_at_once(rate_per_s, span_s, seed):  # the schedule as it was built before streaming
+    rng = np.random.default_rng(seed)
+    count = int(rate_per_s * span_s * 1.2 + 10 * np.sqrt(rate_per_s * span_s) + 10)
+    times = np.cumsum(rng.exponential(1.0 / rate_per_s, count))
+    assert times[-1] >= span_s  # (its rare second draw is not reproduced here)
+    return times[times < span_s]
+
+
+@pytest.mark.parametrize("rate, span, seed", [(0.5, 30.0, 0), (50.0, 6.0, 1), (200.0, 50.0, 1), (3e4, 30.0, 7)])
+def test_streamed_schedule_is_the_one_drawn_at_once(rate, span, seed):
+    from perfmodel.profile.backends.triton_rate import CHUNK, arrivals
+
+    chunks = list(arrivals(rate, span, seed))
+    assert all(len(c) == CHUNK for c in chunks[:-1]) and 0 < len(chunks[-1]) <= CHUNK
+    assert np.array_equal(np.concatenate(chunks), _send_times_drawn_at_once(rate, span, seed))
+    assert np.array_equal(send_times(rate, span, seed), _send_times_drawn_at_once(rate, span, seed))
+
+
+def test_open_loop_draws_only_the_schedule_it_sends(monkeypatch):
+    """A sender that stops early (the server far behind) draws a chunk or two of the schedule, not all of it:
+    memory follows what was sent, not rate x duration (1,999,999 requests here)."""
+    import tracemalloc
+    from types import SimpleNamespace
+
+    from perfmodel.profile.backends import triton_rate
+
+    def sender(workload, inputs, schedule, start, lag, answer, done, abort):
+        for i, _t in enumerate(schedule):
+            lag[i] = 0.001
+            answer(i, None if i % 2 else RuntimeError("refused"))
+            if i == 999:
+                return 1000, True
+        return 0, False
+
+    monkeypatch.setattr(triton_rate, "_inputs", lambda workload: [None])
+    monkeypatch.setattr(triton_rate, "_grpc_sender", sender)
+    tracemalloc.start()
+    try:
+        requests = triton_rate.send_open_loop(SimpleNamespace(protocol="grpc"), 79_999.9, 5.0, 20.0, seed=3)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8_000_000  # all at once: ~2.4M x 8 bytes per figure, over 60 MB
+    assert np.array_equal(requests.schedule, send_times(79_999.9, 25.0, 3)[:1000])
+    assert np.allclose(requests.sent - requests.schedule, 0.001)
+    assert requests.failed.tolist() == [i % 2 == 0 for i in range(1000)] and requests.stopped_early
+    assert np.all(np.isfinite(requests.answered)) and requests.first_error == "refused"

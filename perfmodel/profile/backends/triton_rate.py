@@ -29,7 +29,7 @@ import platform
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,9 +61,11 @@ MAX_IN_FLIGHT = 20_000  # a server this far behind is not keeping up: stop sendi
 KEPT_UP_RATE = 0.95
 GROWTH_LIMIT = 2.0
 POLL_S = 0.25
-# The most requests one rate may schedule (warm-up and window): each costs ~30 bytes of schedule and
-# bookkeeping before any is sent; --rate 1e9/s built a schedule that took all 24 GiB of the machine.
+# The most requests one rate may send (warm-up and window). The schedule is drawn in chunks as it is sent
+# (--rate 1e9/s once built all of it up front and took the machine's 24 GiB), but each request sent keeps
+# ~25 bytes (when due, how late, when answered, failed) for the exact percentiles: this bounds those.
 MAX_REQUESTS_PER_RATE = 2_000_000
+CHUNK = 65_536  # send times drawn, and per-request figures allocated, this many at a time
 
 
 def warmup_for(duration_s: float) -> float:
@@ -72,8 +74,8 @@ def warmup_for(duration_s: float) -> float:
 
 
 def check_rates(rates, duration_s: float) -> None:
-    """Refuse, before anything starts, a rate at which no request is due within the window, or one whose
-    schedule would be larger than MAX_REQUESTS_PER_RATE."""
+    """Refuse, before anything starts, a rate at which no request is due within the window, or one that would
+    send more than MAX_REQUESTS_PER_RATE requests."""
     span = warmup_for(duration_s) + duration_s
     for rate in rates:
         if rate * duration_s < 1:
@@ -114,14 +116,45 @@ class RateResult:
         )
 
 
-def send_times(rate_per_s: float, span_s: float, seed: int) -> np.ndarray:
-    """Poisson send times in [0, span_s)."""
+def arrivals(rate_per_s: float, span_s: float, seed: int) -> Iterator[np.ndarray]:
+    """Poisson send times in [0, span_s), in chunks of CHUNK (the last shorter), drawn only as they are asked
+    for: the schedule's memory does not grow with rate x span. Each chunk's first gap carries the time so far,
+    so the times are those of one cumulative sum over one draw (numpy draws the same gaps chunked or not)."""
     rng = np.random.default_rng(seed)
-    count = int(rate_per_s * span_s * 1.2 + 10 * math.sqrt(rate_per_s * span_s) + 10)
-    times = np.cumsum(rng.exponential(1.0 / rate_per_s, count))
-    while times[-1] < span_s:  # rare: draw more
-        times = np.concatenate([times, times[-1] + np.cumsum(rng.exponential(1.0 / rate_per_s, count))])
-    return times[times < span_s]
+    last = 0.0
+    while True:
+        gaps = rng.exponential(1.0 / rate_per_s, CHUNK)
+        gaps[0] += last
+        times = np.cumsum(gaps)
+        last = float(times[-1])
+        if last >= span_s:
+            times = times[: np.searchsorted(times, span_s)]
+            if len(times):
+                yield times
+            return
+        yield times
+
+
+def send_times(rate_per_s: float, span_s: float, seed: int) -> np.ndarray:
+    """Poisson send times in [0, span_s), all at once (arrivals' chunks joined)."""
+    return np.concatenate([np.empty(0), *arrivals(rate_per_s, span_s, seed)])
+
+
+class _Column:
+    """One figure per request sent, in blocks of CHUNK added as the schedule is drawn; an answer's callback
+    (another thread) writes only requests already sent, whose block exists."""
+
+    def __init__(self, fill, dtype=float):
+        self.fill, self.dtype, self.blocks = fill, dtype, []
+
+    def grow(self, n: int) -> None:
+        self.blocks.append(np.full(n, self.fill, dtype=self.dtype))
+
+    def __setitem__(self, i: int, value) -> None:
+        self.blocks[i // CHUNK][i % CHUNK] = value
+
+    def head(self, n: int) -> np.ndarray:
+        return np.concatenate([np.empty(0, dtype=self.dtype), *self.blocks])[:n]
 
 
 @dataclass(frozen=True)
@@ -165,11 +198,15 @@ def send_open_loop(
     abort: Callable[[], str | None] | None = None,
 ) -> Requests:
     """run_open_loop's load, every request kept (for an experiment that looks at each)."""
-    schedule = send_times(rate_per_s, warmup_s + duration_s, seed)
-    n = len(schedule)
-    answered_at = np.full(n, np.nan)
-    failed = np.zeros(n, dtype=bool)
-    lag = np.zeros(n)
+    due, answered_at, failed, lag = _Column(np.nan), _Column(np.nan), _Column(False, bool), _Column(0.0)
+
+    def schedule() -> Iterator[float]:  # each chunk's figures exist before its first request goes out
+        for times in arrivals(rate_per_s, warmup_s + duration_s, seed):
+            for column in (answered_at, failed, lag):
+                column.grow(len(times))
+            due.blocks.append(times)
+            yield from times
+
     errors: list[str] = []
     done = queue.SimpleQueue()
     clock = time.perf_counter
@@ -193,15 +230,15 @@ def send_open_loop(
             timer.start()
             timers.append(timer)
     try:
-        sent, stopped = sender(workload, inputs, schedule, start, lag, answer, done, abort or (lambda: None))
+        sent, stopped = sender(workload, inputs, schedule(), start, lag, answer, done, abort or (lambda: None))
     finally:
         for timer in timers:
             timer.join(ADMIN_TIMEOUT_S * 2)
     return Requests(
-        schedule[:sent],
-        schedule[:sent] + lag[:sent],
-        answered_at[:sent] - start,
-        failed[:sent],
+        due.head(sent),
+        due.head(sent) + lag.head(sent),
+        answered_at.head(sent) - start,
+        failed.head(sent),
         stopped,
         errors[0] if errors else None,
     )
