@@ -273,11 +273,12 @@ def test_a_plan_file_carries_its_probability_to_the_run_and_older_plans_still_re
     plan = read_run_plan(path)
     assert plan.deadline_probability == pytest.approx(data["deadline_probability"]) and plan.deadline_probability >= 0.9
     assert plan.drifts["cpu"].rel_sd == data["makespan_model"]["drift"]["drift cpu"]["rel_sd"]
+    assert plan.confidence == 0.9  # what a lost node's re-plan aims for
     for key in ("deadline_probability", "makespan_quantiles_s", "spread_by_source_s", "confidence", "makespan_model"):
         del data[key]
     path.write_text(json.dumps(data))
     old = read_run_plan(path)
-    assert old.deadline_probability is None and old.drifts == {}
+    assert old.deadline_probability is None and old.drifts == {} and old.confidence is None
     for bad in (1.5, "sure", True):
         path.write_text(json.dumps({**data, "deadline_probability": bad}))
         with pytest.raises(InputError, match="deadline_probability"):

@@ -389,7 +389,7 @@ class _Execution:
         ]
         now = self.elapsed()
         images_left = sum(item if isinstance(item, int) else len(item) for item in left)
-        suggestion = suggest(self.result.workers, w, now, images_left, self.plan.deadline_s)
+        suggestion = suggest(self.result.workers, w, now, images_left, self.plan.deadline_s, self.plan.confidence)
         self.result.lost.append(LostWorker(w, now, [tuple(k) for k in back], bool(survivors), suggestion))
         text = f"the node of {w.plan.name} was lost after {len(w.batches)} of its batches"
         if back:

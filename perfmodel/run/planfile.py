@@ -58,6 +58,7 @@ class RunPlan:
     images_by_size: dict[int, int]
     workers: tuple[WorkerPlan, ...]
     deadline_probability: float | None = None  # what the plan stated (plans before it: None)
+    confidence: float | None = None  # the probability it was made for (None: a fixed rule, or an older plan)
     drifts: dict[str, Drift] = field(default_factory=dict)  # hardware -> the drift the plan assumed, where measured
 
     @property
@@ -110,6 +111,7 @@ def read_run_plan(path) -> RunPlan:
         by_size,
         workers,
         _probability(data, source),
+        _asked(data),
         _drifts(data),
     )
 
@@ -121,6 +123,12 @@ def _probability(data: dict, source: str) -> float | None:
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
         raise InputError(f'{source}: "deadline_probability" must be a probability from 0 to 1, not {p!r}; {REMAKE}.')
     return float(p)
+
+
+def _asked(data: dict) -> float | None:
+    asked = data.get("confidence")
+    asked = asked.get("asked") if isinstance(asked, dict) else None
+    return float(asked) if _plain_number(asked) and 0.5 <= asked < 1 else None
 
 
 def _plain_number(x) -> bool:

@@ -21,12 +21,21 @@ from perfmodel.planning.makespan import Makespan, Workers
 from perfmodel.run.planfile import WorkerPlan
 from perfmodel.run.result import WorkerRun
 
-CONFIDENCE = 0.95  # the plans' default; the run plan does not carry the one asked for
+CONFIDENCE = 0.95  # the plans' default: for plans made on a fixed rule, or before plans recorded one
 MAX_ADDED = 64  # per type: beyond this the suggestion says that no number of this type would do
 
 
-def suggest(workers: list[WorkerRun], lost: WorkerRun, now_s: float, images_left: int, deadline_s: float) -> dict:
-    """The suggestion as the run JSON gives it (lost_workers[i]["replan"])."""
+def suggest(
+    workers: list[WorkerRun],
+    lost: WorkerRun,
+    now_s: float,
+    images_left: int,
+    deadline_s: float,
+    confidence: float | None = None,
+) -> dict:
+    """The suggestion as the run JSON gives it (lost_workers[i]["replan"]), at the probability the plan
+    was made for (`confidence`; CONFIDENCE when it had none)."""
+    target = confidence or CONFIDENCE
     size = lost.plan.input_size
     survivors = [w for w in workers if w.status in ("running", "done") and w.plan.input_size == size]
     rates = [_measured(w) for w in survivors]
@@ -36,13 +45,13 @@ def suggest(workers: list[WorkerRun], lost: WorkerRun, now_s: float, images_left
     out = {
         "at_s": now_s,
         "images_left": images_left,
-        "confidence": CONFIDENCE,
+        "confidence": target,
         "survivors": len(survivors),
         "probability_with_survivors": alone,
         # when the survivors end (s from the clock's start), as the model predicts it now: the run's
         # makespan after the loss, if nothing else of the run ends later
         "end_with_survivors_s": {f"p{round(q * 100)}": v for q, v in quantiles.items()} or None,
-        "enough": alone >= CONFIDENCE,
+        "enough": alone >= target,
         "add": [],
         "method": "measured batch times of the survivors, the plan's for added workers; "
         "perfmodel.planning.makespan for the probability",
@@ -52,7 +61,7 @@ def suggest(workers: list[WorkerRun], lost: WorkerRun, now_s: float, images_left
     for hardware, plan in _types(workers, size).items():
         for count in range(1, MAX_ADDED + 1):
             p = _probability(rates, [(plan, count)], images_left, now_s, deadline_s)
-            if p >= CONFIDENCE:
+            if p >= target:
                 out["add"].append({"hardware": hardware, "workers": count, "probability": p})
                 break
     return out
