@@ -122,6 +122,8 @@ def test_a_lost_node_is_survived_each_image_labelled_once(cluster, tmp_path):
     assert lost["worker"] == "h100#0" and lost["batches_put_back"] > 0 and set(lost["rerun_on"]) <= {"a100#0", "cpu#0"}
     assert len(data["rerun_batches"]) == lost["batches_put_back"]
     assert {b["owner"] for b in data["rerun_batches"]} == {"h100#0"}
+    batch_size = {w["worker"]: w["batch_size"] for w in data["workers"]}  # split for the smallest survivor
+    assert all(b["images"] <= batch_size[b["worker"]] for b in data["rerun_batches"]), data["rerun_batches"]
     assert data["later_than_planned_s"] is not None and data["met_deadline"] is not None
     h100 = data["workers"][[w["hardware"] for w in data["workers"]].index("h100")]
     assert h100["status"] == "lost"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfmodel.run.steal import BatchQueue
+from perfmodel.run.steal import BatchQueue, split
 
 
 def queue(steal: bool = False) -> BatchQueue:
@@ -67,3 +67,46 @@ def test_every_batch_is_run_exactly_once_whoever_is_lost(steps, steal):
         finished += holding[worker]
     everything = [(0, n) for n in range(5)] + [(1, n) for n in range(3)] + [(2, 0), (2, 1)]
     assert sorted(finished) == everything
+
+
+@given(st.one_of(st.integers(0, 300), st.lists(st.integers(), max_size=300)), st.integers(1, 64))
+def test_split_keeps_every_image_once_in_order_and_no_piece_over_the_limit(item, limit):
+    pieces = split(item, limit)
+    if isinstance(item, int):
+        assert sum(pieces) == item and all(0 <= n <= limit for n in pieces)
+        assert all(pieces) or pieces == [0]
+    else:
+        assert [x for piece in pieces for x in piece] == item and all(len(p) <= limit for p in pieces)
+        assert all(pieces) or pieces == [[]]
+
+
+def test_a_lost_larger_batch_is_put_back_in_pieces_no_larger_than_the_smallest_survivor():
+    """Worker 0 (batch 8) is lost; the survivors of its input size plan batches of 3 and 5: every piece <= 3.
+    Worker 2 (batch 2, another input size) does not bound them."""
+    files = [f"f{i}" for i in range(20)]
+    own = {0: [files[0:8], files[8:16], files[16:20]], 1: [["g0", "g1", "g2"]], 2: [["h0", "h1"]], 3: [["k0"]]}
+    q = BatchQueue(own, {0: 64, 1: 64, 2: 32, 3: 64}, {w: 1.0 for w in own}, False, {0: 8, 1: 3, 2: 2, 3: 5})
+    assert q.take(0)[:2] == (0, 0)  # under way when lost
+    back = q.lose(0, done=[])
+    assert back == [(0, n) for n in range(3, 11)]  # 8 -> 3+3+2, 8 -> 3+3+2, 4 -> 3+1: new batches of worker 0
+    ran = []
+    for worker in (1, 3) * 6:
+        item = q.take(worker)
+        if item is not None:
+            ran.append(item)
+    assert q.take(1) is None and q.take(3) is None
+    assert all(len(content) <= 3 for owner, _, content in ran if owner == 0)
+    assert sorted(x for owner, _, content in ran if owner == 0 for x in content) == sorted(files)  # each once
+    assert q.replaced == {(0, 0): [(0, 3), (0, 4), (0, 5)], (0, 1): [(0, 6), (0, 7), (0, 8)], (0, 2): [(0, 9), (0, 10)]}
+    queues, _ = q.state()
+    assert queues[0][3:] == [files[k : k + 3] if k % 8 < 6 else files[k : k + 2] for k in (0, 3, 6, 8, 11, 14)] + [
+        files[16:19],
+        files[19:20],
+    ]
+
+
+def test_without_batch_sizes_or_survivors_a_lost_batch_is_put_back_whole():
+    q = BatchQueue({0: [list("abcdefgh")], 1: [["x"]]}, {0: 1, 1: 2}, {0: 1.0, 1: 1.0}, False, {0: 8, 1: 1})
+    assert q.lose(0, done=[]) == [(0, 0)] and not q.replaced  # worker 1 has another input size
+    q = BatchQueue({0: [list("abcdefgh")], 1: [["x"]]}, {0: 1, 1: 1}, {0: 1.0, 1: 1.0}, False)
+    assert q.lose(0, done=[]) == [(0, 0)] and not q.replaced

@@ -315,6 +315,7 @@ class _Execution:
                 {w.plan.index: w.plan.input_size for w in runs},
                 {w.plan.index: w.plan.latency_s for w in runs},
                 self.options.steal,
+                {w.plan.index: w.plan.batch_size for w in runs},
             )
         )
 
@@ -378,6 +379,10 @@ class _Execution:
 
         done = {(b["owner"], b["batch"]) for x in self.result.workers for b in x.batches}
         back = ray.get(self.queue.lose.remote(w.plan.index, sorted(done)))
+        queues, replaced = ray.get(self.queue.state.remote())
+        for x in self.result.workers:  # batches put back in pieces for a smaller survivor: the pieces are its own
+            x.given = list(queues[x.plan.index])
+            x.replaced = {n for owner, n in replaced if owner == x.plan.index}
         w.status, w.error = "lost", "its node was lost"
         survivors = [x for x in self.result.workers if x.status in ("running", "done") and _usable(x, w)]
         left = [
@@ -385,7 +390,7 @@ class _Execution:
             for x in self.result.workers
             if _usable(x, w)
             for n, item in enumerate(x.given)
-            if (x.plan.index, n) not in done
+            if (x.plan.index, n) not in done and n not in x.replaced
         ]
         now = self.elapsed()
         images_left = sum(item if isinstance(item, int) else len(item) for item in left)

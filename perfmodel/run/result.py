@@ -35,6 +35,9 @@ class WorkerRun:
     status: str = "running"  # running, done, died, interrupted
     error: str = ""
     behind: str = ""  # the warning given when it fell behind its plan, if it did
+    # Its batches put back in pieces after its node was lost (BatchQueue.replaced): the pieces follow in
+    # `given`, numbered after its own batches, and count instead of them.
+    replaced: set[int] = field(default_factory=set)
 
     @property
     def images_done(self) -> int:
@@ -50,7 +53,9 @@ class WorkerRun:
 
     @property
     def images_given(self) -> int:
-        return sum(item if isinstance(item, int) else len(item) for item in self.given)
+        return sum(
+            item if isinstance(item, int) else len(item) for i, item in enumerate(self.given) if i not in self.replaced
+        )
 
     def decode_totals(self) -> tuple[float, int]:
         """Seconds spent decoding, and files decoded (readable or not)."""
@@ -91,7 +96,7 @@ class WorkerRun:
             "niceness": self.niceness,
             "status": self.status,
             "error": self.error or None,
-            "batches_given": len(self.given),
+            "batches_given": len(self.given) - len(self.replaced),
             "images_given": self.images_given,
             "batches_done": len(self.batches),
             "images_done": self.images_done,
@@ -172,7 +177,12 @@ class RunResult:
         """The batches given to workers and not done (a worker died, or the run was interrupted):
         file lists, or image counts on random inputs."""
         done = {(b["owner"], b["batch"]) for w in self.workers for b in w.batches}
-        return [item for w in self.workers for i, item in enumerate(w.given) if (w.plan.index, i) not in done]
+        return [
+            item
+            for w in self.workers
+            for i, item in enumerate(w.given)
+            if (w.plan.index, i) not in done and i not in w.replaced
+        ]
 
     def rerun_batches(self) -> list[dict]:
         """The batches of lost workers that others re-ran: whose, which, where, and when they ended."""

@@ -5,14 +5,26 @@ A worker takes its own batches in order; once they are gone, the batches put bac
 (of its input size), then, with --steal (off by default), the last unstarted batch of the worker of its
 input size that has the most planned time left (unstarted batches x that worker's planned batch time).
 A batch counts as started when it is taken, and the queue remembers who took it: when a worker is lost
-with its node, every batch it took and did not finish, and its own unstarted ones, are put back.
+with its node, every batch it took and did not finish, and its own unstarted ones, are put back; one
+larger than the smallest batch size of the survivors of its input size is put back in pieces no larger
+(a survivor with a smaller GPU must not run out of memory on it): each piece is a new batch of the same
+owner, numbered after its given ones, and the batch it replaces is remembered in `replaced`.
 """
 
 from __future__ import annotations
 
 
 class BatchQueue:
-    def __init__(self, queues: dict[int, list], sizes: dict[int, int], batch_s: dict[int, float], steal: bool):
+    def __init__(
+        self,
+        queues: dict[int, list],
+        sizes: dict[int, int],
+        batch_s: dict[int, float],
+        steal: bool,
+        batch_sizes: dict[int, int] | None = None,  # each worker's planned batch size; None: never split
+    ):
+        self.batch_sizes, self.lost = batch_sizes, set()
+        self.replaced: dict[tuple[int, int], list[tuple[int, int]]] = {}  # put back in pieces: batch -> pieces
         self.queues = {w: list(items) for w, items in queues.items()}
         self.next = {w: 0 for w in queues}  # own batches are taken from the front
         self.end = {w: len(items) for w, items in queues.items()}  # stolen ones from the back
@@ -55,8 +67,30 @@ class BatchQueue:
         self.next[worker] = self.end[worker]
         for key in back:
             self.taken.pop(key, None)
-        self.put_back += sorted(back)
-        return sorted(back)
+        self.lost.add(worker)
+        back = [piece for key in sorted(back) for piece in self._pieces(key)]
+        self.put_back += back
+        return back
+
+    def _pieces(self, key: tuple[int, int]) -> list[tuple[int, int]]:
+        """`key` itself, or the new batches it is split into for the smallest survivor of its input size."""
+        owner, number = key
+        limits = [
+            size
+            for w, size in (self.batch_sizes or {}).items()
+            if w not in self.lost and self.sizes[w] == self.sizes[owner]
+        ]
+        pieces = split(self.queues[owner][number], min(limits)) if limits else []
+        if len(pieces) <= 1:
+            return [key]
+        first = len(self.queues[owner])
+        self.queues[owner] += pieces
+        self.replaced[key] = [(owner, first + k) for k in range(len(pieces))]
+        return self.replaced[key]
+
+    def state(self) -> tuple[dict[int, list], dict[tuple[int, int], list[tuple[int, int]]]]:
+        """Every worker's batches (pieces of split ones included) and the batches put back in pieces."""
+        return self.queues, self.replaced
 
     def has_work(self, worker: int) -> bool:
         """Whether take(worker) would give it a batch now (without taking it)."""
@@ -67,3 +101,10 @@ class BatchQueue:
         return self.steal and any(
             w != worker and self.sizes[w] == self.sizes[worker] and self.next[w] < self.end[w] for w in self.queues
         )
+
+
+def split(item, limit: int) -> list:
+    """A batch (file list, or image count on random inputs) in pieces of at most `limit` images, in order."""
+    if isinstance(item, int):
+        return [min(limit, item - k) for k in range(0, item, limit)] or [item]
+    return [item[k : k + limit] for k in range(0, len(item), limit)] or [item]
