@@ -189,6 +189,12 @@ def read_json(path: str | os.PathLike, error: type[PerfmodelError], what: str, h
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise error(f"{source} is not {what}: it is not UTF-8 text (byte {exc.start + 1}); {hint}.") from None
+    return parse_json(text, source, error, what, hint)
+
+
+def parse_json(text: str, source: str, error: type[PerfmodelError], what: str, hint: str):
+    """read_json's parser and checks on text already read (`source` names it in messages), e.g. to read back
+    a file before writing it."""
     if not text.strip():
         raise error(f"{source} is empty, not {what}: {hint}.")
     try:

@@ -73,3 +73,35 @@ def test_unknown_family_and_unwritable_out_exit_2(profile_csv, tmp_path, capsys)
     assert main(["fit", str(profile_csv), "--out", str(tmp_path / "p.json"), "--families", "neural"]) == 2
     assert main(["fit", str(profile_csv), "--out", str(tmp_path / "missing" / "p.json")]) == 2
     assert capsys.readouterr().err.count("error: ") == 2
+
+
+@pytest.mark.parametrize(
+    "edit, says",
+    [
+        ({"memory_capacity_mb": 1e300}, "memory_capacity_mb is 1e+300"),
+        ({"load_ms": float("nan")}, "not finite"),
+        ({"batch_sizes": (0, 1, 2)}, "batch_sizes holds 0"),
+    ],
+)
+def test_fit_refuses_to_write_a_predictor_plan_would_refuse(profile_csv, tmp_path, capsys, monkeypatch, edit, says):
+    """What fit writes, plan reads: a fitted group carrying a figure Predictor.load refuses (here patched in;
+    absurd --gpu-specs once did it for real) is refused before anything is written."""
+    import dataclasses
+
+    import perfmodel.fitting.train as train
+
+    real_fit = train.fit
+
+    def damaged_fit(*args, **kwargs):
+        predictor = real_fit(*args, **kwargs)
+        return Predictor(tuple(dataclasses.replace(g, **edit) for g in predictor.groups), predictor.provenance)
+
+    monkeypatch.setattr(train, "fit", damaged_fit)
+    out = tmp_path / "p.json"
+    code = main(["fit", str(profile_csv), "--out", str(out), "--families", "linear"])
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("[")]  # not progress
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and says in err[0], err
+    assert "was not written to" in err[0] and "Traceback" not in err[0]
+    assert not out.exists() and not list(tmp_path.iterdir())
+    monkeypatch.setattr(train, "fit", real_fit)
+    assert main(["fit", str(profile_csv), "--out", str(out), "--families", "linear"]) == 0 and Predictor.load(out)

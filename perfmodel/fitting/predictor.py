@@ -24,7 +24,7 @@ import numpy as np
 
 from perfmodel import __version__
 from perfmodel.errors import InputError, PerfmodelWarning, PredictorFormatError
-from perfmodel.files import atomic_write_text, read_json
+from perfmodel.files import atomic_write_text, parse_json, read_json
 from perfmodel.fitting.features import pixels
 from perfmodel.fitting.regressors import _Estimator
 from perfmodel.units import MAX_BATCH_SIZE, MAX_INPUT_SIZE, shown
@@ -513,8 +513,26 @@ class Predictor:
         return json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n"
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the predictor as JSON, atomically (a reader never sees half a file)."""
-        atomic_write_text(path, self.to_json())
+        """Write the predictor as JSON, atomically (a reader never sees half a file), once its text has been
+        read back as Predictor.load reads a file (the same parser and checks): what fit writes, plan reads.
+        PredictorFormatError, and nothing written, if it would be refused."""
+        atomic_write_text(path, self._read_back(os.fspath(path)))
+
+    def _read_back(self, path: str) -> str:
+        source = "the fitted predictor"
+        try:
+            try:
+                text = self.to_json()
+            except ValueError:  # allow_nan=False: json.dumps refuses NaN and infinities
+                raise PredictorFormatError(f"{source} holds a number that is not finite (NaN or infinity)") from None
+            Predictor.from_dict(parse_json(text, source, PredictorFormatError, "a perfmodel predictor", "-"), source)
+        except PredictorFormatError as exc:
+            reason = str(exc).removesuffix(".").removesuffix("; fit it again with `perfmodel fit`").removesuffix("; -")
+            raise PredictorFormatError(
+                f"{reason}, so it was not written to {path} (plan would refuse it): check the figures of the "
+                "profiles (and of --gpu-specs) it was fitted from."
+            ) from None
+        return text
 
     @classmethod
     def from_dict(cls, data, source: str = "the predictor") -> Predictor:
