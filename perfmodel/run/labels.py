@@ -8,6 +8,7 @@ another plan or another folder, which would otherwise be merged and counted as d
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import os
@@ -73,8 +74,8 @@ def read_labels(path, run: RunIdentity, files) -> pd.DataFrame:
             with warnings.catch_warnings():
                 warnings.simplefilter("error", pd.errors.ParserWarning)  # a row longer than the header
                 # index_col=False: a trailing comma must not shift the columns (see files.read_csv_text)
-                frame = pd.read_csv(path, dtype=text, keep_default_na=False, index_col=False)
-    except (OSError, ValueError, pd.errors.ParserWarning) as exc:
+                frame = pd.read_csv(_trimmed(path), dtype=text, keep_default_na=False, index_col=False)
+    except (OSError, ValueError, csv.Error, pd.errors.ParserWarning) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"cannot read {path} to resume from it ({reason}); move it away to start afresh.") from None
     missing = [c for c in COLUMNS if c not in frame.columns]
@@ -86,6 +87,24 @@ def read_labels(path, run: RunIdentity, files) -> pd.DataFrame:
     frame = frame[list(COLUMNS)]
     _check_rows(path, frame, run, files)
     return frame
+
+
+def _trimmed(path: Path):
+    """The CSV with empty cells past the header's last column (a trailing comma) dropped: pandas 2 drops
+    them itself with index_col=False, pandas 3 refuses the file."""
+    import io
+
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    width = len(rows[0]) if rows else 0
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for row in rows:
+        while len(row) > width and not row[-1].strip():
+            row = row[:-1]
+        writer.writerow(row)
+    out.seek(0)
+    return out
 
 
 def _check_rows(path: Path, frame: pd.DataFrame, run: RunIdentity, files) -> None:
