@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from perfmodel.errors import InputError, ProfileFormatError
 from perfmodel.files import read_csv_text
+from perfmodel.fitting import gpu_specs
 from perfmodel.importers import ImportSettings, import_profile
 from perfmodel.schema import load_profile
 
@@ -117,16 +118,7 @@ def test_any_row_short_of_a_named_column_or_with_a_cell_past_the_header_is_refus
 # --- GPU specification tables (fit --target-hardware --gpu-specs) ----------------------------------------
 
 SPECS = REPO / "perfmodel" / "data" / "gpu_specs.csv"
-_SPEC_COLUMNS = (
-    "fp32_tflops",
-    "tf32_tflops",
-    "fp16_tflops",
-    "int8_tops",
-    "memory_bandwidth_gbs",
-    "sm_count",
-    "memory_gb",
-    "l2_mb",
-)
+_SPEC_COLUMNS = tuple(gpu_specs.BOUNDS)  # every figure a table holds, each with its bounds
 
 
 def _spec_table(tmp_path, column: str, value: str, row: int = 2) -> Path:

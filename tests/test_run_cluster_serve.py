@@ -14,22 +14,15 @@ from perfmodel.errors import InputError
 from perfmodel.planning.ray_serve_config import ServeSettings, read_settings
 
 
+def online_plan_args(profile) -> list[str]:
+    """An online plan of the tiny CNN on its CPU profile: 100 requests/s within 100 ms."""
+    rate = ["--rate", "100/s", "--slo", "100ms"]
+    return ["plan", "--mode", "online", *rate, "--input-size", "32", "--profile", str(profile)]
+
+
 def plan_with_settings(tmp_path, capsys, *extra) -> tuple[dict, dict[str, ServeSettings]]:
-    profile = tiny_profile(tmp_path / "cpu.csv")
     out = tmp_path / "serve.json"
-    args = [
-        "plan",
-        "--mode",
-        "online",
-        "--rate",
-        "100/s",
-        "--slo",
-        "100ms",
-        "--input-size",
-        "32",
-        "--profile",
-        str(profile),
-    ]
+    args = online_plan_args(tiny_profile(tmp_path / "cpu.csv"))
     assert main([*args, *extra, "--ray-serve-config", str(out), "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["ray_serve_config"] == str(out)
@@ -64,20 +57,7 @@ def test_a_file_that_is_not_settings_is_refused(tmp_path):
 
 def test_an_input_is_never_written_over(tmp_path, capsys):
     profile = tiny_profile(tmp_path / "cpu.csv")
-    args = [
-        "plan",
-        "--mode",
-        "online",
-        "--rate",
-        "100/s",
-        "--slo",
-        "100ms",
-        "--input-size",
-        "32",
-        "--profile",
-        str(profile),
-    ]
-    assert main([*args, "--ray-serve-config", str(profile)]) == 2
+    assert main([*online_plan_args(profile), "--ray-serve-config", str(profile)]) == 2
     assert "--ray-serve-config" in capsys.readouterr().err and profile.read_text().startswith("hardware")
 
 
