@@ -329,3 +329,18 @@ def test_a_bad_drift_probe_is_refused(tmp_path, capsys, value, message):
     out = tmp_path / "p.csv"
     code, _, err = run_cli(capsys, "profile", "--model", "tiny", "--out", str(out), "--drift-probe", value)
     assert code == 2 and message in err and not out.exists()
+
+
+@pytest.mark.parametrize("value, refused", [("5s", True), ("0", False)])
+def test_the_drift_probe_with_triton_is_refused_unless_it_is_zero(value, refused):
+    import argparse
+
+    from perfmodel.commands.profile import _drift_probe
+    from perfmodel.errors import InputError
+
+    args = argparse.Namespace(drift_probe=value, backend="triton")
+    if refused:
+        with pytest.raises(InputError, match="--backend triton"):
+            _drift_probe(args)
+    else:
+        assert _drift_probe(args) == 0.0

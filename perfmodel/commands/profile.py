@@ -273,9 +273,10 @@ def _drift_probe(args) -> float | None:
 
     if args.drift_probe is None:
         return 0.0 if args.backend == "triton" else None
-    if args.backend == "triton":
-        raise InputError("--drift-probe is for --backend torch; leave it out with --backend triton.")
-    return parse_duration(args.drift_probe, "--drift-probe", allow_zero=True)
+    seconds = parse_duration(args.drift_probe, "--drift-probe", allow_zero=True)
+    if seconds > 0 and args.backend == "triton":
+        raise InputError("--drift-probe is for --backend torch; leave it out (or give 0) with --backend triton.")
+    return seconds
 
 
 def run(args) -> int:
