@@ -3,7 +3,7 @@
 On this machine (a shared 2-core VM) for ResNet-50 at 64 px and EfficientNet-B0 at 96 px:
   1. profile each with `perfmodel profile` at the start (its default drift probe included): alone
      ("solo") and with a second worker alongside ("pair", --alongside 1);
-  2. for each deadline (8, 14, 20, 30 s), find what one worker finishes by it at P = 0.5 (C1, a relaxed plan with a pool
+  2. for each deadline (8, 15, 30, 60 s), find what one worker finishes by it at P = 0.5 (C1, a relaxed plan with a pool
      of one), then make plans at P = 0.5, 0.9 and 0.95 of four kinds:
         relaxed-1   as many images as fit, one worker, solo profile;
         relaxed-2   as many images as fit, two workers, pair profile;
@@ -16,7 +16,7 @@ On this machine (a shared 2-core VM) for ResNet-50 at 64 px and EfficientNet-B0 
      fraction met, with a Wilson 95% interval), the cost of safety, the accuracy of the predicted
      quantiles, the closed form against drawing every batch, stealing; reliability.png.
 
-    python experiments/011_deadline_calibration/run.py            # ~60 min on a busy 2-core machine
+    python experiments/011_deadline_calibration/run.py            # ~60 min on an idle 2-core machine
     python experiments/011_deadline_calibration/run.py --quick    # two deadlines, one model: ~8 min
 
 Results land in a new results/<date>-<machine>-<commit>/ (experiments/lab.py); profiles in work/.
@@ -43,7 +43,7 @@ from experiments.lab import finish_results, new_results, perfmodel  # noqa: E402
 
 MODELS = {"resnet50": 64, "efficientnet_b0": 96}
 BATCHES = "1,2,4,8,16,32"
-DEADLINES = (8, 14, 20, 30)
+DEADLINES = (8, 15, 30, 60)
 QUICK_DEADLINES = (8, 14)
 PROBABILITIES = (0.5, 0.9, 0.95)
 KINDS = {  # name: (mode, profile, pool size, share of C1 for soft plans)
