@@ -8,10 +8,9 @@ On this machine (a shared 2-core VM) for ResNet-50 at 64 px and EfficientNet-B0 
         relaxed-1   as many images as fit, one worker, solo profile;
         relaxed-2   as many images as fit, two workers, pair profile;
         soft-1      0.9 x C1 images, up to two workers (the planner picks), solo profile;
-        soft-2      1.8 x C1 images, up to three workers, pair profile;
   3. execute every plan with `perfmodel run PLAN --synthetic --json`, in a shuffled order (so the time
-     of the machine's slow spells does not line up with one P), and the two-worker plans at P = 0.95
-     once more with --steal (paired: the same plan, run with and without work stealing);
+     of the machine's slow spells does not line up with one P); with --steal, the two-worker plans at
+     P = 0.95 once more with --steal (paired: the same plan, run with and without work stealing);
   4. write runs.csv (one row per run) and results.md: the reliability table (stated P against the
      fraction met, with a Wilson 95% interval), the cost of safety, the accuracy of the predicted
      quantiles, the closed form against drawing every batch, stealing; reliability.png.
@@ -50,7 +49,6 @@ KINDS = {  # name: (mode, profile, pool size, share of C1 for soft plans)
     "relaxed-1": ("relaxed", "solo", 1, None),
     "relaxed-2": ("relaxed", "pair", 2, None),
     "soft-1": ("soft", "solo", 2, 0.9),
-    "soft-2": ("soft", "pair", 3, 1.8),
 }
 
 
@@ -126,6 +124,7 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="two deadlines, ResNet-50 only")
+    parser.add_argument("--steal", action="store_true", help="run the two-worker plans at P = 0.95 with --steal too")
     parser.add_argument("--results", type=Path, help="the results folder (default: a new dated one)")
     parser.add_argument("--tables-only", type=Path, metavar="DIR", help="rebuild results.md from DIR/runs.csv")
     args = parser.parse_args()
@@ -156,7 +155,7 @@ def main() -> int:
                         jobs.append({**base, "planned": False})
                         continue
                     jobs.append({**base, "planned": True, "steal": False, "path": path, "made": made})
-                    if KINDS[kind][2] > 1 and p == 0.95:
+                    if args.steal and KINDS[kind][2] > 1 and p == 0.95:
                         jobs.append({**base, "planned": True, "steal": True, "path": path, "made": made})
     random.Random(11).shuffle(jobs)
     rows = []
