@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from perfmodel.cli import main
 from perfmodel.errors import InputError
 from perfmodel.planning.batch import NoPlanError, make_plan, probability_line
-from perfmodel.planning.drift import CPU_DEFAULT, GPU_DEFAULT, Drift, analyse_probe, default_for
+from perfmodel.planning.drift import CPU_DEFAULT, CPU_LEVEL, GPU_DEFAULT, Drift, analyse_probe, default_for, level_for
 from perfmodel.planning.makespan import QUANTILES, SOURCES, Makespan, Shared, Workers
 from perfmodel.planning.spread import batch_moments
 from tests.test_plan import profile_rows
@@ -104,6 +104,19 @@ def test_a_long_run_averages_the_drift_away_and_a_gpu_does_not():
     assert GPU_DEFAULT.run_rel_sd(1e6) == GPU_DEFAULT.rel_sd  # one speed for the whole run
     assert default_for("cpu") is CPU_DEFAULT and default_for("h100") is GPU_DEFAULT
     assert GPU_DEFAULT.rel_sd < CPU_DEFAULT.rel_sd / 10
+
+
+def test_a_cpu_plan_carries_its_speed_change_since_the_profile_and_a_gpu_plan_does_not(tmp_path):
+    assert level_for("cpu") is CPU_LEVEL and level_for("h100") is None
+    assert CPU_LEVEL.run_rel_sd(3600) == CPU_LEVEL.rel_sd  # minutes to hours: one speed for the whole run
+    drifts = {}
+    for hardware in ("cpu", "x100"):
+        path = tmp_path / f"{hardware}.csv"
+        pd.DataFrame(profile_rows(hardware=hardware, sizes=(64,))).to_csv(path, index=False)
+        plan = make_plan(3_000, "10s", profiles=[str(path)], input_size=64, confidence=0.5).to_dict()
+        drifts[hardware] = plan["makespan_model"]["drift"]
+    assert drifts["cpu"]["level cpu"]["rel_sd"] == CPU_LEVEL.rel_sd and drifts["cpu"]["level cpu"]["corr_s"] is None
+    assert not any(name.startswith("level") for name in drifts["x100"])
 
 
 @pytest.mark.parametrize("rel_sd, corr_s", [(0.1, 2.0), (0.2, 1.0), (0.05, 4.0)])

@@ -48,6 +48,15 @@ CPU_DEFAULT = Drift(0.141, 1.69, "default for CPUs: a shared 2-core VM's per-sec
 # GPUs: the serving-architecture paper (shared/seeds/001) found a GPU's throughput from run to run within
 # 0.5%; with nothing measured on the time scale, the whole run is taken to share one speed (corr_s inf).
 GPU_DEFAULT = Drift(0.005, math.inf, "default for GPUs: run-to-run throughput within 0.5% (serving-architecture paper)")
+# A CPU worker's speed also differs from its profile's on a scale that neither a profile point (~10 s) nor
+# the probe (20 s) sees: a plan runs in new processes, minutes or hours later. The same points profiled
+# again and again on this project's 2-core VM, each repeat a new process, 45 s apart (experiments/011
+# level.py, results/2026-11-25-amd-epyc-8d83586478): the spread of a point's median over 6 repeats, less
+# the point's own confidence interval, median over 4 points (ResNet-50, EfficientNet-B0; batches 8, 32)
+# = 0.084 (0.066-0.131). The points of one repeat did not move together, so each worker has its own.
+CPU_LEVEL = Drift(
+    0.084, math.inf, "default for CPUs: a point's median, profiled again in a new process (experiments/011 level)"
+)
 
 
 COLUMNS = ("drift_rel_sd", "drift_corr_s")  # what `perfmodel profile`'s probe writes on every row
@@ -55,6 +64,11 @@ COLUMNS = ("drift_rel_sd", "drift_corr_s")  # what `perfmodel profile`'s probe w
 
 def default_for(hardware: str) -> Drift:
     return CPU_DEFAULT if hardware.startswith("cpu") else GPU_DEFAULT
+
+
+def level_for(hardware: str) -> Drift | None:
+    """A worker's own speed against its profile's for a whole run, which the probe cannot see (CPUs), or None."""
+    return CPU_LEVEL if hardware.startswith("cpu") else None
 
 
 def from_rows(frame) -> Drift | None:

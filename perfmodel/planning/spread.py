@@ -5,7 +5,8 @@ Where each spread comes from:
   lognormal through its p50 and p99, else none (a published median alone);
 - load: the spread of the profile's load_ms over its points (each point loads the model afresh);
 - drift: the profile's drift probe (drift_rel_sd, drift_corr_s), else a stated default (drift.py); on a
-  CPU the machine's drift is shared by its workers, a GPU drifts on its own;
+  CPU the machine's drift is shared by its workers, a GPU drifts on its own; a CPU worker's speed also
+  differs from the profile's by its own factor for the whole run (drift.CPU_LEVEL, measured by repeats);
 - the profile median's 95% interval (latency_ci_rel), as one shared normal error per option;
 - a predictor's measured errors (cross-validated inside its batch range, extrapolation tested beyond,
   leave-one-GPU-out for a transferred group), drawn as they were measured;
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfmodel.planning.drift import default_for
+from perfmodel.planning.drift import default_for, level_for
 from perfmodel.planning.makespan import Makespan, Shared, Workers
 
 # Two CPU workers on this project's 2-core VM against one, planned from the same solo profile:
@@ -67,6 +68,9 @@ def makespan_of(plan, basis) -> Makespan:
             name = f"drift {a.hardware}"
             shared[name], drifts[name] = Shared("drift"), drift
             names.append((name, drift.run_rel_sd(compute_s)))
+            # and each worker process's speed against the profile's, minutes later: its own, for the run
+            own = level_for(a.hardware)
+            drifts[f"level {a.hardware}"] = own
         else:
             own = drift
         ci = t.median_ci.get(key)
