@@ -11,8 +11,8 @@ On this machine (a shared 2-core VM) for ResNet-50 at 64 px and EfficientNet-B0 
   3. execute every plan with `perfmodel run PLAN --synthetic --json`, in a shuffled order (so the time
      of the machine's slow spells does not line up with one P); with --steal, the two-worker plans at
      P = 0.95 once more with --steal (paired: the same plan, run with and without work stealing);
-  4. write runs.csv (one row per run) and results.md: the reliability table (stated P against the
-     fraction met, with a Wilson 95% interval), the cost of safety, the accuracy of the predicted
+  4. write runs.csv (one row per run; each run's JSON in runs/) and results.md: the reliability table
+     (stated P against the fraction met, with a Wilson 95% interval), the cost of safety, the accuracy of the predicted
      quantiles, the closed form against drawing every batch, stealing; reliability.png.
 
     python experiments/011_deadline_calibration/run.py            # ~60 min on an idle 2-core machine
@@ -107,9 +107,12 @@ def capacity(model: str, size: int, deadline: int, profile_csv: Path) -> int:
         return 0
 
 
-def execute(plan_path: Path, steal: bool) -> dict:
+def execute(plan_path: Path, steal: bool, keep: Path) -> dict:
+    """The run's JSON, also kept in `keep` (its load, warm-up and batch times per worker: where an error came from)."""
     args = ["run", plan_path, "--synthetic", "--json"] + (["--steal"] if steal else [])
-    return json.loads(perfmodel(*args).stdout)
+    out = perfmodel(*args).stdout
+    keep.write_text(out)
+    return json.loads(out)
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -136,6 +139,7 @@ def main() -> int:
     work = HERE / "work"
     work.mkdir(exist_ok=True)
     (out / "plans").mkdir(exist_ok=True)
+    (out / "runs").mkdir(exist_ok=True)
     models = {"resnet50": 64} if args.quick else MODELS
     deadlines = QUICK_DEADLINES if args.quick else DEADLINES
 
@@ -163,7 +167,7 @@ def main() -> int:
     for i, job in enumerate(runnable, 1):
         made = job["made"]
         log(f"{i}/{len(runnable)} {job['plan']}{' --steal' if job['steal'] else ''}")
-        run = execute(job["path"], job["steal"])
+        run = execute(job["path"], job["steal"], out / "runs" / f"{job['plan']}{'-steal' if job['steal'] else ''}.json")
         q = made["makespan_quantiles_s"]
         rows.append(
             {
