@@ -101,7 +101,8 @@ class Makespan:
 
     groups: tuple[Workers, ...]
     shared: dict[str, Shared] = field(default_factory=dict)
-    drifts: dict[str, Drift] = field(default_factory=dict)  # the Drift behind each shared 'drift' factor
+    # the Drift behind each shared 'drift' factor, and a CPU type's own per-worker level (reported, not shared)
+    drifts: dict[str, Drift] = field(default_factory=dict)
 
     def probability(self, t: float, only: str | None = None) -> float:
         """P(makespan <= t), by quadrature over the shared factors."""
