@@ -25,7 +25,7 @@ from perfmodel.run.labels import LabelWriter, RunIdentity, check_out, read_label
 from perfmodel.run.planfile import RunPlan
 from perfmodel.run.progress import Outlook, TypeProgress, outlook, progress
 from perfmodel.run.replan import suggest
-from perfmodel.run.result import LostWorker, RunResult, WorkerRun
+from perfmodel.run.result import LostWorker, RunResult, WorkerRun, images_in
 from perfmodel.run.shares import batches, split, synthetic_batches
 from perfmodel.run.worker import WorkerSpec, check_runnable
 
@@ -385,15 +385,9 @@ class _Execution:
             x.replaced = {n for owner, n in replaced if owner == x.plan.index}
         w.status, w.error = "lost", "its node was lost"
         survivors = [x for x in self.result.workers if x.status in ("running", "done") and _usable(x, w)]
-        left = [
-            item
-            for x in self.result.workers
-            if _usable(x, w)
-            for n, item in enumerate(x.given)
-            if (x.plan.index, n) not in done and n not in x.replaced
-        ]
+        left = [item for x in self.result.workers if _usable(x, w) for item in x.not_done(done)]
         now = self.elapsed()
-        images_left = sum(item if isinstance(item, int) else len(item) for item in left)
+        images_left = images_in(left)
         suggestion = suggest(self.result.workers, w, now, images_left, self.plan.deadline_s, self.plan.confidence)
         self.result.lost.append(LostWorker(w, now, [tuple(k) for k in back], bool(survivors), suggestion))
         text = f"the node of {w.plan.name} was lost after {len(w.batches)} of its batches"

@@ -92,8 +92,6 @@ def read_labels(path, run: RunIdentity, files) -> pd.DataFrame:
 def _trimmed(path: Path):
     """The CSV with empty cells past the header's last column (a trailing comma) dropped: pandas 2 drops
     them itself with index_col=False, pandas 3 refuses the file."""
-    import io
-
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))
     width = len(rows[0]) if rows else 0

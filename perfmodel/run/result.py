@@ -18,6 +18,11 @@ RUN_SCHEMA_VERSION = 1
 DECODE_BOUND = 0.05  # waiting more than this fraction of the busy time makes decoding the bottleneck
 
 
+def images_in(batches) -> int:
+    """The images in batches given as file lists or, on random inputs, as image counts."""
+    return sum(item if isinstance(item, int) else len(item) for item in batches)
+
+
 @dataclass
 class WorkerRun:
     """What one worker did; filled in while the run goes on."""
@@ -51,11 +56,17 @@ class WorkerRun:
         full = [b["end"] - b["start"] for b in self.batches[1:] if b["images"] == self.plan.batch_size]
         return statistics.median(full) if full else None
 
+    def own_given(self) -> list[tuple[int, object]]:
+        """(number, batch) of the batches it was given that count: those put back in pieces do not."""
+        return [(i, item) for i, item in enumerate(self.given) if i not in self.replaced]
+
+    def not_done(self, done: set) -> list:
+        """Its counting batches not in `done` ((owner, number) pairs): file lists, or image counts."""
+        return [item for i, item in self.own_given() if (self.plan.index, i) not in done]
+
     @property
     def images_given(self) -> int:
-        return sum(
-            item if isinstance(item, int) else len(item) for i, item in enumerate(self.given) if i not in self.replaced
-        )
+        return images_in(item for _, item in self.own_given())
 
     def decode_totals(self) -> tuple[float, int]:
         """Seconds spent decoding, and files decoded (readable or not)."""
@@ -177,12 +188,7 @@ class RunResult:
         """The batches given to workers and not done (a worker died, or the run was interrupted):
         file lists, or image counts on random inputs."""
         done = {(b["owner"], b["batch"]) for w in self.workers for b in w.batches}
-        return [
-            item
-            for w in self.workers
-            for i, item in enumerate(w.given)
-            if (w.plan.index, i) not in done and i not in w.replaced
-        ]
+        return [item for w in self.workers for item in w.not_done(done)]
 
     def rerun_batches(self) -> list[dict]:
         """The batches of lost workers that others re-ran: whose, which, where, and when they ended."""
