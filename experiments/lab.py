@@ -53,6 +53,11 @@ def perfmodel(
     return done
 
 
+def log(message: str) -> None:
+    """A progress line on stderr, with the time and the load average it ran at."""
+    print(f"[{time.strftime('%H:%M:%S')}, load {os.getloadavg()[0]:.2f}] {message}", file=sys.stderr, flush=True)
+
+
 def load_average() -> float:
     """The 1-minute load average, rounded: every result is shown beside it."""
     return round(os.getloadavg()[0], 2)

@@ -44,7 +44,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.lab import finish_results, new_results, perfmodel  # noqa: E402
+from experiments.lab import finish_results, log, new_results, perfmodel  # noqa: E402
 
 CPU_MODELS = {"resnet50": 64, "efficientnet_b0": 96}  # small input sizes: seconds, not hours, on 2 cores
 GPU_MODELS = {"resnet50": 224, "efficientnet_b0": 224}
@@ -82,10 +82,6 @@ def cases(device: str, devices: int, files: bool) -> list[Case]:
         if two and device == "cpu":
             out.append(Case("pair", 2, "files", decode=True))
     return out
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}, load {os.getloadavg()[0]:.2f}] {message}", file=sys.stderr, flush=True)
 
 
 def profile_args(model: str, size: int, device: str, out: Path) -> list:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.lab import finish_results, load_average, new_results, perfmodel  # noqa: E402
+from experiments.lab import finish_results, log, new_results, perfmodel  # noqa: E402
 
 POINTS = {"resnet50": 64, "efficientnet_b0": 96}
 BATCHES = "8,32"
@@ -48,7 +47,7 @@ def main() -> int:
     for repeat in range(args.repeats):
         for model, size in POINTS.items():
             csv = out / f"repeat-{repeat}-{model}.csv"
-            print(f"[{time.strftime('%H:%M:%S')}, load {load_average()}] repeat {repeat}: {model}", flush=True)
+            log(f"repeat {repeat}: {model}")
             perfmodel(
                 "profile",
                 "--model",

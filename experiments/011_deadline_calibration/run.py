@@ -26,10 +26,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import random
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -38,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.lab import finish_results, new_results, perfmodel  # noqa: E402
+from experiments.lab import finish_results, log, new_results, perfmodel  # noqa: E402
 
 MODELS = {"resnet50": 64, "efficientnet_b0": 96}
 BATCHES = "1,2,4,8,16,32"
@@ -50,10 +48,6 @@ KINDS = {  # name: (mode, profile, pool size, share of C1 for soft plans)
     "relaxed-2": ("relaxed", "pair", 2, None),
     "soft-1": ("soft", "solo", 2, 0.9),
 }
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}, load {os.getloadavg()[0]:.2f}] {message}", file=sys.stderr, flush=True)
 
 
 def profile(model: str, size: int, work: Path, alongside: int) -> Path:
