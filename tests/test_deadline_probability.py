@@ -14,7 +14,17 @@ from hypothesis import strategies as st
 from perfmodel.cli import main
 from perfmodel.errors import InputError
 from perfmodel.planning.batch import NoPlanError, make_plan, probability_line
-from perfmodel.planning.drift import CPU_DEFAULT, CPU_LEVEL, GPU_DEFAULT, Drift, analyse_probe, default_for, level_for
+from perfmodel.planning.drift import (
+    CPU_DEFAULT,
+    CPU_LEVEL,
+    CPU_POINT_LEVEL,
+    GPU_DEFAULT,
+    Drift,
+    analyse_probe,
+    default_for,
+    level_for,
+    point_level_for,
+)
 from perfmodel.planning.makespan import QUANTILES, SOURCES, Makespan, Shared, Workers
 from perfmodel.planning.spread import batch_moments
 from tests.test_plan import profile_rows
@@ -108,15 +118,19 @@ def test_a_long_run_averages_the_drift_away_and_a_gpu_does_not():
 
 def test_a_cpu_plan_carries_its_speed_change_since_the_profile_and_a_gpu_plan_does_not(tmp_path):
     assert level_for("cpu") is CPU_LEVEL and level_for("h100") is None
+    assert point_level_for("cpu") is CPU_POINT_LEVEL and point_level_for("h100") is None
     assert CPU_LEVEL.run_rel_sd(3600) == CPU_LEVEL.rel_sd  # minutes to hours: one speed for the whole run
-    drifts = {}
+    drifts, spread = {}, {}
     for hardware in ("cpu", "x100"):
         path = tmp_path / f"{hardware}.csv"
-        pd.DataFrame(profile_rows(hardware=hardware, sizes=(64,))).to_csv(path, index=False)
+        pd.DataFrame(profile_rows(hardware=hardware, sizes=(64,))).to_csv(path, index=False)  # no latency_ci_rel
         plan = make_plan(3_000, "10s", profiles=[str(path)], input_size=64, confidence=0.5).to_dict()
-        drifts[hardware] = plan["makespan_model"]["drift"]
+        drifts[hardware], spread[hardware] = plan["makespan_model"]["drift"], plan["spread_by_source_s"]
     assert drifts["cpu"]["level cpu"]["rel_sd"] == CPU_LEVEL.rel_sd and drifts["cpu"]["level cpu"]["corr_s"] is None
+    assert drifts["cpu"]["profile level cpu"]["rel_sd"] == CPU_POINT_LEVEL.rel_sd
     assert not any(name.startswith("level") for name in drifts["x100"])
+    # the profile's own process drew a level too: the CPU point is uncertain without an interval, a GPU's is not
+    assert spread["cpu"]["profile"] > 0 and spread["x100"]["profile"] == 0
 
 
 @pytest.mark.parametrize("rel_sd, corr_s", [(0.1, 2.0), (0.2, 1.0), (0.05, 4.0)])

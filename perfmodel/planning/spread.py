@@ -6,8 +6,9 @@ Where each spread comes from:
 - load: the spread of the profile's load_ms over its points (each point loads the model afresh);
 - drift: the profile's drift probe (drift_rel_sd, drift_corr_s), else a stated default (drift.py); on a
   CPU the machine's drift is shared by its workers, a GPU drifts on its own; a CPU worker's speed also
-  differs from the profile's by its own factor for the whole run (drift.CPU_LEVEL, measured by repeats);
-- the profile median's 95% interval (latency_ci_rel), as one shared normal error per option;
+  differs from the profile's by its own factor for the whole run (drift.CPU_LEVEL, measured run against profile);
+- the profile median's 95% interval (latency_ci_rel), as one shared normal error per option; on a CPU
+  also the level of the process that measured the point (drift.CPU_POINT_LEVEL: the profile is one draw too);
 - a predictor's measured errors (cross-validated inside its batch range, extrapolation tested beyond,
   leave-one-GPU-out for a transferred group), drawn as they were measured;
 - co-location: CPU workers planned beyond the number that ran while the profile was measured slow each
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfmodel.planning.drift import default_for, level_for
+from perfmodel.planning.drift import default_for, level_for, point_level_for
 from perfmodel.planning.makespan import Makespan, Shared, Workers
 
 # Two CPU workers on this project's 2-core VM against one, planned from the same solo profile:
@@ -63,21 +64,26 @@ def makespan_of(plan, basis) -> Makespan:
         compute_s = warmup + (a.batches - 1) * mean
         drift = t.drift or default_for(a.hardware)
         names: list[tuple[str, float]] = []
-        own = None
-        if a.hardware.startswith("cpu"):  # one machine's cores: its workers share its speed
+        level = level_for(a.hardware)
+        if level is not None:  # a CPU: one machine's cores, its workers share its speed
             name = f"drift {a.hardware}"
             shared[name], drifts[name] = Shared("drift"), drift
             names.append((name, drift.run_rel_sd(compute_s)))
             # and each worker process's speed against the profile's, minutes later: its own, for the run
-            own = level_for(a.hardware)
-            drifts[f"level {a.hardware}"] = own
+            own = drifts[f"level {a.hardware}"] = level
         else:
             own = drift
-        ci = t.median_ci.get(key)
-        if ci:
-            name = f"profile {a.hardware} {a.label}"
+        # The profile point's median: its own 95% interval and, on a CPU, the level of the process that
+        # measured it (one draw, shared by the workers planned from that point).
+        ci_sd = (t.median_ci.get(key) or 0.0) / 1.96
+        point = point_level_for(a.hardware)
+        if point is not None:
+            drifts[f"profile level {a.hardware}"] = point
+        point_sd = float(np.hypot(ci_sd, point.rel_sd)) if point is not None else ci_sd
+        if point_sd > 0:
+            name = f"profile {a.hardware} {a.label} {a.input_size}px batch {a.batch_size}"
             shared[name] = Shared("profile")
-            names.append((name, ci / 1.96))
+            names.append((name, point_sd))
         largest = t.measured.get((a.label, a.input_size))
         region = "beyond" if largest is not None and a.batch_size > largest else "inside"
         errors = t.errors.get((a.label, region))
