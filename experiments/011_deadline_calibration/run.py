@@ -122,7 +122,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="two deadlines, ResNet-50 only")
     parser.add_argument("--steal", action="store_true", help="run the two-worker plans at P = 0.95 with --steal too")
-    parser.add_argument("--results", type=Path, help="the results folder (default: a new dated one)")
+    parser.add_argument(
+        "--results", type=Path, help="the results folder (default: a new dated one); a cut run's goes on"
+    )
     parser.add_argument("--tables-only", type=Path, metavar="DIR", help="rebuild results.md from DIR/runs.csv")
     args = parser.parse_args()
     if args.tables_only:
@@ -156,9 +158,13 @@ def main() -> int:
                     if args.steal and KINDS[kind][2] > 1 and p == 0.95:
                         jobs.append({**base, "planned": True, "steal": True, "path": path, "made": made})
     random.Random(11).shuffle(jobs)
-    rows = []
+    # --results of a cut run: its rows are kept and its plans (the same, from the same profiles) not run again
+    rows = pd.read_csv(out / "runs.csv").to_dict("records") if (out / "runs.csv").is_file() else []
+    ran = {(r["plan"], bool(r["steal"])) for r in rows}
     runnable = [j for j in jobs if j["planned"]]
     for i, job in enumerate(runnable, 1):
+        if (job["plan"], job["steal"]) in ran:
+            continue
         made = job["made"]
         log(f"{i}/{len(runnable)} {job['plan']}{' --steal' if job['steal'] else ''}")
         run = execute(job["path"], job["steal"], out / "runs" / f"{job['plan']}{'-steal' if job['steal'] else ''}.json")
