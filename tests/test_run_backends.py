@@ -98,7 +98,7 @@ def test_a_partial_last_batch_runs_at_the_planned_shape(tmp_path):
     worker.load(32, [paths[:3], paths[3:]])
     model, shapes = worker.runner.model, []
     worker.runner.model = lambda x: shapes.append(tuple(x.shape)) or model(x)
-    records = list(worker.run())
+    records = list(worker.records())
     assert shapes == [(3, 3, 32, 32)] * 2
     assert [r["images"] for r in records] == [3, 2] and [len(r["classes"]) for r in records] == [3, 2]
 
@@ -113,7 +113,7 @@ def test_synthetic_inputs_follow_the_profiles_rule(monkeypatch, rotate_below_mb,
     assert len(worker.synthetic) == held
     model, shapes = worker.runner.model, []
     worker.runner.model = lambda x: shapes.append(tuple(x.shape)) or model(x)
-    records = list(worker.run())
+    records = list(worker.records())
     assert shapes == [(4, 3, 32, 32)] * 3
     assert [len(r["classes"]) for r in records] == [4, 4, 1]
 
@@ -128,7 +128,7 @@ def test_cuda_graphs_run_a_plans_batches_on_the_gpu():
     )
     worker = RunWorker(spec)
     worker.load(32, [8, 8, 3], synthetic_batch=8)
-    records = list(worker.run())
+    records = list(worker.records())
     assert [len(r["classes"]) for r in records] == [8, 8, 3]
     assert list(worker.runner._graphs) == [(8, 3, 32, 32)]
     with torch.inference_mode():

@@ -184,10 +184,23 @@ def test_the_worker_runs_its_batches_without_ray(tmp_path):
     (tmp_path / "bad.jpg").write_text("no")
     worker = RunWorker(WorkerSpec("cpu#0", "tiny", None, None, "cpu", "fp32", "torch", 1))
     worker.load(32, [paths[:3], paths[3:] + [str(tmp_path / "bad.jpg")]])
-    records = list(worker.run())
+    records = list(worker.records())
     assert [r["images"] for r in records] == [3, 2]
     assert records[1]["failed"][0][0] == str(tmp_path / "bad.jpg")
     assert all(0 <= c < 10 for r in records for c in r["classes"])
+
+
+@pytest.mark.parametrize("every_s, lists", [(0.0, [1, 1, 1, 1]), (3600.0, [4])])
+def test_the_worker_sends_its_records_a_list_at_a_time(monkeypatch, every_s, lists):
+    """One message per batch would cost short GPU batches a share of their time: records go in lists."""
+    from perfmodel.run import worker as module
+
+    monkeypatch.setattr(module, "SEND_EVERY_S", every_s)
+    worker = module.RunWorker(module.WorkerSpec("cpu#0", "tiny", None, None, "cpu", "fp32", "torch", 1))
+    worker.load(32, [2, 2, 2, 1], synthetic_batch=2)
+    sent = list(worker.run())
+    assert [len(chunk) for chunk in sent] == lists
+    assert [r["images"] for chunk in sent for r in chunk] == [2, 2, 2, 1]
 
 
 @pytest.mark.parametrize("backend", ["torch", "torch-channels-last"])

@@ -334,7 +334,7 @@ class _Execution:
             for generator in ready:
                 w = pending[generator]
                 try:
-                    record = ray.get(next(generator))
+                    records = ray.get(next(generator))
                 except StopIteration:
                     w.status = "done"
                     del pending[generator]
@@ -345,7 +345,8 @@ class _Execution:
                     ray.kill(self.actors[w.plan.index])  # it takes no further batch, whatever happened
                     self.suspects[w.plan.index] = (time.monotonic(), exc)
                     continue
-                self._record(w, record)
+                for record in records:
+                    self._record(w, record)
             self._verdicts(pending)
             self._check_behind(list(pending.values()))
             self._flush()

@@ -1,5 +1,6 @@
 """The Ray actor that does one planned GPU's work: load the model, then run its batches, one at a time,
-while a thread pool decodes the next ones (PIL), and stream one record per batch back to the driver.
+while a thread pool decodes the next ones (PIL), and stream a record per batch back to the driver, a
+list of them at a time (SEND_EVERY_S).
 
 It runs what the plan's profile measured: the backend's options (channels-last, torch.compile, CUDA
 graphs), the input batches the profile held, and every batch at the planned batch size. A last,
@@ -24,6 +25,9 @@ from dataclasses import dataclass
 from perfmodel.errors import InputError
 
 PREFETCH = 2  # batches decoded ahead of the one running
+# Records go to the driver at most this often: a message per batch costs each batch a few ms outside the
+# model (3-4 ms on the 2-core VM, experiments/011 against_run), which a GPU's short batches would feel.
+SEND_EVERY_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -182,7 +186,20 @@ class RunWorker:
         return owner, number, good, batch, failed, time.perf_counter() - t0
 
     def run(self):
-        """Run every batch; yield one record per batch (a generator: Ray streams each as it is made)."""
+        """Run every batch; yield their records, a list at a time, SEND_EVERY_S apart (a generator: Ray
+        streams each list as it is made). A fault drill's records all reach the driver before it dies."""
+        chunk, sent = [], time.monotonic()
+        for record in self.records():
+            chunk.append(record)
+            drill = self.spec.fault_after is not None and record["seq"] + 1 >= self.spec.fault_after
+            if drill or time.monotonic() - sent >= SEND_EVERY_S:
+                yield chunk
+                chunk, sent = [], time.monotonic()
+        if chunk:
+            yield chunk
+
+    def records(self):
+        """Run every batch; yield one record per batch as it is made."""
         torch, runner = self.torch, self.runner
         done = 0
         if not self.pending:  # run again after a lost node's batches were put back in the queue
