@@ -55,7 +55,7 @@ def perfmodel(
 
 def log(message: str) -> None:
     """A progress line on stderr, with the time and the load average it ran at."""
-    print(f"[{time.strftime('%H:%M:%S')}, load {os.getloadavg()[0]:.2f}] {message}", file=sys.stderr, flush=True)
+    print(f"[{time.strftime('%H:%M:%S')}, load {load_average():.2f}] {message}", file=sys.stderr, flush=True)
 
 
 def load_average() -> float:

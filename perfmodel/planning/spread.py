@@ -76,10 +76,10 @@ def makespan_of(plan, basis) -> Makespan:
         # The profile point's median: its own 95% interval and, on a CPU, the level of the process that
         # measured it (one draw, shared by the workers planned from that point).
         ci_sd = (t.median_ci.get(key) or 0.0) / 1.96
-        point = point_level_for(a.hardware)
+        point, point_sd = point_level_for(a.hardware), ci_sd
         if point is not None:
             drifts[f"profile level {a.hardware}"] = point
-        point_sd = float(np.hypot(ci_sd, point.rel_sd)) if point is not None else ci_sd
+            point_sd = float(np.hypot(ci_sd, point.rel_sd))
         if point_sd > 0:
             name = f"profile {a.hardware} {a.label} {a.input_size}px batch {a.batch_size}"
             shared[name] = Shared("profile")
