@@ -1,5 +1,5 @@
-"""Run a plan on Ray: check everything, start (or join) the cluster, one actor per planned GPU, load every
-model, then every worker's batches; collect the records and the labels; stop what was started.
+"""Run a plan on Ray: check everything, start (or join) the cluster, one actor per planned GPU, each
+loading the model, then running its batches; collect the records and the labels; stop what was started.
 
 Everything that can be checked before Ray starts is checked first (the plan, the model, the images,
 --out), so that bad input costs no cluster start. Results already received are kept when a worker dies
@@ -270,28 +270,31 @@ class _Execution:
             actors.append(remote.options(**placements[p.index].actor_options()).remote(spec))
             self.actors[p.index] = actors[-1]
         try:
-            for w, info in zip(
-                runs, _get_all([a.ready.remote() for a in actors], READY_TIMEOUT_S, "starting the workers")
-            ):
+            # The batch queue is an actor too: its process starts before the clock, not beside the loads.
+            self.queue = queue = self._queue()
+            ready = _get_all(
+                [a.ready.remote() for a in actors] + [queue.has_work.remote(runs[0].plan.index)],
+                READY_TIMEOUT_S,
+                "starting the workers",
+            )
+            for w, info in zip(runs, ready):
                 w.host, w.pid, w.threads, w.device = info["host"], info["pid"], info["threads"], info["device"]
                 w.niceness = info["niceness"]
-            self.queue = queue = self._queue()
             self.on_event(RunEvent("phase", "loading the model on every worker"))
             self.t0 = time.time()
-            loads = [
-                a.load.remote(
-                    w.plan.input_size,
-                    None,
-                    queue,
-                    w.plan.index,
-                    w.plan.batch_size if self.options.synthetic else None,
+            loads, pending = [], {}
+            for a, w in zip(actors, runs):
+                p = w.plan
+                loads.append(
+                    a.load.remote(p.input_size, None, queue, p.index, p.batch_size if self.options.synthetic else None)
                 )
-                for a, w in zip(actors, runs)
-            ]
+                # Submitted at once: an actor runs its calls in order, so each worker starts its batches
+                # when its own model is loaded, as the plan counts it, not when the slowest load ends.
+                pending[a.run.remote()] = w
             for w, t in zip(runs, _get_all(loads, LOAD_TIMEOUT_S, "loading the models")):
                 w.load = (t["start"] - self.t0, t["end"] - self.t0)
             self.on_event(RunEvent("phase", "running", elapsed_s=self.elapsed()))
-            self._stream({a.run.remote(): w for a, w in zip(actors, runs)})
+            self._stream(pending)
         except KeyboardInterrupt:
             for a in actors:  # stop the work now; Ray itself goes with the cluster
                 ray.kill(a)
