@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from perfmodel.errors import InputError
 
 PREFETCH = 2  # batches decoded ahead of the one running
-# Records go to the driver at most this often: a message per batch costs each batch a few ms outside the
-# model (3-4 ms on the 2-core VM, experiments/011 against_run), which a GPU's short batches would feel.
+# Records go to the driver at most this often, not one Ray message per batch, which a GPU's short batches
+# would feel. (The 1-3 ms between two batches on the 2-core VM stayed when they went: not the records.)
 SEND_EVERY_S = 0.5
 
 
