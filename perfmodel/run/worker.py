@@ -26,7 +26,7 @@ from perfmodel.errors import InputError
 
 PREFETCH = 2  # batches decoded ahead of the one running
 # Records go to the driver at most this often, not one Ray message per batch, which a GPU's short batches
-# would feel. (The 1-3 ms between two batches on the 2-core VM stayed when they went: not the records.)
+# would feel (as they felt the batch queue's round trip: see SharedBatches.take).
 SEND_EVERY_S = 0.5
 
 
@@ -69,10 +69,12 @@ class LocalBatches:
         self.owner, self.items, self.next = owner, list(items), 0
 
     def take(self):
+        """A ticket: called, it gives (owner, batch number, items), or None when none is left."""
         if self.next >= len(self.items):
-            return None
+            return lambda: None
         self.next += 1
-        return self.owner, self.next - 1, self.items[self.next - 1]
+        item = self.owner, self.next - 1, self.items[self.next - 1]
+        return lambda: item
 
 
 class SharedBatches:
@@ -82,9 +84,13 @@ class SharedBatches:
         self.queue, self.worker = queue, worker
 
     def take(self):
+        """A ticket, as LocalBatches gives: the queue is asked now and its answer read when the batch is
+        due, so that the round trip (1.4-2.7 ms on the 2-core VM, experiments/011 queue_call.py) passes
+        while the batches before it run, not between two of them."""
         import ray
 
-        return ray.get(self.queue.take.remote(self.worker))
+        answer = self.queue.take.remote(self.worker)
+        return lambda: ray.get(answer)
 
 
 class RunWorker:
@@ -161,19 +167,21 @@ class RunWorker:
             raise InputError(f"the weights {path} do not fit {self.spec.model}: {first_line(exc)}.") from None
 
     def _prefetch(self) -> None:
-        item = self.source.take()
-        if item is not None:
-            owner, number, content = item
-            if self.synthetic is not None:
-                self.pending.append(_done((owner, number, content, None, [], 0.0)))
-            else:
-                self.pending.append(self.pool.submit(self._decode, owner, number, content))
+        ticket = self.source.take()
+        if self.synthetic is not None:
+            self.pending.append(_Synthetic(ticket))
+        else:
+            self.pending.append(self.pool.submit(self._decode, ticket))
 
-    def _decode(self, owner: int, number: int, paths: list[str]):
+    def _decode(self, ticket):
         import numpy as np
 
         from perfmodel.run.images import decode, reason
 
+        item = ticket()
+        if item is None:
+            return None
+        owner, number, paths = item
         t0 = time.perf_counter()
         arrays, good, failed = [], [], []
         for path in paths:
@@ -213,7 +221,10 @@ class RunWorker:
                     time.sleep(1.0)
                     os.kill(os.getpid(), signal.SIGKILL)
                 asked = time.time()
-                owner, number, content, array, failed, decode_s = self.pending.popleft().result()
+                batch = self.pending.popleft().result()
+                if batch is None:  # nothing was left for this worker when it asked
+                    continue
+                owner, number, content, array, failed, decode_s = batch
                 self._prefetch()
                 start = time.time()
                 classes, scores = [], []
@@ -264,11 +275,12 @@ class RunWorker:
         return torch.from_numpy(array).to(self.runner.device, self.runner.dtype).contiguous(memory_format=layout)
 
 
-class _done:
-    """A finished future holding `value` (random inputs need no decoding)."""
+class _Synthetic:
+    """A batch of random inputs: nothing to decode, only the queue's answer to read when it is due."""
 
-    def __init__(self, value):
-        self.value = value
+    def __init__(self, ticket):
+        self.ticket = ticket
 
     def result(self):
-        return self.value
+        item = self.ticket()
+        return None if item is None else (*item, None, [], 0.0)
