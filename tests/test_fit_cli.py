@@ -32,6 +32,12 @@ def test_fit_writes_a_predictor_and_prints_the_report(profile_csv, tmp_path, cap
     assert set(predictor.provenance["families"]) == {"roofline", "linear", "piecewise", "tree"}
 
 
+def test_fit_progress_counts_to_a_known_total(profile_csv, tmp_path, capsys):
+    assert main(["fit", str(profile_csv), "--out", str(tmp_path / "p.json"), "--families", "linear"]) == 0
+    steps = [line.split()[0] for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
+    assert steps == ["[1/4]", "[2/4]", "[3/4]", "[4/4]"]  # one group, four quantities (was [1/?])
+
+
 def test_fit_json_prints_the_report_as_json(profile_csv, tmp_path, capsys):
     out = tmp_path / "p.json"
     assert main(["fit", str(profile_csv), "--out", str(out), "--report", "--json", "--families", "linear"]) == 0

@@ -206,3 +206,61 @@ def test_a_users_own_table_names_a_gpu_the_shipped_one_lacks(tmp_path, capsys):
     groups = [g for g in json.loads(out.read_text())["groups"] if g["key"]["hardware"] == "b200x"]
     assert {g["key"]["precision"] for g in groups} == {"tf32", "fp16"}
     assert all(g["transfer"]["transfer_sources"] == ["v100"] for g in groups)
+
+
+def _only_a100(tmp_path):
+    path = tmp_path / "a100-only.csv"
+    frame = load_profiles([TENSORFLOW])
+    frame[(frame["hardware"] == "a100") & (frame["precision"] == "tf32")].to_csv(path, index=False)
+    return path
+
+
+def test_the_only_profiled_gpu_as_the_target_says_why_in_one_sentence(tmp_path, capsys):
+    out = tmp_path / "x.json"
+    code = main(["fit", str(_only_a100(tmp_path)), "--target-hardware", "a100", "--out", str(out)])
+    err = " ".join(line for line in capsys.readouterr().err.splitlines() if not line.startswith("["))
+    assert code == 2 and not out.exists() and "Traceback" not in err
+    # before: "no profiled GPU with a known specification and two or more batch sizes", naming float32
+    assert "a100 is the only GPU they were profiled on" in err and "left out of its own transfer" in err
+    assert "another GPU with --target-hardware" in err and "without --target-hardware" in err
+    assert "resnet50/tensorflow/tf32" in err and "float32" not in err
+    assert err.count("error:") == 1
+
+
+def test_the_report_labels_transferred_rows_as_the_sources_and_the_held_out_error(tmp_path, capsys):
+    one_gpu = tmp_path / "v100.csv"
+    frame = load_profiles([REFERENCE / "dle-pytorch-resnet50.csv"])
+    frame[(frame["hardware"] == "v100") & (frame["precision"] == "fp32")].to_csv(one_gpu, index=False)
+    out = tmp_path / "h100.json"
+    args = ["fit", str(one_gpu), "--families", "roofline", "--target-hardware", "h100", "--out", str(out)]
+    assert main([*args, "--report"]) == 0
+    printed = capsys.readouterr()
+    group = Predictor.load(out).select(hardware="h100")[0]
+    expected = group.transfer["expected_error"]
+    table = printed.out[printed.out.index("h100/resnet50/torch/tf32") :]
+    assert "transfer error median %" in table and "source rows" in table and "CV MAPE" not in table
+    latency = next(line for line in table.splitlines() if line.strip().startswith("latency_ms"))
+    assert latency.split()[-3:] == ["9", f"{expected['median_pct']:.3g}", f"{expected['p90_pct']:.3g}"]
+    assert "v100 fp32" in latency
+    legend = " ".join(printed.err.split())
+    assert "source rows are the points of the GPUs it was carried from" in legend and "expected_error" in legend
+    # the file no longer files the transfer's error under cross-validation
+    report = group.models["latency_ms"].report
+    assert report["cv_mape"] is None and report["cv_errors_pct"] == [] and report["rows_from"] == ["v100 fp32"]
+    assert report["transfer_error"]["median_pct"] == expected["median_pct"]
+
+
+def test_target_hardware_is_read_in_any_case_and_an_empty_one_is_refused(tmp_path, capsys):
+    out = tmp_path / "h100.json"
+    args = ["fit", str(TENSORFLOW), "--families", "roofline", "--out", str(out), "--target-hardware"]
+    assert main([*args, "H100"]) == 0
+    steps = [line.split()[0] for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
+    assert steps[-1] == f"[{len(steps)}/{len(steps)}]"  # every group's quantities, and the target
+    assert {g.hardware for g in Predictor.load(out).groups if g.transfer} == {"h100"}
+    predictor = perfmodel.fit(TENSORFLOW, families=("roofline",), target_hardware=["V100"])
+    assert not [g for g in predictor.groups if g.hardware == "v100" and g.transfer is None]  # left out, as v100
+    for empty in ("", "h100,", " "):
+        out.unlink(missing_ok=True)
+        assert main([*args, empty]) == 2 and not out.exists()
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--target-hardware holds an empty GPU name" in err[0]

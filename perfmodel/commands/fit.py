@@ -59,18 +59,18 @@ def run(args) -> int:
     from perfmodel.files import check_writable
     from perfmodel.fitting.report import (
         MAX_BATCH_HEADERS,
-        QUANTITY_HEADERS,
         REPORT_LEGEND,
+        TRANSFER_LEGEND,
         few_points_note,
         max_batch_rows,
         noise_note,
-        quantity_rows,
+        quantity_table,
         report_json,
         transfer_note,
     )
     from perfmodel.fitting.train import fit
 
-    if args.gpu_specs is not None and not args.target_hardware:
+    if args.gpu_specs is not None and args.target_hardware is None:
         from perfmodel.errors import InputError
 
         raise InputError(
@@ -79,15 +79,24 @@ def run(args) -> int:
     check_writable(args.out, inputs=args.profiles)
     families = [f.strip() for f in args.families.split(",") if f.strip()]
     with console.progress("fitting") as update:
-        count = [0]
+        count, total = [0], [None]
+
+        def on_total(steps: int) -> None:
+            total[0] = steps
 
         def on_progress(group: str, quantity: str) -> None:
             count[0] += 1
-            update(count[0], None, f"{group}: {quantity}")
+            update(count[0], total[0], f"{group}: {quantity}")
 
-        targets = [t.strip() for t in (args.target_hardware or "").split(",") if t.strip()]
+        # an empty name ("" or "a100,") is kept, for fit to refuse: never silently dropped
+        targets = [] if args.target_hardware is None else [t.strip() for t in args.target_hardware.split(",")]
         predictor = fit(
-            args.profiles, families=families, on_progress=on_progress, target_hardware=targets, gpu_specs=args.gpu_specs
+            args.profiles,
+            families=families,
+            on_progress=on_progress,
+            target_hardware=targets,
+            gpu_specs=args.gpu_specs,
+            on_total=on_total,
         )
     predictor.save(args.out)
     if args.json:
@@ -95,12 +104,15 @@ def run(args) -> int:
         return 0
     if args.report:
         for group in predictor.groups:
-            console.table(group.name, QUANTITY_HEADERS, quantity_rows(group))
+            console.table(group.name, *quantity_table(group))
             console.table(f"{group.name}: max_batch", MAX_BATCH_HEADERS, max_batch_rows(group))
             for note in (noise_note(group), transfer_note(group)):
                 if note:
                     console.note(note)
-        console.note(REPORT_LEGEND)
+        if any(g.transfer is None for g in predictor.groups):
+            console.note(REPORT_LEGEND)
+        if any(g.transfer is not None for g in predictor.groups):
+            console.note(TRANSFER_LEGEND)
     for note in filter(None, map(few_points_note, predictor.groups)):
         console.note(note)
     transferred = [g for g in predictor.groups if g.transfer is not None]

@@ -96,10 +96,12 @@ def summary(errors: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()
 
 
-def two_batch_size_line_errors(frame: pd.DataFrame) -> dict[str, np.ndarray]:
-    """|error| % of the straight line through two batch sizes of a curve (what `fit` makes of a profile with two):
+def two_batch_size_line_errors(frame: pd.DataFrame, signed: bool = False) -> dict[str, np.ndarray]:
+    """% errors of the straight line through two batch sizes of a curve (what `fit` makes of a profile with two):
     'between' at the batch sizes between the two, 'beyond' at those above the larger, up to twice it.
-    Every pair of batch sizes of every curve (one input size) counts once."""
+    Every pair of batch sizes of every curve (one input size) counts once. By default |line - measured| /
+    measured; signed: measured / line - 1, the sign and base of a predictor's error samples (> 0 where the
+    truth was slower than the line)."""
     out = {"between": [], "beyond": []}
     for _, b, s, y in latency_curves(frame):
         for size in np.unique(s):
@@ -111,7 +113,14 @@ def two_batch_size_line_errors(frame: pd.DataFrame) -> dict[str, np.ndarray]:
                         continue
                     slope = (ys[j] - ys[i]) / (bs[j] - bs[i])
                     line = ys[i] + slope * (bs - bs[i])
-                    error = np.abs(line - ys) / ys * 100.0
-                    out["between"].extend(error[(bs > bs[i]) & (bs < bs[j])])
-                    out["beyond"].extend(error[(bs > bs[j]) & (bs <= 2 * bs[j])])
+                    # a line falling to 0 or below predicts nothing (fit's prediction stops at 0): left out
+                    kept = line > 0
+                    error = np.full_like(ys, np.nan)
+                    error[kept] = (
+                        (ys[kept] / line[kept] - 1.0) * 100.0
+                        if signed
+                        else (np.abs(line[kept] - ys[kept]) / ys[kept] * 100.0)
+                    )
+                    out["between"].extend(error[kept & (bs > bs[i]) & (bs < bs[j])])
+                    out["beyond"].extend(error[kept & (bs > bs[j]) & (bs <= 2 * bs[j])])
     return {k: np.asarray(v, dtype=float) for k, v in out.items()}

@@ -180,7 +180,9 @@ class GroupPredictor:
 
         Inside the measured batch range: the cross-validated errors (each batch size predicted by a fit
         without it); beyond it (up to 2x): the errors of the fit on the smaller half tested on the
-        larger (the batch_2x split); a transferred group: its leave-one-GPU-out errors.
+        larger (the batch_2x split); a transferred group: its held-out transfer errors. A line fitted
+        on two batch sizes has none of its own: it carries those of such lines on the published curves
+        of profiles/reference/, between its two batch sizes and beyond them (`reference_errors`).
         """
         return self._errors(beyond, quantity)[0]
 
@@ -194,6 +196,12 @@ class GroupPredictor:
             origin = "errors extrapolating (fit on batch <= half the largest, tested on the larger)"
         else:
             errors, origin = report.get("cv_errors_pct"), "cross-validated errors inside the measured range"
+        reference = report.get("reference_errors")
+        if not errors and self.transfer is None and reference:  # two batch sizes: a line's errors, measured elsewhere
+            region = "beyond" if beyond else "between"
+            errors = reference[region]["errors_pct"]
+            where = "above the larger batch size, up to twice it" if beyond else "between the two batch sizes"
+            origin = f"{reference.get('origin', 'errors of a line through two batch sizes')}, {where}"
         if not errors:
             return None, origin
         return np.asarray(errors, dtype=float) / 100.0, origin
@@ -435,6 +443,18 @@ def _checked_report(report, quantity: str) -> dict:
     extrapolation = report.get("extrapolation", {})
     if not isinstance(extrapolation, dict):
         raise PredictorFormatError(f"the extrapolation report of {quantity} is not an object.")
+    reference = report.get("reference_errors")
+    if reference is not None:
+        ok = isinstance(reference, dict) and all(
+            isinstance(reference.get(r), dict)
+            and _finite_list(reference[r].get("errors_pct"))
+            and len(reference[r]["errors_pct"]) > 0
+            for r in ("between", "beyond")
+        )
+        if not ok:
+            raise PredictorFormatError(
+                f"the reference errors of {quantity} are not lists of finite errors_pct between and beyond."
+            )
     errors = [
         report.get("cv_errors_pct"),
         *(split.get("errors_pct") for split in extrapolation.values() if isinstance(split, dict)),

@@ -18,12 +18,54 @@ QUANTITY_HEADERS = (
     "batch half MAPE %",
     "input size MAPE %",
 )
+# A transferred group (a GPU never profiled) was not cross-validated: its own columns.
+TRANSFER_HEADERS = (
+    "quantity",
+    "family",
+    "carried from",
+    "source rows",
+    "transfer error median %",
+    "transfer error p90 %",
+)
 MAX_BATCH_HEADERS = ("input size px", "largest ok", "smallest oom", "max_batch")
 
 REPORT_LEGEND = """CV: leave-one-batch-size-out, on the batch sizes inside the measured range (interpolation).
 batch x2: fit on batch sizes <= half the largest, test on the rest (extrapolating up to 2x);
 batch half: fit on batch sizes <= the median, test on the larger; input size: fit on the smaller
 input sizes, test on the largest. MAPE = mean |predicted - measured| / measured; worst = its maximum."""
+TRANSFER_LEGEND = """Transferred groups (a GPU predicted from others): source rows are the points of the GPUs it was
+carried from, not the target's; the transfer error is no cross-validation but the held-out error of such
+transfers on published curves never used for tuning, with that number of source GPUs (median and 90th
+percentile of |predicted - measured| / measured: the transfer's expected_error, as fit prints it)."""
+
+
+def quantity_table(group: GroupPredictor) -> tuple[tuple[str, ...], list[tuple]]:
+    """The headers and rows of a group's table: transferred groups have their own columns."""
+    if group.transfer is not None:
+        return TRANSFER_HEADERS, transfer_rows(group)
+    return QUANTITY_HEADERS, quantity_rows(group)
+
+
+def transfer_rows(group: GroupPredictor) -> list[tuple]:
+    expected = (group.transfer or {}).get("expected_error") or {}
+    rows = []
+    for quantity in QUANTITIES:
+        report = group.models[quantity].report
+        if report.get("family") is None:
+            rows.append((quantity, "-", report.get("reason", ""), report.get("rows", 0), None, None))
+            continue
+        sources = report.get("rows_from") or [f"{s['hardware']} {s['precision']}" for s in group.transfer["from"]]
+        rows.append(
+            (
+                quantity,
+                report["family"],
+                ", ".join(sources),
+                report["rows"],
+                expected.get("median_pct"),
+                expected.get("p90_pct"),
+            )
+        )
+    return rows
 
 
 def quantity_rows(group: GroupPredictor) -> list[tuple]:

@@ -12,15 +12,20 @@ then gives:
   extrapolation     refits on part of the data and tests on the rest (see `extrapolation_splits`),
                     with the same signed errors;
   measured          per input size, the smallest and largest batch size fitted (the region measured).
+With two batch sizes there is nothing to hold out: the fit is the line through them, and `fit` adds to
+its latency report `reference_errors`, the errors of such lines on published curves (TWO_BATCH_SIZE_FILE).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
-from perfmodel.errors import InputError
+from perfmodel.errors import InputError, PredictorFormatError
 from perfmodel.fitting.folds import batch_folds, percent_errors, summarise
 from perfmodel.fitting.regressors import FAMILIES, _Estimator
 
@@ -31,17 +36,79 @@ DEFAULT_FAMILIES: tuple[str, ...] = ("roofline", "linear", "piecewise", "tree")
 # the family chosen when every family offered is unstable past the data.
 PREFERRED_FAMILY = "roofline"
 PREFERENCE = 1.1
+# What the code needs, said the same way wherever a profile has too few batch sizes: a fit needs two; the
+# cross-validated error needs a batch size strictly between the smallest and largest (three at least, one
+# held-out batch size); five give three held-out batch sizes inside the range and a fit on those up to
+# half the largest tested beyond it (batch_2x).
+BATCH_SIZE_ADVICE = (
+    "profile five or more batch sizes for a trustworthy error (three is the least that measures one, "
+    "on a single held-out batch size)"
+)
 # Two batch sizes leave nothing to choose or check a family with: the fit is the straight line through them.
 TWO_BATCH_SIZES = (
     "fitted on two batch sizes: a straight line through them, and no batch size is left to measure its error; "
     "on the published GPU curves of profiles/reference/ such a line misses the batch sizes between its two by a "
     "median {between}% (90th percentile {between_p90}%) and those up to twice the larger by a median {beyond}% "
-    "(90th percentile {beyond_p90}%; experiments/003_fit_accuracy). Profile three or more batch sizes (five or more "
-    "for a trustworthy error)."
+    "(90th percentile {beyond_p90}%; experiments/003_fit_accuracy); the predictor carries those errors of its "
+    "median latency for plan's deadline probability. To measure its own: " + BATCH_SIZE_ADVICE + "."
 )
-# Measured by experiments/003_fit_accuracy/run.py (accuracy.two_batch_size_line_errors on profiles/reference/, every
-# pair of batch sizes of the 35 curves), which says so if these figures no longer match what it measures.
-TWO_BATCH_SIZE_ERRORS = {"between": 3.8, "between_p90": 22, "beyond": 3.6, "beyond_p90": 22}
+# Measured by experiments/003_fit_accuracy/two_batch_sizes.py (accuracy.two_batch_size_line_errors on
+# profiles/reference/, every pair of batch sizes of the 35 curves); tests/test_fit_few_points.py checks that the
+# file still matches what it measures.
+TWO_BATCH_SIZE_FILE = Path(__file__).resolve().parents[1] / "data" / "two_batch_size_errors.json"
+TWO_BATCH_SIZE_QUANTILES = 201  # the signed errors ship as this many evenly spaced quantiles
+TWO_BATCH_SIZE_ORIGIN = (
+    "errors of the straight line through two batch sizes on the published GPU curves of profiles/reference/ "
+    "(every pair of batch sizes; experiments/003_fit_accuracy/two_batch_sizes.py), not measured on this profile"
+)
+
+
+def two_batch_size_errors_of(frame) -> dict:
+    """What perfmodel/data/two_batch_size_errors.json holds, measured on the profiles in `frame`: per region
+    ('between' the two batch sizes, 'beyond' the larger up to twice it) the points, the median and 90th
+    percentile of |line - measured| / measured in %, and the signed 100 x (measured / line - 1) as
+    TWO_BATCH_SIZE_QUANTILES evenly spaced quantiles."""
+    from perfmodel.fitting.accuracy import two_batch_size_line_errors
+
+    absolute, signed = two_batch_size_line_errors(frame), two_batch_size_line_errors(frame, signed=True)
+    out = {"origin": TWO_BATCH_SIZE_ORIGIN}
+    for region in ("between", "beyond"):
+        quantiles = np.quantile(signed[region], np.linspace(0.0, 1.0, TWO_BATCH_SIZE_QUANTILES))
+        out[region] = {
+            "points": int(len(absolute[region])),
+            "median_pct": round(float(np.median(absolute[region])), 1),
+            "p90_pct": round(float(np.quantile(absolute[region], 0.9)), 1),
+            "errors_pct": [round(float(v), 2) for v in quantiles],
+        }
+    return out
+
+
+@lru_cache(maxsize=1)
+def two_batch_size_errors() -> dict:
+    """The shipped errors of the line through two batch sizes (perfmodel/data/two_batch_size_errors.json)."""
+    try:
+        data = json.loads(TWO_BATCH_SIZE_FILE.read_text())
+        ok = all(
+            np.all(np.isfinite(np.asarray(data[r]["errors_pct"], dtype=float))) and len(data[r]["errors_pct"])
+            for r in ("between", "beyond")
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise PredictorFormatError(f"{TWO_BATCH_SIZE_FILE} cannot be read ({exc}); reinstall perfmodel.") from None
+    if not ok:
+        raise PredictorFormatError(
+            f"{TWO_BATCH_SIZE_FILE} is damaged (an empty or non-finite error list); reinstall perfmodel."
+        )
+    return data
+
+
+def two_batch_size_note() -> str:
+    data = two_batch_size_errors()
+    return TWO_BATCH_SIZES.format(
+        between=f"{data['between']['median_pct']:.2g}",
+        between_p90=f"{data['between']['p90_pct']:.2g}",
+        beyond=f"{data['beyond']['median_pct']:.2g}",
+        beyond_p90=f"{data['beyond']['p90_pct']:.2g}",
+    )
 
 
 @dataclass(frozen=True)
@@ -123,7 +190,7 @@ def _line_through_two(X: np.ndarray, y: np.ndarray) -> QuantityFit:
 
     b, s = X[:, 0], X[:, 1]
     if len(np.unique(b)) < 2:
-        raise InputError("a fit needs at least two batch sizes (better five or more); profile more.")
+        raise InputError(f"a fit needs at least two batch sizes; {BATCH_SIZE_ADVICE}.")
     estimator = FeatureLinearRegression(candidates=["b*p"]).fit(X, y)
     report = {
         "family": "linear",
@@ -140,7 +207,7 @@ def _line_through_two(X: np.ndarray, y: np.ndarray) -> QuantityFit:
         "measured": measured_region(b, s),
         "selection": {},
         "extrapolation": {},
-        "note": TWO_BATCH_SIZES.format(**TWO_BATCH_SIZE_ERRORS),
+        "note": two_batch_size_note(),
     }
     return QuantityFit(estimator, report)
 

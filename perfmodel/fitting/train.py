@@ -7,6 +7,7 @@ rows bound max_batch, 'error' rows are ignored. Each quantity is fitted on the r
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import platform
@@ -28,7 +29,7 @@ from perfmodel.fitting.predictor import (
     QuantityModel,
 )
 from perfmodel.fitting.regressors import FAMILIES
-from perfmodel.fitting.selection import DEFAULT_FAMILIES, fit_quantity
+from perfmodel.fitting.selection import BATCH_SIZE_ADVICE, DEFAULT_FAMILIES, fit_quantity, two_batch_size_errors
 from perfmodel.schema import load_profile, validate_profile
 
 # Profile columns worth keeping beside each group: where and how it was measured.
@@ -54,16 +55,19 @@ def fit(
     on_progress: Callable[[str, str], None] | None = None,
     target_hardware: Iterable[str] = (),
     gpu_specs: str | os.PathLike | None = None,
+    on_total: Callable[[int], None] | None = None,
 ) -> Predictor:
     """Fit latency, p99 latency, warm-up and memory models, and the max-batch bounds, per group.
 
     profiles: a profile CSV path, a DataFrame following the profile contract, or a list of them.
     families: the model families to choose from by cross-validation ("roofline", "linear", "piecewise", "tree").
-    on_progress(group, quantity) is called before each quantity is fitted.
+    on_progress(group, quantity) is called before each quantity is fitted (and once per target transferred);
+    on_total(steps), once before the first, with the number of those calls to come.
     target_hardware: hardware keys to predict from the other GPUs' profiles and the GPU specification
         table (gpu_specs: its path; default perfmodel/data/gpu_specs.csv), as transferred groups
-        (see perfmodel.fitting.transfer). A target that was profiled is left out of the fit and its
-        measurements check the prediction; the other hardware is fitted as usual.
+        (see perfmodel.fitting.transfer), in any case (H100 is the table's h100). A target that was
+        profiled is left out of the fit and its measurements check the prediction; the other hardware
+        is fitted as usual.
     """
     families = tuple(families)
     unknown = [f for f in families if f not in FAMILIES]
@@ -78,13 +82,11 @@ def fit(
     frame = frame.copy()
     for column in keys:  # a missing extra key (a profile without that column) groups as "" not NaN
         frame[column] = frame[column].map(lambda v: "" if _missing(v) else v).astype(str)
-    targets = list(dict.fromkeys(str(t) for t in target_hardware))
-    specs = _specs_for(targets, gpu_specs)
-    groups = tuple(
-        _fit_group(_group_key(keys, values), rows, families, on_progress)
-        for values, rows in frame.groupby(keys, sort=True)
-        if values[0] not in targets
-    )
+    specs, targets = _specs_for([str(t) for t in target_hardware], gpu_specs)
+    by_group = [(values, rows) for values, rows in frame.groupby(keys, sort=True) if values[0] not in targets]
+    if on_total is not None:  # one step per quantity of each group fitted, one per target transferred
+        on_total(len(by_group) * len(QUANTITIES) + len(targets))
+    groups = tuple(_fit_group(_group_key(keys, values), rows, families, on_progress) for values, rows in by_group)
     transfer_note = None
     if targets:
         transferred, transfer_note = _transfer(frame, keys, targets, specs, gpu_specs, on_progress)
@@ -107,20 +109,30 @@ def fit(
     return Predictor(groups, provenance)
 
 
-def _specs_for(targets: list[str], gpu_specs) -> dict:
-    """The GPU specification table, checked to hold every target, before any fitting is done."""
+def _specs_for(targets: list[str], gpu_specs) -> tuple[dict, list[str]]:
+    """The GPU specification table, checked to hold every target, before any fitting is done, and the
+    targets as the table spells them (H100 is h100), each once."""
+    if any(not t.strip() for t in targets):
+        raise InputError(
+            "--target-hardware holds an empty GPU name: give hardware keys of the GPU table, e.g. h100 or "
+            "v100,a10, or leave it out to fit only the hardware profiled."
+        )
     if not targets:
-        return {}
+        return {}, []
     from perfmodel.fitting.gpu_specs import load_gpu_specs
 
     specs = load_gpu_specs(gpu_specs)
-    unknown = [t for t in targets if t not in specs]
+    folded = {}
+    for key in specs:  # an exact key wins over one that differs only in case (a user's own table may have both)
+        folded.setdefault(key.casefold(), key)
+    named = [t.strip() if t.strip() in specs else folded.get(t.strip().casefold(), t.strip()) for t in targets]
+    unknown = [t for t in named if t not in specs]
     if unknown:
         raise InputError(
             f"no specification for {', '.join(repr(t) for t in unknown)} in the GPU table (it has "
             f"{', '.join(sorted(specs))}); add a row (perfmodel/data/gpu_specs.csv, or --gpu-specs FILE)."
         )
-    return specs
+    return specs, list(dict.fromkeys(named))
 
 
 def _transfer(
@@ -216,9 +228,7 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
             if len(ok) == 1
             else f"points at only one batch size ({int(first['batch_size'])})"
         )
-        raise InputError(
-            f"group {name} has {what}: a fit needs at least two batch sizes (better four or more); profile more."
-        )
+        raise InputError(f"group {name} has {what}: a fit needs at least two batch sizes; {BATCH_SIZE_ADVICE}.")
 
     models = {}
     for quantity in QUANTITIES:
@@ -237,6 +247,10 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
             continue
         result = fit_quantity(batches, ok["input_size"].to_numpy(dtype=float)[usable], values[usable], families)
         report = {**result.report, **(_measurement_noise(ok) if quantity == "latency_ms" else {})}
+        if quantity == "latency_ms" and len(np.unique(batches)) < 3:
+            # a line through two batch sizes has no error of its own: it carries the one measured for such
+            # lines on published latency curves, so that plan widens by it (latency only: what was measured)
+            report["reference_errors"] = copy.deepcopy(two_batch_size_errors())
         models[quantity] = QuantityModel(result.estimator, report)
 
     memory = ok["memory_mb"].to_numpy(dtype=float)

@@ -99,20 +99,36 @@ def transfer_groups(
         )
     effects = effects or shipped_effects()
     spec = specs[target]
-    groups, notes = [], []
+    groups, notes, only_target = [], [], []
     for values, rows in _ways_of_serving(ok, keys):
-        name = "/".join(str(v) for v in values.values() if v != "")
+        # named by the precisions the profiles say (tf32, fp32), not by the family that groups them
+        precisions = " and ".join(sorted(set(rows["precision"])))
+        name = "/".join([*(str(values[k]) for k in keys if values[k] != ""), precisions])
         own = rows[rows["hardware"] == target]
-        by_quantity = {q: _sources(rows[rows["hardware"] != target], specs, q) for q in TRANSFERRED}
+        others = rows[rows["hardware"] != target]
+        by_quantity = {q: _sources(others, specs, q) for q in TRANSFERRED}
         sources = by_quantity["latency_ms"]
+        if not sources and others.empty:
+            only_target.append(name)
+            continue
         if not sources:
-            notes.append(f"{name}: no profiled GPU with a known specification and two or more batch sizes.")
+            notes.append(
+                f"{name}: no other profiled GPU with a known specification and two or more batch sizes "
+                f"(profiled on {', '.join(sorted(set(others['hardware'])))})."
+            )
             continue
         precision = target_precision(values["family"], [c.precision for c in sources], spec)
         if precision is None:
-            notes.append(f"{name}: {target} has no {values['family']} rate in the GPU table.")
+            source_precisions = " or ".join(sorted({c.precision for c in sources}))
+            notes.append(f"{name}: {target} has no {source_precisions} rate in the GPU table.")
             continue
         groups.append(_transferred_group(values, keys, target, spec, precision, by_quantity, own, effects))
+    if only_target:  # said once for every such way of serving: the reason and the remedy are the same
+        notes.append(
+            f"{', '.join(only_target)}: {target} is the only GPU {'it was' if len(only_target) == 1 else 'they were'} "
+            "profiled on, and a target is left out of its own transfer; name another GPU with --target-hardware, "
+            f"or fit without --target-hardware to use {target}'s own measurements."
+        )
     return groups, notes
 
 
@@ -205,7 +221,6 @@ def _transferred_group(
     b_all = np.concatenate([c.b for c in sources])
     s_all = np.concatenate([c.s for c in sources])
     region = _common_region(sources, spec)
-    summary = _summary(errors)
     for quantity in QUANTITIES:
         curves = by_quantity.get(quantity, [])
         if not curves:
@@ -221,17 +236,27 @@ def _transferred_group(
             {
                 "family": "roofline",
                 "features": [],
+                # the source GPUs' points: the target's own, if profiled, were left out (checked_against_target)
                 "rows": int(sum(len(c.y) for c in curves)),
+                "rows_from": [f"{c.hardware} {c.precision}" for c in curves],
                 "transferred": True,
                 "training_range": {
                     "batch_size": [float(b_all.min()), float(b_all.max())],
                     "input_size": [float(s_all.min()), float(s_all.max())],
                 },
                 "measured": region,
-                "cv_mape": summary["mape"],
-                "cv_max_error": summary["max_error"],
-                "cv_points": summary["points"],
-                "cv_errors_pct": errors,
+                # nothing of the target was cross-validated: its error is the held-out transfer error
+                # (transfer.expected_error, transfer.errors_pct), never under the cv_ keys
+                "cv_mape": None,
+                "cv_max_error": None,
+                "cv_points": 0,
+                "cv_errors_pct": [],
+                "transfer_error": {
+                    "median_pct": expected["median_pct"],
+                    "p90_pct": expected["p90_pct"],
+                    "sources": expected["sources"],
+                    "what": "held-out error of transfers on published curves never used for tuning",
+                },
                 "selection": {},
                 "extrapolation": {},
             },
@@ -322,15 +347,3 @@ def _common_region(sources: list[Curve], spec: GpuSpec) -> list[list[float]]:
         hi = max(np.floor(min(min(r[size][1] for r in regions), max(r[size][2] for r in regions))), 1.0)
         out.append([float(size), float(min(lo, hi)), float(hi)])
     return out
-
-
-def _summary(errors: list[float]) -> dict:
-    if not errors:
-        return {"mape": None, "max_error": None, "points": 0, "median": None}
-    values = np.abs(np.asarray(errors, dtype=float))
-    return {
-        "mape": float(np.mean(values)),
-        "max_error": float(np.max(values)),
-        "points": int(len(values)),
-        "median": float(np.median(values)),
-    }

@@ -10,7 +10,8 @@ Where each spread comes from:
 - the profile median's 95% interval (latency_ci_rel), as one shared normal error per option; on a CPU
   also the level of the process that measured the point (drift.CPU_POINT_LEVEL: the profile is one draw too);
 - a predictor's measured errors (cross-validated inside its batch range, extrapolation tested beyond,
-  leave-one-GPU-out for a transferred group), drawn as they were measured;
+  held-out transfer errors for a transferred group, and for a line through two batch sizes those of
+  such lines on published curves), drawn as they were measured;
 - co-location: CPU workers planned beyond the number that ran while the profile was measured slow each
   other down by the ratios measured in experiments/006 (below).
 """
