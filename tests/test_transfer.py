@@ -168,7 +168,13 @@ def test_cli_fit_target_hardware_and_a_plan_on_it(tmp_path, capsys):
     assert basis["kinds"] == {"paddle-tensorrt fp16 (transferred)": "transferred"}
     assert "transferred from" in basis["transferred"]["paddle-tensorrt fp16 (transferred)"]
     assert plan["warmup_measured"] is False
+    # the reserve is the transfer's held-out error, named as such (not the predictor's own error)
+    spread = plan["spread_by_source_s"]
+    assert spread["transfer"] > 0 and spread["predictor"] == 0
     Predictor.load(out)  # the file loads back
+    plan_args = ["plan", "--images", "1M", "--deadline", "40s", "--predictor", str(out), "--pool", "h100=4"]
+    assert main([*plan_args, "--precision", "fp16"]) == 0
+    assert "the largest part: the error of the transfer to a GPU never profiled" in capsys.readouterr().out
 
 
 def test_cli_unknown_target_is_exit_2(tmp_path, capsys):

@@ -215,6 +215,25 @@ def check_plan_format(data: dict, source: str, hint: str) -> None:
         )
 
 
+SPREAD_NAMES = {  # spread_by_source_s's keys, said for people
+    "batch": "batch-to-batch spread",
+    "load and warm-up": "load and warm-up",
+    "drift": "the machine's drift",
+    "profile": "the profiled medians' own uncertainty",
+    "predictor": "the predictor's measured error",
+    "transfer": "the error of the transfer to a GPU never profiled",
+    "co-location": "co-located workers",
+}
+
+
+def _largest_part(job: PlannedJob) -> str:
+    spread = job.plan.annotations.get("spread_by_source_s") or {}
+    if not spread or max(spread.values()) <= 0:
+        return ""
+    source = max(spread, key=spread.get)
+    return f"; the largest part: {SPREAD_NAMES.get(source, source)}"
+
+
 def describe(job: PlannedJob) -> list[str]:
     """Lines for people: what was planned, from which files, under which assumptions."""
     c = job.context
@@ -222,7 +241,7 @@ def describe(job: PlannedJob) -> list[str]:
     asked = (job.plan.annotations.get("confidence") or {}).get("asked")
     if asked is not None:
         reserve = (
-            f"{job.plan.margin:.1%} of the deadline kept in reserve for the spread"
+            f"{job.plan.margin:.1%} of the deadline kept in reserve for the spread{_largest_part(job)}"
             if job.plan.margin
             else "met with none of the deadline kept in reserve"
         )

@@ -28,7 +28,7 @@ from scipy.special import ndtr
 
 from perfmodel.planning.drift import Drift
 
-SOURCES = ("batch", "load and warm-up", "drift", "profile", "predictor", "co-location")
+SOURCES = ("batch", "load and warm-up", "drift", "profile", "predictor", "transfer", "co-location")
 QUANTILES = (0.05, 0.5, 0.9, 0.95, 0.99)
 QUADRATURE_POINTS = 20_000  # the most points of the shared factors' grid (the nodes per factor shrink to fit)
 NODES = {"normal": 24, "samples": 64}  # per factor: Gauss-Hermite exact to ~1e-4 in P here; samples' quantiles

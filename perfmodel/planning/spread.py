@@ -11,7 +11,7 @@ Where each spread comes from:
   also the level of the process that measured the point (drift.CPU_POINT_LEVEL: the profile is one draw too);
 - a predictor's measured errors (cross-validated inside its batch range, extrapolation tested beyond,
   held-out transfer errors for a transferred group, and for a line through two batch sizes those of
-  such lines on published curves), drawn as they were measured;
+  such lines on published curves), drawn as they were measured (source "transfer" for a transferred group);
 - co-location: CPU workers planned beyond the number that ran while the profile was measured slow each
   other down by the ratios measured in experiments/006 (below).
 """
@@ -89,8 +89,10 @@ def makespan_of(plan, basis) -> Makespan:
         region = "beyond" if largest is not None and a.batch_size > largest else "inside"
         errors = t.errors.get((a.label, region))
         if errors:
-            name = f"predictor {a.hardware} {a.label} {region}"
-            shared[name] = Shared("predictor", "samples", tuple(errors))
+            # a transferred group's errors are those of carrying a curve to a GPU never profiled
+            source = "transfer" if a.label in t.transferred else "predictor"
+            name = f"{source} {a.hardware} {a.label} {region}"
+            shared[name] = Shared(source, "samples", tuple(errors))
             names.append((name, 1.0))
         measured_with = t.measured_workers.get(a.label)
         if measured_with is not None and plan.gpus_by_type.get(a.hardware, 0) > measured_with:
