@@ -76,6 +76,8 @@ RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "latency_std_ms",
     "latency_min_ms",
     "latency_ci_rel",
+    "processes",  # processes that measured the point (--processes K; the latency figures are their median)
+    "process_rel_sd",  # sd of the log of their medians
     "drift_rel_sd",  # the machine's drift, from the sweep's probe (planning/drift.py)
     "drift_corr_s",
     "drift_probe_s",
@@ -135,6 +137,7 @@ INTEGER_COLUMNS = frozenset(
         "batch_size",
         "samples",
         "concurrency",
+        "processes",
         "threads",
         "alongside",
         "schema_version",
@@ -187,6 +190,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "batch_size": (1, MAX_BATCH_SIZE),
     "concurrency": (1, 65_536),
     "samples": (1, 1e9),
+    "processes": (1, 1024),
     "threads": (1, 65_536),
     "alongside": (1, 1024),  # workers running beside the measured one (0: alone)
     "schema_version": (1, 1e6),
@@ -209,6 +213,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "latency_std_ms": (0.0, 1e9),
     "latency_ci_rel": (0.0, 1e6),
     "drift_rel_sd": (0.0, 10.0),
+    "process_rel_sd": (0.0, 10.0),
     "drift_corr_s": (0.0, 1e6),
     "drift_probe_s": (0.0, 600.0),
     "throughput_spread_rel": (0.0, 1e6),
@@ -327,7 +332,7 @@ def validate_profile(df: pd.DataFrame, source: str = "profile") -> pd.DataFrame:
             )
         bad = present & (
             (values != np.round(values))
-            | (values < (1 if column in ("input_size", "batch_size", "concurrency") else 0))
+            | (values < (1 if column in ("input_size", "batch_size", "concurrency", "processes") else 0))
         )
         if bad.any():
             i = int(np.flatnonzero(bad)[0])

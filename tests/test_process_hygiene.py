@@ -115,6 +115,14 @@ def test_a_profile_with_a_worker_alongside_leaves_none_when_killed(tmp_path):
     _assert_all_gone(children)
 
 
+def test_a_profile_in_several_processes_leaves_none_when_killed(tmp_path):
+    """Ended by SIGKILL while an extra steady-state worker (--processes 2) runs beside the measuring one."""
+    args = ("--batch-sizes", "1,2,4", "--max-time-per-point", "1", "--warmup", "in-process", "--processes", "2")
+    proc = _profile(tmp_path, *args)  # in-process warm-up: a second worker can only be an extra one
+    children = _signal_when(proc, lambda: len(profile_workers(proc)) >= 2, signal.SIGKILL)
+    _assert_all_gone(children)
+
+
 def test_compile_workers_remove_their_cache_folders_when_the_profiler_is_killed(tmp_path):
     proc = _profile(tmp_path, "--batch-sizes", "1,2", "--compile")
     ready = lambda: len(_temp_folders("perfmodel-worker-", proc.pid)) >= 2  # noqa: E731 (measuring + fresh)

@@ -90,6 +90,13 @@ def _unreadable_model(tmp_path: Path) -> str:
         (["--model", "tiny", "--call-timeout", "nan"], "--call-timeout: must be a positive number of seconds"),
         (["--model", "tiny", "--worker-timeout", "0"], "--worker-timeout: must be a positive number of seconds"),
         (["--model", "tiny", "--search-tolerance", "150%"], "below 100%"),
+        (["--model", "tiny", "--processes", "0"], "--processes: must be a positive whole number, not '0'"),
+        (["--model", "tiny", "--processes", "1.5"], "--processes: must be a positive whole number, not '1.5'"),
+        (["--model", "tiny", "--processes", "two"], "--processes: must be a positive whole number"),
+        (
+            ["--model", "tiny", "--backend", "triton", "--processes", "2", "--batch-sizes", "1"],
+            "--processes is for the in-process backend",
+        ),
         (["--model", "tiny", "--fresh-warmup-at", "0,16"], "'0' is not a positive whole number"),
         (["--model", "tiny", "--fresh-warmup-at", "16", "--warmup", "in-process"], "needs --warmup fresh-process"),
         (["--model", "tiny", "--fresh-warmup-at", "3", "--batch-sizes", "1,2"], "--fresh-warmup-at 3 is not among"),
@@ -215,6 +222,26 @@ def test_estimate_measures_nothing(tmp_path, capsys):
     assert code == 0 and not out.exists()
     # 1024 on a CPU: 11 doublings and at most 4 bisections within 10%, plus 2 chosen sizes, per input size
     assert "at most 34 point(s), 4 of them with a fresh warm-up process" in stderr
+
+
+def test_estimate_says_what_processes_cost(tmp_path, capsys):
+    out = tmp_path / "p.csv"
+    code, _, stderr = run_cli(
+        capsys,
+        "profile",
+        "--model",
+        "tiny",
+        "--batch-sizes",
+        "1,4",
+        "--processes",
+        "3",
+        "--out",
+        str(out),
+        "--estimate",
+    )
+    assert code == 0 and not out.exists()
+    assert "each measured in 3 processes (2 fresh ones per point besides the measuring one" in stderr
+    assert "about 3x as long" in stderr and "per point and process" in stderr
 
 
 def _wait_for(predicate, proc: subprocess.Popen, timeout_s: float = 120) -> None:

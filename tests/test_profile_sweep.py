@@ -32,6 +32,35 @@ def test_round_trip_through_the_csv(tmp_path, tiny_config):
     assert len(df) == len(again)
 
 
+def test_one_process_writes_the_columns_of_before(tmp_path, tiny_config):
+    df = run_profile(tiny_config(batch_sizes=(1,)), tmp_path / "p.csv")
+    assert not {"processes", "process_rel_sd"} & set(df.columns)
+    with pytest.raises(InputError, match="processes=1, this run has 2"):  # a file without the column: one process
+        run_profile(tiny_config(batch_sizes=(1, 2), processes=2), tmp_path / "p.csv", resume=True)
+
+
+def test_processes_measure_each_point_in_fresh_workers_and_resume(tmp_path, tiny_config):
+    import os
+
+    import psutil
+
+    out = tmp_path / "p.csv"
+    df = run_profile(tiny_config(batch_sizes=(1,), processes=2), out)
+    assert df.loc[0, "processes"] == 2 and np.isfinite(df.loc[0, "process_rel_sd"]) and df.loc[0, "process_rel_sd"] >= 0
+    assert df.loc[0, "latency_p99_ms"] >= df.loc[0, "latency_ms"] > 0
+    assert df.loc[0, "throughput_ips"] == pytest.approx(1 / df.loc[0, "latency_ms"] * 1e3, rel=1e-4)
+    workers = [
+        p for p in psutil.Process(os.getpid()).children(recursive=True) if "perfmodel.profile" in " ".join(p.cmdline())
+    ]
+    assert not workers, "every worker, the extra ones included, is gone when the sweep ends"
+    # resumed with the same K: the point from before is kept, the new one measured in 2 processes too
+    again = run_profile(tiny_config(batch_sizes=(1, 2), processes=2), out, resume=True)
+    assert list(again["processes"]) == [2, 2] and list(again["created_at"])[:1] == list(df["created_at"])
+    for k in (1, 3):  # another K would put two kinds of point on one curve
+        with pytest.raises(InputError, match="processes=2, this run has " + str(k)):
+            run_profile(tiny_config(batch_sizes=(1, 2, 4), processes=k), out, resume=True)
+
+
 def test_fresh_process_warmup_is_recorded(tmp_path, tiny_config):
     df = run_profile(tiny_config(batch_sizes=(2,), warmup="fresh-process"), tmp_path / "p.csv")
     assert df.loc[0, "warmup_method"] == "fresh-process"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import sys
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from perfmodel.files import atomic_write_text
 from perfmodel.profile.grid import parse_batch_sizes, parse_input_sizes
 from perfmodel.profile.provenance import hardware_key
 from perfmodel.profile.search import search_batch_sizes, search_points_bound
-from perfmodel.profile.timing import LatencySummary, StabilityRule, measure_latency, median_ci_rel
+from perfmodel.profile.timing import LatencySummary, StabilityRule, measure_latency, median_ci_rel, pool_processes
 
 
 class FakeClock:
@@ -199,6 +200,62 @@ def test_estimate_counts_points_and_fresh_workers():
     )
     assert auto.bound and auto.points == search_points_bound(16384, 0.1) + 3 and auto.fresh_workers == 3
     assert auto.seconds is None and "at most" in auto.describe()
+
+
+def test_estimate_with_processes_counts_their_sampling_and_starts():
+    from perfmodel.profile import ProfileConfig, estimate_profile
+
+    one = estimate_profile(ProfileConfig(model="tiny", batch_sizes=(1, 2, 4), input_sizes=(32,)))
+    three = estimate_profile(ProfileConfig(model="tiny", batch_sizes=(1, 2, 4), input_sizes=(32,), processes=3))
+    assert (three.points, three.fresh_workers, three.extra_workers) == (3, 3, 6)
+    assert three.sampling_s == 3 * one.sampling_s
+    assert "each measured in 3 processes" in three.describe() and "about 3x as long" in three.describe()
+    assert "processes" not in one.describe()  # K = 1: the words of before
+    started = replace(three, worker_s=2.0)
+    assert started.seconds == pytest.approx(three.sampling_s + (3 + 6 + 1) * 2.0 + three.probe_s)
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, True, "2"])
+def test_processes_must_be_a_whole_number_from_one(value):
+    from perfmodel.profile import ProfileConfig
+
+    with pytest.raises(InputError, match="--processes must be a whole number"):
+        ProfileConfig(model="tiny", processes=value)
+
+
+def _steady(median, p99, samples=50, ci=0.01, stable=True):
+    return {
+        "status": "ok",
+        "latency_ms": median,
+        "latency_p50_ms": median,
+        "latency_p90_ms": median * 1.1,
+        "latency_p99_ms": p99,
+        "latency_mean_ms": median * 1.05,
+        "latency_std_ms": median * 0.1,
+        "latency_min_ms": median * 0.9,
+        "latency_ci_rel": ci,
+        "samples": samples,
+        "stable": stable,
+        "memory_mb": 7.0,
+        "throughput_ips": 4 / median * 1e3,
+    }
+
+
+def test_pooling_processes_takes_the_median_of_their_figures():
+    first = {**_steady(10.0, 30.0, samples=40, ci=float("nan")), "warmup_ms": 99.0}
+    replies = [first, _steady(12.0, 13.0), _steady(9.0, 20.0, stable=False)]
+    pooled = pool_processes(replies, batch_size=4)
+    assert pooled["latency_ms"] == pooled["latency_p50_ms"] == 10.0
+    assert pooled["latency_p99_ms"] == 20.0 and pooled["latency_p99_ms"] >= pooled["latency_ms"]
+    assert pooled["latency_min_ms"] == pytest.approx(9.0) and pooled["latency_mean_ms"] == pytest.approx(10.5)
+    assert pooled["latency_ci_rel"] == 0.01  # the process without an interval does not count
+    assert (pooled["samples"], pooled["stable"], pooled["processes"]) == (140, False, 3)
+    assert pooled["throughput_ips"] == pytest.approx(4 / 10.0 * 1e3)
+    assert pooled["process_rel_sd"] == pytest.approx(np.std(np.log([10.0, 12.0, 9.0]), ddof=1))
+    assert (pooled["warmup_ms"], pooled["memory_mb"]) == (99.0, 7.0)  # the measuring worker's own
+    two = pool_processes([_steady(10.0, 15.0), _steady(12.0, 14.0)], batch_size=4)
+    assert two["latency_ms"] == 11.0 and two["latency_p99_ms"] == 14.5  # two: the median is the mean
+    assert pool_processes([first], batch_size=4) == first  # one process: as before, no new columns
 
 
 # ------------------------------------------------------------------------------------------------

@@ -69,6 +69,9 @@ def test_extra_columns_are_kept(tmp_path):
         ({"memory_mb": float("inf")}, ["row 2", "memory_mb"]),
         ({"hardware": ""}, ["row 2", "hardware", "empty"]),
         ({"input_size": None}, ["row 2", "input_size", "empty"]),
+        ({"processes": 0}, ["row 2", "processes", "positive whole number"]),
+        ({"processes": 2.5}, ["row 2", "processes"]),
+        ({"process_rel_sd": -0.1}, ["row 2", "process_rel_sd"]),
     ],
 )
 def test_nonsense_is_rejected_naming_row_and_column(tmp_path, change, words):
@@ -128,3 +131,17 @@ def test_a_loaded_profile_validates_again_with_empty_integer_cells(tmp_path):
     assert str(df["concurrency"].dtype) == "Int64"
     again = validate_profile(df, "frame")
     assert again["concurrency"].isna().tolist() == [False, True]
+
+
+def test_processes_columns_are_typed_and_older_profiles_load_without_them(tmp_path):
+    from pathlib import Path
+
+    pooled = {**GOOD, "processes": 3, "process_rel_sd": 0.05}
+    df = load_profile(write_rows(tmp_path, [pooled, {**GOOD, "batch_size": 2, "processes": 3}]))
+    assert df["processes"].dtype.kind == "i" and df["process_rel_sd"].dtype.kind == "f"
+    assert df["process_rel_sd"].isna().tolist() == [False, True]
+    write_profile(df, tmp_path / "again.csv")
+    pd.testing.assert_frame_equal(df, load_profile(tmp_path / "again.csv"))
+    shipped = Path(__file__).resolve().parents[1] / "profiles" / "cpu-resnet50-torch.csv"
+    old = load_profile(shipped)  # written before the columns existed
+    assert len(old) and "processes" not in old.columns

@@ -17,6 +17,7 @@ On this machine (a shared 2-core VM) for ResNet-50 at 64 px and EfficientNet-B0 
 
     python experiments/011_deadline_calibration/run.py            # ~60 min on an idle 2-core machine
     python experiments/011_deadline_calibration/run.py --quick    # two deadlines, one model: ~8 min
+    python experiments/011_deadline_calibration/run.py --profile-processes 3   # each point in 3 processes
 
 Results land in a new results/<date>-<machine>-<commit>/ (experiments/lab.py); profiles in work/.
 """
@@ -50,9 +51,12 @@ KINDS = {  # name: (mode, profile, pool size, share of C1 for soft plans)
 }
 
 
-def profile(model: str, size: int, work: Path, alongside: int) -> Path:
-    out = work / f"profile-{model}-{size}-{'pair' if alongside else 'solo'}.csv"
-    log(f"profiling {model} at {size} px{' with a worker alongside' if alongside else ''}")
+def profile(model: str, size: int, work: Path, alongside: int, processes: int = 1) -> Path:
+    # K in the name: --resume refuses to add K-process points to a profile of another K
+    k = f"-k{processes}" if processes > 1 else ""
+    out = work / f"profile-{model}-{size}-{'pair' if alongside else 'solo'}{k}.csv"
+    extra = f", each point in {processes} processes" if processes > 1 else ""
+    log(f"profiling {model} at {size} px{' with a worker alongside' if alongside else ''}{extra}")
     perfmodel(
         "profile",
         "--model",
@@ -63,6 +67,8 @@ def profile(model: str, size: int, work: Path, alongside: int) -> Path:
         BATCHES,
         "--alongside",
         alongside,
+        "--processes",
+        processes,
         "--out",
         out,
         "--resume",
@@ -109,6 +115,14 @@ def execute(plan_path: Path, steal: bool, keep: Path) -> dict:
     return json.loads(out)
 
 
+def record_profile_processes(out: Path, processes: int) -> None:
+    """The run record (run.json) says how many processes measured each profiled point."""
+    path = out / "run.json"
+    record = json.loads(path.read_text()) if path.is_file() else {}
+    record["profile_processes"] = processes
+    path.write_text(json.dumps(record, indent=2) + "\n")
+
+
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     if n == 0:
         return (math.nan, math.nan)
@@ -126,7 +140,16 @@ def main() -> int:
         "--results", type=Path, help="the results folder (default: a new dated one); a cut run's goes on"
     )
     parser.add_argument("--tables-only", type=Path, metavar="DIR", help="rebuild results.md from DIR/runs.csv")
+    parser.add_argument(
+        "--profile-processes",
+        type=int,
+        default=1,
+        metavar="K",
+        help="perfmodel profile --processes K: each point's steady state measured in K processes (default: 1)",
+    )
     args = parser.parse_args()
+    if args.profile_processes < 1:
+        parser.error(f"--profile-processes must be 1 or more, not {args.profile_processes}")
     if args.tables_only:
         write_tables(args.tables_only, pd.read_csv(args.tables_only / "runs.csv"))
         return 0
@@ -139,7 +162,9 @@ def main() -> int:
     models = {"resnet50": 64} if args.quick else MODELS
     deadlines = QUICK_DEADLINES if args.quick else DEADLINES
 
-    profiles = {m: {"solo": profile(m, s, work, 0), "pair": profile(m, s, work, 1)} for m, s in models.items()}
+    record_profile_processes(out, args.profile_processes)
+    k = args.profile_processes
+    profiles = {m: {"solo": profile(m, s, work, 0, k), "pair": profile(m, s, work, 1, k)} for m, s in models.items()}
     log("planning")
     jobs = []
     for model, size in models.items():

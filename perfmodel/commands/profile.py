@@ -18,6 +18,7 @@ PROFILE_EXAMPLES = """examples:
                     --batch-sizes 1,2 --input-sizes 64 --device cpu --out /tmp/t.csv
   perfmodel profile --model resnet50 --backend triton --url 10.0.0.2:8001 --protocol grpc --out /tmp/remote.csv
   perfmodel profile --model resnet50 --batch-sizes 1,8,32 --input-sizes 64 --alongside 1 --out /tmp/two-workers.csv
+  perfmodel profile --model resnet50 --batch-sizes 1,8,32 --input-sizes 64 --processes 3 --out /tmp/three.csv
   perfmodel profile --model resnet50 --device cuda --precision fp16 --batch-sizes auto --search-tolerance 10% \\
                     --fresh-warmup-at 1,16,256 --input-sizes 224,320,448 --out /tmp/h100-resnet50-fp16.csv --estimate
   perfmodel profile --model tiny --backend triton --rate 50,100,200/s --max-batch-size 16 \\
@@ -115,6 +116,16 @@ def add_parser(sub) -> None:
         metavar="N",
         help="CPU: time every point while N more workers run the same model and batch on this machine, as "
         "when a plan puts N + 1 workers on it (they share its cores and memory bandwidth) (default: 0)",
+    )
+    p.add_argument(
+        "--processes",
+        type=positive("", whole=True),
+        default=1,
+        metavar="K",
+        help="measure every point's steady state in K processes (the measuring worker and K - 1 fresh ones, "
+        "each loading the model) and write the median of their figures: on a CPU a process's speed is one "
+        "draw, which K processes average, and plans charge the point's process level / sqrt(K); the "
+        "steady-state part takes K times as long (default: 1; torch backend only)",
     )
     p.add_argument(
         "--drift-probe",
@@ -300,6 +311,7 @@ def run(args) -> int:
         fresh_warmup_at=args.fresh_warmup_at,
         threads=args.threads,
         alongside=args.alongside,
+        processes=args.processes,
         drift_probe_s=_drift_probe(args),
         hardware=args.hardware,
         rule=StabilityRule(max_time_s=args.max_time_per_point),
@@ -320,8 +332,9 @@ def run(args) -> int:
                     "points": plan.points,
                     "points_is_bound": plan.bound,
                     "fresh_workers": plan.fresh_workers,
-                    "sampling_s_max": plan.points * plan.per_point_s,
+                    "sampling_s_max": plan.sampling_s,
                     "summary": plan.describe(),
+                    **({"processes": plan.processes} if plan.processes > 1 else {}),
                 }
             )
         else:

@@ -84,9 +84,24 @@ def level_for(hardware: str) -> Drift | None:
     return CPU_LEVEL if hardware.startswith("cpu") else None
 
 
-def point_level_for(hardware: str) -> Drift | None:
-    """How far a profiled point's process ran from the usual speed (CPUs: one draw, like a worker's), or None."""
-    return CPU_POINT_LEVEL if hardware.startswith("cpu") else None
+def point_level_for(hardware: str, processes: int = 1) -> Drift | None:
+    """How far a profiled point's process ran from the usual speed (CPUs: one draw, like a worker's), or None.
+
+    A point measured in `processes` K processes (`perfmodel profile --processes K`) is the median of K
+    draws: its level is divided by sqrt(K), as for their mean. For K = 2 the median is the mean; for
+    K >= 3 the median of normal draws spreads a little more (K = 3: 0.67, not 0.58, of one draw), well
+    inside what CPU_POINT_LEVEL itself is known to (0.066-0.131).
+    """
+    if not hardware.startswith("cpu"):
+        return None
+    if processes <= 1:
+        return CPU_POINT_LEVEL
+    level = CPU_POINT_LEVEL
+    return Drift(
+        level.rel_sd / math.sqrt(processes),
+        level.corr_s,
+        f"{level.source}, over the median of {processes} processes per point: / sqrt({processes})",
+    )
 
 
 def from_rows(frame) -> Drift | None:

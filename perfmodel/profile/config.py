@@ -32,6 +32,9 @@ class ProfileConfig:
     fresh_warmup_at: tuple[int, ...] | None = None  # fresh-process warm-up only at these batch sizes; None: every point
     threads: int | None = None  # None: 1 thread on CPU (quiet, repeatable timing), torch's default on CUDA
     alongside: int = 0  # more workers running the same point meanwhile (CPU; neighbours.py)
+    # Processes that measure each point's steady state (torch backend): on a CPU a process's speed is one draw
+    # (planning/drift.py, CPU_POINT_LEVEL), so a point measured in K of them is pooled over K draws.
+    processes: int = 1
     hardware: str | None = None  # the pool key; None derives it from the device name
     rule: StabilityRule = field(default_factory=StabilityRule)
     max_batch_size: int | None = None  # auto search cap; None: 1024 on CPU, 16384 on CUDA
@@ -76,6 +79,10 @@ class ProfileConfig:
             )
         if isinstance(self.alongside, bool) or not isinstance(self.alongside, int) or not 0 <= self.alongside <= 1024:
             raise InputError(f"--alongside must be a whole number of workers from 0 to 1024, not {self.alongside!r}.")
+        if isinstance(self.processes, bool) or not isinstance(self.processes, int) or not 1 <= self.processes <= 1024:
+            raise InputError(
+                f"--processes must be a whole number of processes per point from 1 to 1024, not {self.processes!r}."
+            )
         if not (math.isfinite(self.search_tolerance) and 0 <= self.search_tolerance < 1):
             raise InputError(f"--search-tolerance must be at least 0% and below 100%, not {self.search_tolerance}.")
 
@@ -126,22 +133,40 @@ class Estimate:
     fresh_workers: int  # fresh processes started (each: start Python, import torch, load the model, first calls)
     worker_s: float | None = None  # what starting one took here, once measured
     probe_s: float = 0.0  # the drift probe, once per sweep
+    processes: int = 1  # processes that measure each point's steady state (--processes): K - 1 fresh ones more
+
+    @property
+    def extra_workers(self) -> int:
+        """The fresh processes --processes adds: K - 1 per point, each loading the model."""
+        return self.points * (self.processes - 1)
+
+    @property
+    def sampling_s(self) -> float:
+        """The most time all steady states may take: each point sampled in each of its processes."""
+        return self.points * self.per_point_s * self.processes
 
     @property
     def seconds(self) -> float | None:
         """The upper bound in seconds, once a worker's start time is known (else None)."""
         if self.worker_s is None:
             return None
-        return self.points * self.per_point_s + (self.fresh_workers + 1) * self.worker_s + self.probe_s
+        return self.sampling_s + (self.fresh_workers + self.extra_workers + 1) * self.worker_s + self.probe_s
 
     def describe(self) -> str:
         points = f"{'at most ' if self.bound else ''}{self.points} point(s)"
         fresh = f", {self.fresh_workers} of them with a fresh warm-up process" if self.fresh_workers else ""
+        k = self.processes
+        if k > 1:
+            fresh += (
+                f", each measured in {k} processes ({k - 1} fresh one{'s' if k > 2 else ''} per point besides the "
+                f"measuring one, each loading the model: the steady-state part takes about {k}x as long)"
+            )
         if self.seconds is None:
-            starts = ", plus the start of each process" if self.fresh_workers else ""
+            starts = ", plus the start of each process" if self.fresh_workers or k > 1 else ""
+            per = "per point" if k == 1 else "per point and process"
             return (
-                f"{points}{fresh}; sampling takes at most {self.per_point_s:g} s per point "
-                f"({duration_text(self.points * self.per_point_s)} in all){starts}"
+                f"{points}{fresh}; sampling takes at most {self.per_point_s:g} s {per} "
+                f"({duration_text(self.sampling_s)} in all){starts}"
             )
         start = f"a worker process takes {self.worker_s:.0f} s to start here"
         return f"{points}{fresh}; at most {duration_text(self.seconds)} ({start})"

@@ -15,8 +15,9 @@ from perfmodel.files import check_writable
 from perfmodel.schema import POINT_KEY, REQUIRED_COLUMNS, load_profile, validate_profile, write_profile
 
 # Settings that must match to resume: otherwise two kinds of measurement would share one curve.
-RESUME_MUST_MATCH = ("warmup_method", "threads", "alongside", "device_name", "torch")
-ABSENT_MEANS = {"alongside": "0"}  # a file from before the column was measured alone
+RESUME_MUST_MATCH = ("warmup_method", "threads", "alongside", "processes", "device_name", "torch")
+# A file from before the column was measured alone, in one process (and K = 1 writes no `processes`).
+ABSENT_MEANS = {"alongside": "0", "processes": "1"}
 
 
 class ProfileOutput:

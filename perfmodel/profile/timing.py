@@ -133,3 +133,42 @@ def measure_latency(
             if median_ci_rel(np.sort(samples)) <= rule.rel_ci:
                 break
     return LatencySummary.from_samples(np.asarray(samples), rule.rel_ci)
+
+
+# The figures of a steady state that `--processes K` pools over its K processes.
+POOLED_BY_MEDIAN = (
+    "latency_ms",
+    "latency_p50_ms",
+    "latency_p90_ms",
+    "latency_p99_ms",
+    "latency_mean_ms",
+    "latency_std_ms",
+    "latency_min_ms",
+    "latency_ci_rel",
+)
+
+
+def pool_processes(replies: list[dict], batch_size: int) -> dict:
+    """One point's steady state measured in several processes (`--processes K`), as one row's figures.
+
+    `replies` are the processes' `steady` answers, the measuring worker's first; the warm-up and memory
+    figures stay the first one's. Each latency figure is the median of the processes' figures: a process
+    drawn far off (a busy spell of the shared machine, an unlucky placement) moves a median less than a
+    mean, and with two processes the median is their mean. p99 >= median holds for the pooled figures too,
+    since each process's does (the median is monotone). `samples` adds up, `stable` needs every process
+    stable, `process_rel_sd` is the sample sd of the log of the processes' medians. One reply: unchanged.
+    """
+    out = dict(replies[0])
+    if len(replies) < 2:
+        return out
+    for column in POOLED_BY_MEDIAN:
+        values = np.array([np.nan if r.get(column) is None else float(r[column]) for r in replies])
+        values = values[np.isfinite(values)]  # a process with too few samples has no interval
+        out[column] = float(np.median(values)) if len(values) else float("nan")
+    medians = np.array([float(r["latency_ms"]) for r in replies])
+    out["samples"] = int(sum(int(r["samples"]) for r in replies))
+    out["stable"] = all(bool(r["stable"]) for r in replies)
+    out["throughput_ips"] = batch_size / out["latency_ms"] * 1e3
+    out["processes"] = len(replies)
+    out["process_rel_sd"] = float(np.std(np.log(medians), ddof=1))
+    return out

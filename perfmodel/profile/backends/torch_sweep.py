@@ -3,7 +3,9 @@
 The profiler process only coordinates. One long-lived *measuring* worker (worker.py) loads the model
 once and measures every point's steady state; *fresh* workers measure the warm-up, one per point
 (`--warmup fresh-process`) or only at the batch sizes of `--fresh-warmup-at` (the shape a short GPU
-window needs: one process for the steady states, a few fresh ones for the warm-up curve). Because the
+window needs: one process for the steady states, a few fresh ones for the warm-up curve). With
+`--processes K`, K - 1 more fresh workers per point each load the model and measure the point's steady
+state again, and the row holds the median of the K processes' figures (timing.pool_processes). Because the
 model never runs in the profiler's process, a model call that never returns fails its point (the
 worker's watchdog ends the worker; a new one takes over) and the sweep goes on; a broken CUDA
 context ends the sweep at once, with the finished points saved.
@@ -25,6 +27,7 @@ from perfmodel.profile.neighbours import Neighbours, check_alongside
 from perfmodel.profile.output import ProfileOutput
 from perfmodel.profile.provenance import hardware_key, now_utc
 from perfmodel.profile.search import search_batch_sizes, search_points_bound
+from perfmodel.profile.timing import pool_processes
 from perfmodel.profile.worker_process import WorkerProcess
 from perfmodel.torch_runner import TorchOptions, check_device
 
@@ -47,10 +50,24 @@ def estimate(config: ProfileConfig) -> Estimate:
             fresh = points
         else:
             fresh = len(config.fresh_warmup_at) * len(config.input_sizes)
-        return Estimate(points, True, config.rule.max_time_s + PER_POINT_OVERHEAD_S, fresh, probe_s=config.probe_s)
+        return Estimate(
+            points,
+            True,
+            config.rule.max_time_s + PER_POINT_OVERHEAD_S,
+            fresh,
+            probe_s=config.probe_s,
+            processes=config.processes,
+        )
     points = len(config.batch_sizes) * len(config.input_sizes)
     fresh = sum(config.fresh_warmup(b) for b in config.batch_sizes) * len(config.input_sizes)
-    return Estimate(points, False, config.rule.max_time_s + PER_POINT_OVERHEAD_S, fresh, probe_s=config.probe_s)
+    return Estimate(
+        points,
+        False,
+        config.rule.max_time_s + PER_POINT_OVERHEAD_S,
+        fresh,
+        probe_s=config.probe_s,
+        processes=config.processes,
+    )
 
 
 def sweep(config: ProfileConfig, output: ProfileOutput, notify: ProgressCallback) -> None:
@@ -112,9 +129,10 @@ class _TorchSweep:
                 "warmup_method": c.warmup,
                 "threads": self.loaded["threads"],
                 "alongside": c.alongside,
+                **({"processes": c.processes} if c.processes > 1 else {}),  # K = 1: the columns of before
                 **provenance,
             }
-            self.output.check_resumable(self.identity, self.fixed)
+            self.output.check_resumable(self.identity, {**self.fixed, "processes": c.processes})
             with HardwareMonitor(gpu_index=gpu_index, interval_s=0.05 if self.is_cuda else CPU_INTERVAL_S) as monitor:
                 self.monitor = monitor
                 if monitor.has_gpu_counters:
@@ -257,9 +275,17 @@ class _TorchSweep:
             timed_first_call=c.warmup == "in-process",
             memory_limit=None if fresh else self.memory_limit,
         )
-        row.update(self.monitor.summary(mark))
+        row.update(self.monitor.summary(mark))  # the counters of the measuring worker's sampling
         if steady["status"] != "ok":
             return self._failed(row, steady, batch_size, input_size)
+        replies = [steady]
+        for i in range(2, c.processes + 1):
+            extra = self._extra_steady(batch_size, input_size)
+            if extra["status"] != "ok":  # pooled over all K processes, or not measured
+                said = f"process {i} of {c.processes}: {extra.get('error', '')}"
+                return self._failed(row, {**extra, "error": said}, batch_size, input_size)
+            replies.append(extra)
+        steady = pool_processes(replies, batch_size)
         if c.alongside:
             busy = self.neighbours.still_busy()
             if busy["status"] != "ok":  # timed beside fewer workers than the row would say
@@ -307,9 +333,10 @@ class _TorchSweep:
         resume = f" {self.output.saved()} Run the same command with --resume to go on." if self.measured else ""
         raise BackendError(f"the model could not be loaded on {self.device}: {message}.{resume}")
 
-    def _steady(self, batch_size: int, input_size: int, timed_first_call: bool, memory_limit: float | None) -> dict:
-        if self.measuring is None or not self.measuring.is_alive():
-            self.loaded = {**self.loaded, **self._start_measuring_worker()}
+    def _steady_request(
+        self, batch_size: int, input_size: int, timed_first_call: bool, memory_limit: float | None
+    ) -> tuple[dict, float]:
+        """A `steady` request and how long to wait for its answer at most."""
         rule = self.config.rule
         request = {
             "op": "steady",
@@ -321,12 +348,28 @@ class _TorchSweep:
             "rule": asdict(rule),
         }
         # A backstop only: the worker's own watchdog reports a stuck call after --call-timeout.
-        backstop = rule.max_time_s + (rule.warmup_calls + 3) * self.config.call_timeout_s + 60
+        return request, rule.max_time_s + (rule.warmup_calls + 3) * self.config.call_timeout_s + 60
+
+    def _steady(self, batch_size: int, input_size: int, timed_first_call: bool, memory_limit: float | None) -> dict:
+        if self.measuring is None or not self.measuring.is_alive():
+            self.loaded = {**self.loaded, **self._start_measuring_worker()}
+        request, backstop = self._steady_request(batch_size, input_size, timed_first_call, memory_limit)
         reply = self.measuring.request(request, backstop, "--call-timeout")
         # A worker whose call timed out ends itself right after its answer: it may not have exited yet.
         if reply["status"] != "ok" and (reply.get("kind") == "timeout" or not self.measuring.is_alive()):
             self.measuring.stop()  # a new one takes over at the next point
         return reply
+
+    def _extra_steady(self, batch_size: int, input_size: int) -> dict:
+        """One more process's steady state of this point (--processes): a fresh worker loads the model,
+        measures the point as the measuring worker does (its first calls untimed), and is stopped, however
+        this ends (the `with`)."""
+        with WorkerProcess(own_compile_cache=self.config.compile) as extra:
+            loaded = extra.request(self._load_request(), self.config.worker_timeout_s, "--worker-timeout")
+            if loaded["status"] != "ok":
+                return loaded
+            request, backstop = self._steady_request(batch_size, input_size, False, self.memory_limit)
+            return extra.request(request, backstop, "--call-timeout")
 
     def _fresh_warmup(self, batch_size: int, input_size: int) -> dict:
         """A fresh worker: load the model, time the first call at this batch size, exit."""

@@ -176,6 +176,7 @@ def _options(config: ProfileConfig) -> TritonOptions:
         ("--cuda-graphs", config.cuda_graphs),
         ("--fresh-warmup-at", config.fresh_warmup_at is not None),
         ("--search-tolerance", config.search_tolerance > 0),
+        ("--processes", config.processes > 1),  # a served model's process is the server's, not one per point
     ):
         if given:
             raise InputError(f"{flag} is for the in-process backend; leave it out with --backend triton.")
