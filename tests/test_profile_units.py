@@ -241,20 +241,21 @@ def _steady(median, p99, samples=50, ci=0.01, stable=True):
     }
 
 
-def test_pooling_processes_takes_the_median_of_their_figures():
+def test_pooling_processes_takes_the_mean_of_their_figures():
     first = {**_steady(10.0, 30.0, samples=40, ci=float("nan")), "warmup_ms": 99.0}
     replies = [first, _steady(12.0, 13.0), _steady(9.0, 20.0, stable=False)]
     pooled = pool_processes(replies, batch_size=4)
-    assert pooled["latency_ms"] == pooled["latency_p50_ms"] == 10.0
-    assert pooled["latency_p99_ms"] == 20.0 and pooled["latency_p99_ms"] >= pooled["latency_ms"]
-    assert pooled["latency_min_ms"] == pytest.approx(9.0) and pooled["latency_mean_ms"] == pytest.approx(10.5)
+    assert pooled["latency_ms"] == pooled["latency_p50_ms"] == pytest.approx(31.0 / 3)
+    assert pooled["latency_p99_ms"] == pytest.approx(21.0) and pooled["latency_p99_ms"] >= pooled["latency_ms"]
+    assert pooled["latency_min_ms"] == pytest.approx(0.9 * 31.0 / 3)
+    assert pooled["latency_mean_ms"] == pytest.approx(1.05 * 31.0 / 3)
     assert pooled["latency_ci_rel"] == 0.01  # the process without an interval does not count
     assert (pooled["samples"], pooled["stable"], pooled["processes"]) == (140, False, 3)
-    assert pooled["throughput_ips"] == pytest.approx(4 / 10.0 * 1e3)
+    assert pooled["throughput_ips"] == pytest.approx(4 / (31.0 / 3) * 1e3)
     assert pooled["process_rel_sd"] == pytest.approx(np.std(np.log([10.0, 12.0, 9.0]), ddof=1))
     assert (pooled["warmup_ms"], pooled["memory_mb"]) == (99.0, 7.0)  # the measuring worker's own
     two = pool_processes([_steady(10.0, 15.0), _steady(12.0, 14.0)], batch_size=4)
-    assert two["latency_ms"] == 11.0 and two["latency_p99_ms"] == 14.5  # two: the median is the mean
+    assert two["latency_ms"] == 11.0 and two["latency_p99_ms"] == 14.5
     assert pool_processes([first], batch_size=4) == first  # one process: as before, no new columns
 
 

@@ -87,10 +87,8 @@ def level_for(hardware: str) -> Drift | None:
 def point_level_for(hardware: str, processes: int = 1) -> Drift | None:
     """How far a profiled point's process ran from the usual speed (CPUs: one draw, like a worker's), or None.
 
-    A point measured in `processes` K processes (`perfmodel profile --processes K`) is the median of K
-    draws: its level is divided by sqrt(K), as for their mean. For K = 2 the median is the mean; for
-    K >= 3 the median of normal draws spreads a little more (K = 3: 0.67, not 0.58, of one draw), well
-    inside what CPU_POINT_LEVEL itself is known to (0.066-0.131).
+    A point measured in `processes` K processes (`perfmodel profile --processes K`) is the mean of K
+    draws: its level is divided by sqrt(K).
     """
     if not hardware.startswith("cpu"):
         return None
@@ -100,7 +98,7 @@ def point_level_for(hardware: str, processes: int = 1) -> Drift | None:
     return Drift(
         level.rel_sd / math.sqrt(processes),
         level.corr_s,
-        f"{level.source}, over the median of {processes} processes per point: / sqrt({processes})",
+        f"{level.source}, over the mean of {processes} processes per point: / sqrt({processes})",
     )
 
 

@@ -5,7 +5,7 @@ once and measures every point's steady state; *fresh* workers measure the warm-u
 (`--warmup fresh-process`) or only at the batch sizes of `--fresh-warmup-at` (the shape a short GPU
 window needs: one process for the steady states, a few fresh ones for the warm-up curve). With
 `--processes K`, K - 1 more fresh workers per point each load the model and measure the point's steady
-state again, and the row holds the median of the K processes' figures (timing.pool_processes). Because the
+state again, and the row holds the mean of the K processes' figures (timing.pool_processes). Because the
 model never runs in the profiler's process, a model call that never returns fails its point (the
 worker's watchdog ends the worker; a new one takes over) and the sweep goes on; a broken CUDA
 context ends the sweep at once, with the finished points saved.
