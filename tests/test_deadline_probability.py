@@ -133,22 +133,20 @@ def test_a_cpu_plan_carries_its_speed_change_since_the_profile_and_a_gpu_plan_do
     assert spread["cpu"]["profile"] > 0 and spread["x100"]["profile"] == 0
 
 
-def test_a_point_measured_in_k_processes_is_charged_its_level_over_sqrt_k(tmp_path):
-    assert point_level_for("cpu", 1) is CPU_POINT_LEVEL and point_level_for("h100", 4) is None
-    assert point_level_for("cpu", 4).rel_sd == pytest.approx(CPU_POINT_LEVEL.rel_sd / 2)
-    drift, spread = {}, {}
-    for k in (None, 1, 4):  # None: a profile from before the column
+def test_a_point_measured_in_k_processes_is_charged_the_full_process_level(tmp_path):
+    # K processes run back to back share the machine's state of those minutes (experiments/011, 09:40 run):
+    # the plan does not count on their mean to shrink the point's level
+    spread = {}
+    for k in (None, 4):  # None: a profile from before the column
         rows = profile_rows(sizes=(64,))
         if k is not None:
             rows = [{**r, "processes": k} for r in rows]
         path = tmp_path / f"k{k}.csv"
-        pd.DataFrame(rows).to_csv(path, index=False)  # no latency_ci_rel: the level is the point's whole spread
+        pd.DataFrame(rows).to_csv(path, index=False)
         plan = make_plan(3_000, "10s", profiles=[str(path)], input_size=64, confidence=0.5).to_dict()
-        drift[k], spread[k] = plan["makespan_model"]["drift"]["profile level cpu"], plan["spread_by_source_s"]
-    assert drift[None] == drift[1] and drift[1]["rel_sd"] == CPU_POINT_LEVEL.rel_sd
-    assert drift[4]["rel_sd"] == pytest.approx(CPU_POINT_LEVEL.rel_sd / 2) and "sqrt(4)" in drift[4]["source"]
-    assert spread[None]["profile"] == spread[1]["profile"]
-    assert spread[4]["profile"] == pytest.approx(spread[1]["profile"] / 2, rel=0.05)
+        assert plan["makespan_model"]["drift"]["profile level cpu"]["rel_sd"] == CPU_POINT_LEVEL.rel_sd
+        spread[k] = plan["spread_by_source_s"]["profile"]
+    assert spread[4] == spread[None] > 0
 
 
 @pytest.mark.parametrize("rel_sd, corr_s", [(0.1, 2.0), (0.2, 1.0), (0.05, 4.0)])

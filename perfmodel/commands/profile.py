@@ -124,7 +124,7 @@ def add_parser(sub) -> None:
         metavar="K",
         help="measure every point's steady state in K processes (the measuring worker and K - 1 fresh ones, "
         "each loading the model) and write the mean of their figures: on a CPU a process's speed is one "
-        "draw, which K processes average, and plans charge the point's process level / sqrt(K); the "
+        "draw; `process_rel_sd` says how far the K disagreed; the "
         "steady-state part takes K times as long (default: 1; torch backend only)",
     )
     p.add_argument(

@@ -25,8 +25,6 @@ class TypeBasis:
     measured: dict[tuple[str, int], float] = field(default_factory=dict)  # (option, size) -> largest batch measured
     measured_workers: dict[str, int] = field(default_factory=dict)  # CPU option -> workers running when measured
     median_ci: dict[tuple[str, int, int], float] = field(default_factory=dict)  # (option, size, batch) -> ci_rel
-    # (option, size, batch) -> processes that measured the point (profile --processes; absent: 1)
-    processes: dict[tuple[str, int, int], int] = field(default_factory=dict)
     # What the makespan's distribution needs (planning/spread.py):
     moments: dict[tuple[str, int, int], tuple[float, float]] = field(default_factory=dict)  # -> batch mean, sd (s)
     errors: dict[tuple[str, str], tuple[float, ...]] = field(default_factory=dict)  # (option, region) -> rel errors

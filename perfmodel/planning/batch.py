@@ -392,15 +392,10 @@ def _record_profile_basis(basis, hardware, group) -> None:
     for row in group.itertuples(index=False):
         label = _label(row)
         labels.append(label)
-        key = (label, int(row.input_size), int(row.batch_size))
         ci = getattr(row, "latency_ci_rel", None)
         if ci is not None and np.isfinite(ci):  # published and imported rows have no spread to report
-            known = basis.of(hardware).median_ci
+            known, key = basis.of(hardware).median_ci, (label, int(row.input_size), int(row.batch_size))
             known[key] = max(float(ci), known.get(key, 0.0))
-        k = getattr(row, "processes", None)  # older files, and K = 1: one process
-        k = 1 if k is None or pd.isna(k) else max(1, int(k))
-        counted = basis.of(hardware).processes
-        counted[key] = min(k, counted.get(key, k))  # the same point twice: the one measured in fewer
         cited = str(getattr(row, "source", "") or "").strip()
         if cited and cited != "nan":
             basis.cite(hardware, label, cited, "published")

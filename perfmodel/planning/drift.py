@@ -84,22 +84,9 @@ def level_for(hardware: str) -> Drift | None:
     return CPU_LEVEL if hardware.startswith("cpu") else None
 
 
-def point_level_for(hardware: str, processes: int = 1) -> Drift | None:
-    """How far a profiled point's process ran from the usual speed (CPUs: one draw, like a worker's), or None.
-
-    A point measured in `processes` K processes (`perfmodel profile --processes K`) is the mean of K
-    draws: its level is divided by sqrt(K).
-    """
-    if not hardware.startswith("cpu"):
-        return None
-    if processes <= 1:
-        return CPU_POINT_LEVEL
-    level = CPU_POINT_LEVEL
-    return Drift(
-        level.rel_sd / math.sqrt(processes),
-        level.corr_s,
-        f"{level.source}, over the mean of {processes} processes per point: / sqrt({processes})",
-    )
+def point_level_for(hardware: str) -> Drift | None:
+    """How far a profiled point's process ran from the usual speed (CPUs: one draw, like a worker's), or None."""
+    return CPU_POINT_LEVEL if hardware.startswith("cpu") else None
 
 
 def from_rows(frame) -> Drift | None:

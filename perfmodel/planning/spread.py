@@ -8,8 +8,7 @@ Where each spread comes from:
   CPU the machine's drift is shared by its workers, a GPU drifts on its own; a CPU worker's speed also
   differs from the profile's by its own factor for the whole run (drift.CPU_LEVEL, measured run against profile);
 - the profile median's 95% interval (latency_ci_rel), as one shared normal error per option; on a CPU
-  also the level of the process that measured the point (drift.CPU_POINT_LEVEL: the profile is one draw too;
-  divided by sqrt(K) for a point measured in K processes, `perfmodel profile --processes K`);
+  also the level of the process that measured the point (drift.CPU_POINT_LEVEL: the profile is one draw too);
 - a predictor's measured errors (cross-validated inside its batch range, extrapolation tested beyond,
   held-out transfer errors for a transferred group, and for a line through two batch sizes those of
   such lines on published curves), drawn as they were measured (source "transfer" for a transferred group);
@@ -76,13 +75,11 @@ def makespan_of(plan, basis) -> Makespan:
         else:
             own = drift
         # The profile point's median: its own 95% interval and, on a CPU, the level of the process that
-        # measured it (one draw, shared by the workers planned from that point; K processes: / sqrt(K)).
+        # measured it (one draw, shared by the workers planned from that point).
         ci_sd = (t.median_ci.get(key) or 0.0) / 1.96
-        point, point_sd = point_level_for(a.hardware, t.processes.get(key, 1)), ci_sd
+        point, point_sd = point_level_for(a.hardware), ci_sd
         if point is not None:
-            reported = drifts.get(f"profile level {a.hardware}")
-            if reported is None or point.rel_sd > reported.rel_sd:  # one per type: its widest point's
-                drifts[f"profile level {a.hardware}"] = point
+            drifts[f"profile level {a.hardware}"] = point
             point_sd = float(np.hypot(ci_sd, point.rel_sd))
         if point_sd > 0:
             name = f"profile {a.hardware} {a.label} {a.input_size}px batch {a.batch_size}"

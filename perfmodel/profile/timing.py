@@ -153,8 +153,9 @@ def pool_processes(replies: list[dict], batch_size: int) -> dict:
 
     `replies` are the processes' `steady` answers, the measuring worker's first; the warm-up and memory
     figures stay the first one's. Each latency figure is the mean of the processes' figures: a process's
-    speed is one draw of a level (on a CPU, sd 8.4% of the median), and the mean of K draws spreads exactly
-    1 / sqrt(K) of one, which the plan charges (a median of K >= 3 spreads more: 0.67 of one for K = 3).
+    speed is one draw of a level (on a CPU, sd 8.4% of the median), and a mean of K draws averages the
+    processes' own part of it (a median of K >= 3 spreads more: 0.67 of one for K = 3), though not the
+    machine's state of the minutes they share (experiments/011, the plan does not count on it).
     Each process's own median already shrugs off short busy spells. p99 >= median holds for the pooled
     figures too, since each process's does. `samples` adds up, `stable` needs every process
     stable, `process_rel_sd` is the sample sd of the log of the processes' medians. One reply: unchanged.
