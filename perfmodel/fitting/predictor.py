@@ -397,6 +397,17 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def reference_errors_ok(reference) -> bool:
+    """Whether `reference` holds the errors of a line through two batch sizes as fit writes them: non-empty
+    lists of finite errors_pct, between the two batch sizes and beyond them."""
+    return isinstance(reference, dict) and all(
+        isinstance(reference.get(r), dict)
+        and _finite_list(reference[r].get("errors_pct"))
+        and len(reference[r]["errors_pct"]) > 0
+        for r in ("between", "beyond")
+    )
+
+
 def _finite_list(values) -> bool:
     return isinstance(values, list) and all(_is_number(v) for v in values)
 
@@ -445,13 +456,7 @@ def _checked_report(report, quantity: str) -> dict:
         raise PredictorFormatError(f"the extrapolation report of {quantity} is not an object.")
     reference = report.get("reference_errors")
     if reference is not None:
-        ok = isinstance(reference, dict) and all(
-            isinstance(reference.get(r), dict)
-            and _finite_list(reference[r].get("errors_pct"))
-            and len(reference[r]["errors_pct"]) > 0
-            for r in ("between", "beyond")
-        )
-        if not ok:
+        if not reference_errors_ok(reference):
             raise PredictorFormatError(
                 f"the reference errors of {quantity} are not lists of finite errors_pct between and beyond."
             )

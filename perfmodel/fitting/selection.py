@@ -86,15 +86,13 @@ def two_batch_size_errors_of(frame) -> dict:
 @lru_cache(maxsize=1)
 def two_batch_size_errors() -> dict:
     """The shipped errors of the line through two batch sizes (perfmodel/data/two_batch_size_errors.json)."""
+    from perfmodel.fitting.predictor import reference_errors_ok
+
     try:
         data = json.loads(TWO_BATCH_SIZE_FILE.read_text())
-        ok = all(
-            np.all(np.isfinite(np.asarray(data[r]["errors_pct"], dtype=float))) and len(data[r]["errors_pct"])
-            for r in ("between", "beyond")
-        )
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError) as exc:
         raise PredictorFormatError(f"{TWO_BATCH_SIZE_FILE} cannot be read ({exc}); reinstall perfmodel.") from None
-    if not ok:
+    if not reference_errors_ok(data):
         raise PredictorFormatError(
             f"{TWO_BATCH_SIZE_FILE} is damaged (an empty or non-finite error list); reinstall perfmodel."
         )
