@@ -76,7 +76,7 @@ RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "latency_std_ms",
     "latency_min_ms",
     "latency_ci_rel",
-    "processes",  # processes that measured the point (--processes K; the latency figures are their median)
+    "processes",  # processes that measured the point (--processes K; the latency figures are their mean)
     "process_rel_sd",  # sd of the log of their medians
     "drift_rel_sd",  # the machine's drift, from the sweep's probe (planning/drift.py)
     "drift_corr_s",

@@ -50,24 +50,12 @@ def estimate(config: ProfileConfig) -> Estimate:
             fresh = points
         else:
             fresh = len(config.fresh_warmup_at) * len(config.input_sizes)
-        return Estimate(
-            points,
-            True,
-            config.rule.max_time_s + PER_POINT_OVERHEAD_S,
-            fresh,
-            probe_s=config.probe_s,
-            processes=config.processes,
-        )
-    points = len(config.batch_sizes) * len(config.input_sizes)
-    fresh = sum(config.fresh_warmup(b) for b in config.batch_sizes) * len(config.input_sizes)
-    return Estimate(
-        points,
-        False,
-        config.rule.max_time_s + PER_POINT_OVERHEAD_S,
-        fresh,
-        probe_s=config.probe_s,
-        processes=config.processes,
-    )
+    else:
+        points = len(config.batch_sizes) * len(config.input_sizes)
+        fresh = sum(config.fresh_warmup(b) for b in config.batch_sizes) * len(config.input_sizes)
+    per_point_s = config.rule.max_time_s + PER_POINT_OVERHEAD_S
+    bound = config.batch_sizes is None  # the search's points are an upper bound
+    return Estimate(points, bound, per_point_s, fresh, probe_s=config.probe_s, processes=config.processes)
 
 
 def sweep(config: ProfileConfig, output: ProfileOutput, notify: ProgressCallback) -> None:
