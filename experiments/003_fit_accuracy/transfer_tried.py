@@ -78,29 +78,32 @@ def spread_line(name: str, differences: list[float], pairs: set) -> str:
     )
 
 
+def measured_twice(name: str, first: pd.DataFrame, second: pd.DataFrame, keys: list[str]) -> str:
+    """The table line of one GPU pair's ratio as two publications measured it, at what both measured."""
+    first, second = pair_ratios(first, keys), pair_ratios(second, keys)
+    common = [k for k in first if k in second]
+    return spread_line(name, [first[k] - second[k] for k in common], {k[-3:-1] for k in common})
+
+
 def reproducibility(frame: pd.DataFrame) -> list[str]:
     ok = frame[frame["status"] == "ok"]
     lines = ["| the same GPU pair, measured twice | points | GPU pairs | median % | p90 % |", "|---|---|---|---|---|"]
-    first = pair_ratios(ok[ok["collection"] == "trt-bert-2021"], ["model", "precision", "input_size"])
-    second = pair_ratios(ok[ok["collection"] == "trt-bert-2022"], ["model", "precision", "input_size"])
-    common = [k for k in first if k in second]
     lines.append(
-        spread_line(
+        measured_twice(
             "TensorRT BERT demo 2021 vs 2022 (same models, precisions, sequence lengths, batches)",
-            [first[k] - second[k] for k in common],
-            {k[-3:-1] for k in common},
+            ok[ok["collection"] == "trt-bert-2021"],
+            ok[ok["collection"] == "trt-bert-2022"],
+            ["model", "precision", "input_size"],
         )
     )
     march = ok[(ok["collection"] == "diffusers-2023-03") & (ok["backend"] == "torch2.0-sdpa")]
-    march = march[march["precision"] == "fp16"]
     may = ok[(ok["collection"] == "diffusers-2023-05") & (ok["model"] == "sd-txt2img") & (ok["backend"] == "torch2.0")]
-    first, second = pair_ratios(march, ["precision"]), pair_ratios(may, ["precision"])
-    common = [k for k in first if k in second]
     lines.append(
-        spread_line(
+        measured_twice(
             "diffusers Stable Diffusion, PyTorch 2.0 fp16: March 2023 (v1.4, SDPA) vs May 2023 (text-to-image)",
-            [first[k] - second[k] for k in common],
-            {k[-3:-1] for k in common},
+            march[march["precision"] == "fp16"],
+            may,
+            ["precision"],
         )
     )
     lines += [
