@@ -146,18 +146,15 @@ def test_extrapolation_is_judged_per_input_size(tmp_path):
 
 
 def test_the_budget_fits_the_device_limits():
-    """By the budget's own model: at most 4 calls back to back on one warm machine, 25 GPU-minutes in all,
-    each call's work inside the budget campaign.sh stops itself at."""
+    """By the budget's own model: one session of 15 device-minutes, one machine start, the first call's work
+    inside the budget campaign.sh stops itself at, the second call on the machine still warm."""
     budget = load("budget")
-    calls = budget.calls()
-    assert [c.step for c in calls] == ["check", "resnet50", "efficientnet_b0", "validate"]
-    assert len(calls) <= budget.MAX_CALLS and budget.total_s(calls) <= budget.MAX_MINUTES * 60
-    assert budget.GAP_S < budget.WARM_S  # else the machine goes back between calls and each pays a start
-    first, *later = calls
-    assert first.overhead_s >= budget.MACHINE_START_S + budget.INSTALL_S
-    assert all(c.overhead_s < budget.MACHINE_START_S for c in later)  # the machine is started once
-    assert all(c.work_s <= budget.CALL_BUDGET_S for c in calls)
-    assert budget.VALIDATE_FIT_S > 0  # validate fits on the GPU machine: nothing runs here between calls
+    assert budget.device_s() <= budget.DEVICE_S - budget.MARGIN_S
+    assert budget.GAP_S < budget.WARM_S  # else the machine goes back between the calls and the second pays a start
+    assert 0 < budget.second_call_s() < budget.CALL_BUDGET_S
+    calls = {call for _, call in budget.schedule()}
+    assert calls <= {"1", "1-2", "2", "2-later", "later"}
+    assert [call for _, call in budget.schedule()][:4] == ["1"] * 4  # the fp16 profiles and the plans fit the first
 
 
 def test_the_budget_counts_what_campaign_sh_runs():
@@ -179,3 +176,7 @@ def test_the_budget_counts_what_campaign_sh_runs():
     assert f'BUDGET_S="${{CAMPAIGN_BUDGET_S:-{budget.CALL_BUDGET_S:.0f}}}"' in script
     assert f"--max-time-per-point {budget.MAX_TIME_PER_POINT_S:g}" in gpu
     assert f"SEARCH_TOL={budget.SEARCH_TOLERANCE:g}" in gpu
+    session = re.search(r"SESSION=\((.*?)\)\n", script, re.S).group(1)
+    names = [re.sub(r" \$GPU_TESTS_S$", "", n) for n in re.findall(r'"([^"]+)"', session)]
+    assert names == [p.name for p in budget.parts()]
+    assert f'GPU_TESTS_S="${{CAMPAIGN_GPU_TESTS_S:-{budget.GPU_TESTS_S:.0f}}}"' in script

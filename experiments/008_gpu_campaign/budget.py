@@ -1,7 +1,7 @@
-"""How long the campaign takes on one H100: the device calls, back to back, and what each pays.
+"""How long the campaign takes on one H100, and what one device session of 15 minutes covers.
 
 Nothing here was measured on a GPU: the speeds below are assumptions (written next to each), to be
-replaced by what the first real calls show (every line campaign.sh prints carries its elapsed seconds,
+replaced by what the first real call shows (every line campaign.sh prints carries its elapsed seconds,
 and `perfmodel profile --estimate` prints the profiler's own bound before each sweep). The point counts
 follow the profiler's rules: `auto` doubles from 1 to the first batch that fails, then bisects until the
 gap is within --search-tolerance; each point that runs costs its first call (cuDNN autotuning: taken as
@@ -9,13 +9,12 @@ gap is within --search-tolerance; each point that runs costs its first call (cuD
 point); warm-up in a fresh process costs the process's start (Python, torch, CUDA context, the model) and
 its first call.
 
-Device time counts from the asking for a machine until it goes back, idle or busy. The first call
-starts a machine (1-2 minutes) and installs the wheels into /tmp/site; a machine stays warm 30 s after a
-call, so the calls go back to back (nothing done on this machine between them but copying what came
-back) and the later ones find the machine and /tmp/site as the first left them. Every call carries the
-working tree and the wheels. `validate` fits the predictors itself (on the GPU machine: 30 s, against a
-new machine's start if the fit ran here between the calls); the CPU fit for the committed predictors
-runs after the last call.
+Device time counts from the asking for a machine until it goes back, idle or busy: 15 minutes a session,
+one command at most 10. So the session is one call of `campaign.sh session` (the machine's start, the
+wheels installed, CALL_BUDGET_S of work, the parts most important first) and, on the machine still warm
+(30 s), a second, shorter call of the same command with what time is left, which resumes where the
+first stopped. What does not fit is left for a later session (the same command resumes from the
+committed results).
 
     python3 experiments/008_gpu_campaign/budget.py          # the table for README.md
 """
@@ -25,26 +24,28 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-MAX_TIME_PER_POINT_S = 1.0  # campaign.sh: --max-time-per-point 1
-SEARCH_TOLERANCE = 0.1  # --search-tolerance 0.1
+MAX_TIME_PER_POINT_S = 0.5  # campaign.sh: --max-time-per-point 0.5
+SEARCH_TOLERANCE = 0.2  # --search-tolerance 0.2
 FRESH_AT = (1, 256)  # --fresh-warmup-at 1,256
 POINT_OVERHEAD_S = 0.3  # writing the CSV, the monitor's summary, freeing memory
 OOM_POINT_S = 1.5  # a batch that does not fit fails at its first call, then memory is freed
 FRESH_PROCESS_S = 8.0  # python + import torch/torchvision + CUDA context + building the model (assumed)
 STEP_START_S = 10.0  # per perfmodel profile command: imports, CUDA context, the long-lived worker
-CHECK_S = 180.0  # check: the environment and the GPU tests only (13 tests, each well under a minute; assumed)
-VALIDATE_PLAN_S = 35.0  # a local Ray start (~5 s), loading the model (~8 s), a 10-15 s deadline, Ray's stop
-VALIDATE_FIT_S = 30.0  # validate fits both predictors on the GPU machine (the CPU would make the machine wait)
-PLANS = 5  # campaign.sh's PLANS
+ENVIRONMENT_S = 10.0  # nvidia-smi and the package versions
+GPU_TESTS_S = 120.0  # campaign.sh's GPU_TESTS_S: the GPU tests get at most this (13 tests; assumed enough)
+VALIDATE_PLAN_S = 35.0  # a local Ray start (~5 s), loading the model (~8 s), a 10 s deadline, Ray's stop
+VALIDATE_FIT_S = 20.0  # validate fits the fp16 predictors on the GPU machine first
+PLANS = 3  # campaign.sh's PLANS
 
+DEVICE_S = 15 * 60  # a session's device time, machine start and idle included
 MACHINE_START_S = 120.0  # the first call: a bare machine (1-2 minutes; the upper end)
-INSTALL_S = 20.0  # the wheels into /tmp/site, once: later calls find them on the warm machine
-TRANSFER_S = 10.0  # per call: the working tree and 55 MiB of wheels there, the results back
-GAP_S = 20.0  # between calls: the machine held idle while what came back is copied (must stay under WARM_S)
+INSTALL_S = 20.0  # the wheels into /tmp/site, once: the second call finds them on the warm machine
+TRANSFER_S = 15.0  # per call: the working tree and 55 MiB of wheels there, the results back
+GAP_S = 20.0  # between calls: the machine held idle while the reply is read (must stay under WARM_S)
 WARM_S = 30.0  # how long a machine waits for the next call before it goes back
-CALL_BUDGET_S = 540.0  # campaign.sh's CAMPAIGN_BUDGET_S: each call stops itself by then
-MAX_CALLS = 4
-MAX_MINUTES = 25.0
+CALL_BUDGET_S = 540.0  # campaign.sh's CAMPAIGN_BUDGET_S: the first call stops itself by then
+MARGIN_S = 30.0  # kept back: a late start or a slow transfer must not end the session mid-call
+MAX_CALLS = 2
 
 
 @dataclass(frozen=True)
@@ -71,17 +72,17 @@ class Option:
 OPTIONS = {
     "resnet50": [
         Option("torch-fp16", images_per_s=9000, batch1_ms=3.0, max_batch_224=13000),
+        Option("torch-tf32", images_per_s=4000, batch1_ms=3.0, max_batch_224=6500, fresh=False),
         Option(
             "torch-channels-last-cuda-graphs-fp16", images_per_s=14000, batch1_ms=1.0, max_batch_224=13000, cap=2048
         ),
-        Option("torch-tf32", images_per_s=4000, batch1_ms=3.0, max_batch_224=6500, fresh=False),
     ],
     "efficientnet_b0": [
         Option("torch-fp16", images_per_s=12000, batch1_ms=5.0, max_batch_224=10000),
+        Option("torch-tf32", images_per_s=7000, batch1_ms=5.0, max_batch_224=5000, fresh=False),
         Option(
             "torch-channels-last-cuda-graphs-fp16", images_per_s=16000, batch1_ms=1.0, max_batch_224=10000, cap=2048
         ),
-        Option("torch-tf32", images_per_s=7000, batch1_ms=5.0, max_batch_224=5000, fresh=False),
     ],
 }
 SIZES = {"resnet50": (224, 320, 448), "efficientnet_b0": (224, 320, 448)}
@@ -128,47 +129,69 @@ def option_s(option: Option, sizes) -> tuple[int, float]:
 
 
 @dataclass(frozen=True)
-class Call:
-    step: str
-    work_s: float  # what campaign.sh does (CALL_BUDGET_S bounds it)
-    overhead_s: float  # the machine's start, the install, the transfers, the idle gap before it
-    parts: tuple[tuple[str, int, float], ...] = ()  # (option, points, seconds) of a profile call
+class Part:
+    name: str  # as campaign.sh's SESSION names it
+    seconds: float
+    points: int = 0
 
 
-def calls() -> list[Call]:
-    """The device calls in campaign order, back to back on one warm machine."""
-    work: list[tuple[str, float, tuple]] = [("check", CHECK_S, ())]
-    for model, options in OPTIONS.items():
-        parts = tuple((o.name, *option_s(o, SIZES[model])) for o in options)
-        work.append((model, sum(seconds for _, _, seconds in parts), parts))
-    work.append(("validate", VALIDATE_FIT_S + PLANS * VALIDATE_PLAN_S, ()))
-    out = []
-    for i, (step, seconds, parts) in enumerate(work):
-        overhead = TRANSFER_S + (MACHINE_START_S + INSTALL_S if i == 0 else GAP_S)
-        out.append(Call(step, seconds, overhead, parts))
+def parts() -> list[Part]:
+    """The session's parts in campaign.sh's order, the most important first."""
+
+    def profile(model: str, which: str) -> Part:
+        options = OPTIONS[model][:1] if which == "first" else OPTIONS[model][1:]
+        counted = [option_s(o, SIZES[model]) for o in options]
+        return Part(f"step_profile {model} {which}", sum(s for _, s in counted), sum(p for p, _ in counted))
+
+    return [
+        Part("check_environment", ENVIRONMENT_S),
+        profile("resnet50", "first"),
+        profile("efficientnet_b0", "first"),
+        Part("step_validate", VALIDATE_FIT_S + PLANS * VALIDATE_PLAN_S),
+        Part("check_gpu_tests", GPU_TESTS_S),
+        profile("resnet50", "rest"),
+        profile("efficientnet_b0", "rest"),
+    ]
+
+
+def second_call_s() -> float:
+    """The work the second call has time for: the session's device time less the first call and the
+    overheads of both."""
+    first = MACHINE_START_S + INSTALL_S + TRANSFER_S + CALL_BUDGET_S
+    return DEVICE_S - first - GAP_S - TRANSFER_S - MARGIN_S
+
+
+def schedule() -> list[tuple[Part, str]]:
+    """Each part with the call it runs in ("1", "2", "1-2" when cut and resumed, "later" when the session
+    has no time left for it), the work running back to back across the two calls."""
+    out, t = [], 0.0
+    ends = (CALL_BUDGET_S, CALL_BUDGET_S + second_call_s())
+    for part in parts():
+        begin, t = t, t + part.seconds
+        first = "1" if begin < ends[0] else "2" if begin < ends[1] else "later"
+        last = "1" if t <= ends[0] else "2" if t <= ends[1] else "later"
+        out.append((part, first if first == last else f"{first}-{last}"))
     return out
 
 
-def total_s(plan: list[Call]) -> float:
-    return sum(c.work_s + c.overhead_s for c in plan)
+def device_s() -> float:
+    """The session's device time if both calls run to their budgets."""
+    return MACHINE_START_S + INSTALL_S + TRANSFER_S + CALL_BUDGET_S + GAP_S + TRANSFER_S + second_call_s()
 
 
 def main() -> None:
-    plan = calls()
-    print("| call | what | points | estimated minutes |\n|---|---|---|---|")
-    for n, c in enumerate(plan, 1):
-        if n == 1:
-            print(f"| {n}. {c.step} | machine start, wheels installed, transfers |  | {c.overhead_s / 60:.1f} |")
-        else:
-            print(f"| {n}. {c.step} | idle gap before it (machine kept warm), transfers |  | {c.overhead_s / 60:.1f} |")
-        for name, points, seconds in c.parts:
-            print(f"| {n}. {c.step} | {name} | {points} | {seconds / 60:.1f} |")
-        what = {
-            "check": "environment, pytest -m gpu",
-            "validate": f"fit both predictors, {PLANS} plans run on the GPU",
-        }.get(c.step, "**the sweeps**")
-        print(f"| {n}. {c.step} | {what} |  | {c.work_s / 60:.1f} |")
-    print(f"| **all {len(plan)} calls** | | | **{total_s(plan) / 60:.1f}** |")
+    print("| part (most important first) | points | estimated minutes | call |\n|---|---|---|---|")
+    start = MACHINE_START_S + INSTALL_S + TRANSFER_S
+    print(f"| machine start, wheels installed, transfers | | {start / 60:.1f} | 1 |")
+    for part, call in schedule():
+        print(f"| `{part.name}` | {part.points or ''} | {part.seconds / 60:.1f} | {call} |")
+    work = sum(p.seconds for p in parts())
+    print(f"| **all the work** | | **{work / 60:.1f}** | |")
+    print(
+        f"| **the session**: call 1 {CALL_BUDGET_S / 60:.1f} + call 2 {second_call_s() / 60:.1f} of work, "
+        f"{(DEVICE_S - MARGIN_S - CALL_BUDGET_S - second_call_s()) / 60:.1f} of overheads | | "
+        f"**{device_s() / 60:.1f}** of {DEVICE_S / 60:.0f} | |"
+    )
 
 
 if __name__ == "__main__":

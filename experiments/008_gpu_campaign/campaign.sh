@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# The GPU campaign (issue 14) in a few resumable calls, each under 10 minutes. README.md beside this file
+# The GPU campaign (issues 14, 28) in resumable calls, each under 10 minutes. README.md beside this file
 # has the time budget and the exact device commands.
 #
+#   campaign.sh session          OUT   everything below in one call, the most important first (a device
+#                                      session of 15 minutes: see README.md); again on the warm machine resumes
 #   campaign.sh check            OUT   environment and the GPU tests (-m gpu); the CPU suite runs elsewhere
 #   campaign.sh resnet50         OUT   profiles: eager fp16, channels-last + CUDA graphs fp16, eager tf32
 #   campaign.sh efficientnet_b0  OUT   the same for EfficientNet-B0
 #   campaign.sh fit              OUT   predictors and their error reports from the profiles (CPU is enough)
 #   campaign.sh validate         OUT   plans for one GPU executed with `perfmodel run --synthetic`
-#   campaign.sh dry-run         [OUT]  all of the above on the CPU, tiny model, tiny grid (a few minutes)
+#   campaign.sh dry-run         [OUT]  the session on the CPU, tiny model, tiny grid (a few minutes)
 #
 # OUT is one folder for every step. A step first copies in what earlier calls left in SEED (default:
 # experiments/008_gpu_campaign/results, where the files of each call are committed), so a call that was
 # cut off resumes: profiles with --resume, and sub-steps listed in OUT/<hw>-<step>.state are skipped.
 # Each call stops itself cleanly before CAMPAIGN_BUDGET_S seconds (default 540) and exits 3 when work is
 # left: run the same step again. Exit 2: this machine cannot run the campaign (the message says why),
-# e.g. a GPU of another type than the earlier calls' (their files would not fit together).
+# e.g. a GPU of another type than the earlier calls' (their files would not fit together). With
+# CAMPAIGN_BUNDLE=FILE.tgz, OUT is packed into that one file after every part of a session (a device call
+# brings back at most 8 files).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,12 +30,12 @@ STARTED=$SECONDS
 
 say() { printf '==> [%4d s] %s\n' $((SECONDS - STARTED)) "$*"; }
 die() { printf 'campaign: %s\n' "$*" >&2; exit "${2:-2}"; }
-usage() { sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 STEP="${1:-}"
 [[ -n "$STEP" ]] || usage
 case "$STEP" in
-  check|resnet50|efficientnet_b0|fit|validate) [[ $# -ge 2 ]] || usage; OUT="$2" ;;
+  session|check|resnet50|efficientnet_b0|fit|validate) [[ $# -ge 2 ]] || usage; OUT="$2" ;;
   dry-run) OUT="${2:-}" ;;
   *) usage ;;
 esac
@@ -61,19 +65,19 @@ set_grid() {
     DEVICE=cuda
     MODEL_resnet50=resnet50 SIZES_resnet50=224,320,448
     MODEL_efficientnet_b0=efficientnet_b0 SIZES_efficientnet_b0=224,320,448
-    # Most important first: a call cut off loses the least. CUDA graphs pay off at small batches, where
-    # launches dominate; above 2048 images a batch they run as eager does, so their sweep stops there.
+    # Most important first: a call cut off loses the least (fp16, then the fp32 of tf32, then CUDA graphs).
     # tf32's warm-up is its first call at each point in the measuring process (cuDNN's autotuning for
-    # the shape, not a process's start): no fresh processes, which would cost ~2 minutes a model.
+    # the shape, not a process's start): no fresh processes, which would cost ~1 minute a model.
+    # CUDA graphs pay off at small batches, where launches dominate; above 2048 images a batch they run
+    # as eager does, so their sweep stops there.
     OPTIONS=("torch-fp16:--precision fp16"
-             "torch-channels-last-cuda-graphs-fp16:--precision fp16 --channels-last --cuda-graphs --max-batch-size 2048"
-             "torch-tf32:--precision tf32 --warmup in-process")
-    SWEEP=(--batch-sizes auto --max-time-per-point 1)
-    FRESH=1,256 SEARCH_TOL=0.1 WORKER_TIMEOUT=300 CALL_TIMEOUT=120
+             "torch-tf32:--precision tf32 --warmup in-process"
+             "torch-channels-last-cuda-graphs-fp16:--precision fp16 --channels-last --cuda-graphs --max-batch-size 2048")
+    SWEEP=(--batch-sizes auto --max-time-per-point 0.5)
+    FRESH=1,256 SEARCH_TOL=0.2 WORKER_TIMEOUT=300 CALL_TIMEOUT=120
     # model, input size, images, deadline [more perfmodel plan flags]: one GPU each (validate.py plans 80%
     # of the most one GPU can do when it cannot do them all).
-    PLANS=("resnet50 224 60000 10s" "resnet50 448 10000 10s" "resnet50 320 30000 15s --use p99 --margin 5%"
-           "efficientnet_b0 224 60000 10s" "efficientnet_b0 448 15000 10s --margin 5%")
+    PLANS=("resnet50 224 60000 10s" "efficientnet_b0 224 60000 10s" "resnet50 448 10000 10s --margin 5%")
   fi
 }
 
@@ -152,9 +156,10 @@ out_of_time() {  # $1 = step: stop this call cleanly, the work left for the next
 }
 
 TIMED_OUT=124
-bounded() {  # run a command within the time left; $TIMED_OUT when it was stopped for time
+bounded() {  # [--at-most S] command: run it within the time left; $TIMED_OUT when it was stopped for time
   local left
   left="$(left_s)"
+  if [[ "$1" == --at-most ]]; then ((left > $2)) && left=$2; shift 2; fi
   ((left > 20)) || return $TIMED_OUT
   local rc=0
   timeout --signal=TERM --kill-after=20 "$left" "$@" || rc=$?
@@ -166,6 +171,11 @@ bounded() {  # run a command within the time left; $TIMED_OUT when it was stoppe
 # Steps
 
 step_check() {
+  check_environment
+  check_gpu_tests
+}
+
+check_environment() {
   local log="$OUT/$HW-check.txt"
   seed "$HW-check.state"
   seed "$HW-check.txt"  # the log goes on across calls
@@ -188,7 +198,12 @@ if torch.cuda.is_available():
     print("device", p.name, f"{p.total_memory / 2**20:.0f} MiB", p.multi_processor_count, "SMs")
 EOF
   } 2>&1 | tee -a "$log"
-  done_before check gpu-tests && return
+}
+
+check_gpu_tests() {  # [$1 = at most this many seconds]
+  local log="$OUT/$HW-check.txt"
+  seed "$HW-check.state"
+  done_before check gpu-tests && { say "check: the GPU tests passed in an earlier call"; return; }
   # Only the GPU tests: the CPU suite (numpy 2 and pandas 3 too: make test-numpy2) runs on CPU machines,
   # and on this one it would spend the GPU's minutes on tests that need none.
   local rc=0 xml=()
@@ -198,21 +213,26 @@ EOF
     say "check: the GPU tests (-m gpu)"
     xml=(--junitxml="$OUT/$HW-check-gpu-tests.xml")
   fi
-  bounded "$PY" -m pytest -q -p no:cacheprovider -m gpu tests "${xml[@]+"${xml[@]}"}" 2>&1 | tail -n 40 | tee -a "$log" \
+  bounded ${1:+--at-most "$1"} "$PY" -m pytest -q -p no:cacheprovider -m gpu tests "${xml[@]+"${xml[@]}"}" 2>&1 | tail -n 40 | tee -a "$log" \
     || rc=${PIPESTATUS[0]}
-  ((rc == TIMED_OUT)) && out_of_time check
+  if ((rc == TIMED_OUT)); then
+    (($(left_s) > 20)) && die "check: the GPU tests did not finish in their ${1:-} s; see $log." 1
+    out_of_time check
+  fi
   ((rc == 0)) || die "check: pytest -m gpu failed (exit $rc); see $log." 1
   mark_done check gpu-tests
 }
 
-step_profile() {  # $1 = resnet50 | efficientnet_b0
-  local step="$1" model_var="MODEL_$1" sizes_var="SIZES_$1"
+step_profile() {  # $1 = resnet50 | efficientnet_b0, [$2 = first | rest: the first option, or the others]
+  local step="$1" model_var="MODEL_$1" sizes_var="SIZES_$1" which="${2:-}"
   local model="${!model_var}" sizes="${!sizes_var}"
   seed "$HW-$step-*.csv"
   seed "$HW-$step.state"
-  local entry name flags out extra rc
+  local entry name flags out extra rc first=1
   for entry in "${OPTIONS[@]}"; do
     name="${entry%%:*}" flags="${entry#*:}"
+    [[ "$which" == first && "$first" == 0 || "$which" == rest && "$first" == 1 ]] && { first=0; continue; }
+    first=0
     out="$OUT/$HW-$step-$name.csv"
     if done_before "$step" "$name"; then say "$step $name: done in an earlier call"; continue; fi
     extra=()
@@ -296,12 +316,45 @@ step_validate() {
 run_step() {
   say "step $1 on $HW ($DEVICE), into $OUT; $(left_s) s of this call's budget left"
   case "$1" in
+    session) step_session ;;
     check) step_check ;;
     resnet50|efficientnet_b0) step_profile "$1" ;;
     fit) step_fit ;;
     validate) step_validate ;;
   esac
   say "step $1: finished"
+}
+
+# The session: every step in one call, the most important part first, so that a device session of 15
+# minutes (one machine start, one call, perhaps a short second one on the warm machine) measures what
+# matters most. A part that fails is reported and the next one runs; a part out of time ends the call
+# (exit 3), and the same command again resumes. The GPU tests get at most GPU_TESTS_S seconds.
+GPU_TESTS_S="${CAMPAIGN_GPU_TESTS_S:-120}"
+SESSION=("check_environment" "step_profile resnet50 first" "step_profile efficientnet_b0 first" "step_validate"
+         "check_gpu_tests $GPU_TESTS_S" "step_profile resnet50 rest" "step_profile efficientnet_b0 rest")
+
+bundle() {  # pack OUT into CAMPAIGN_BUNDLE (one file back from the device), atomically
+  [[ -n "${CAMPAIGN_BUNDLE:-}" ]] || return 0
+  tar czf "$CAMPAIGN_BUNDLE.part" -C "$OUT" . && mv "$CAMPAIGN_BUNDLE.part" "$CAMPAIGN_BUNDLE"
+}
+
+step_session() {
+  local part rc failed=()
+  local parts=("${SESSION[@]}")
+  [[ "$DRY" == 1 ]] && parts+=("step_fit")  # the predictors of every option (on a GPU: fitted on a CPU after)
+  for part in "${parts[@]}"; do
+    say "session: $part"
+    rc=0
+    set +e
+    # shellcheck disable=SC2086
+    (set -e; $part)
+    rc=$?
+    set -e
+    bundle
+    ((rc == 3)) && exit 3  # out of this call's time: the same command again resumes
+    ((rc == 0)) || failed+=("$part (exit $rc)")
+  done
+  ((${#failed[@]} == 0)) || die "session: finished, but these parts failed: ${failed[*]}; the log above says why." 1
 }
 
 DRY=0
@@ -319,7 +372,7 @@ check_features
 detect_hardware
 [[ "$DRY" == 1 || "$STEP" == fit ]] || same_hardware_as_before
 if [[ "$DRY" == 1 ]]; then
-  for s in check resnet50 efficientnet_b0 fit validate; do run_step "$s"; done
+  run_step session
   say "dry run: finished (what it left out, and why, is said above)"
 else
   run_step "$STEP"
