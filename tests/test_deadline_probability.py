@@ -79,6 +79,17 @@ def test_the_closed_form_agrees_with_drawing_every_batch(count, batches, cv, dri
         assert drawn["quantiles"][level] == pytest.approx(q[level], rel=0.04)
 
 
+def test_a_probability_never_exceeds_one():
+    """The quadrature weights of measured error samples sum to 1 only up to rounding: 1.0000000000000002
+    once reached a plan file, and `perfmodel run` refused the plan."""
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        samples = tuple(float(x) for x in rng.normal(0, 0.05, int(rng.integers(2, 60))))
+        shared = {"p": Shared("profile"), "e": Shared("predictor", "samples", samples)}
+        m = Makespan((Workers(1, 1.0, 0.2, 50, 0.1, 0.03, shared=(("p", 0.05), ("e", 1.0))),), shared)
+        assert 0.0 <= m.probability(1e6) <= 1.0
+
+
 def test_more_workers_finish_later_and_a_thousand_cost_no_more_than_one():
     one = Makespan((Workers(1, 1.0, 0.2, 50, 0.1, 0.03),))
     many = Makespan((Workers(1000, 1.0, 0.2, 50, 0.1, 0.03),))
@@ -246,6 +257,21 @@ def test_a_deadline_too_short_for_the_probability_says_so(profile):
     most = make_plan(None, "10s", profiles=[profile], input_size=64, mode="relaxed", pool={"cpu": 1}, confidence=0.5)
     with pytest.raises(NoPlanError, match="probability 0.99.*lower --confidence"):
         make_plan(most.total_images, "10s", profiles=[profile], input_size=64, pool={"cpu": 1}, confidence=0.99)
+
+
+def test_the_most_images_a_refusal_names_plan_at_the_asked_probability(profile):
+    """'ask for no more than N images' names a request that plans at the asked probability (the N of the
+    median plan was too many: the H200 campaign's validation asked for 80% of it and was refused), and
+    about as many as relaxed mode plans at that probability."""
+    kw = {"profiles": [profile], "input_size": 64, "pool": {"cpu": 1}, "confidence": 0.95}
+    with pytest.raises(NoPlanError) as refused:
+        make_plan(1_000_000, "10s", **kw)
+    most = refused.value.diagnosis.max_images
+    median = make_plan(None, "10s", **{**kw, "confidence": 0.5}, mode="relaxed").total_images
+    relaxed = make_plan(None, "10s", **kw, mode="relaxed").total_images
+    assert most < median and most == pytest.approx(relaxed, rel=0.05)
+    assert make_plan(most, "10s", **kw).to_dict()["deadline_probability"] >= 0.95
+    assert f"no more than {most:,} images" in str(refused.value)
 
 
 def run_cli(capsys, *args):

@@ -118,6 +118,21 @@ def test_synthetic_inputs_follow_the_profiles_rule(monkeypatch, rotate_below_mb,
     assert [len(r["classes"]) for r in records] == [4, 4, 1]
 
 
+def test_a_worker_names_the_gpus_index(monkeypatch):
+    """--device cuda reaches the worker as cuda:0: torch.cuda's memory calls refuse a device without its
+    index (on the H200, every plan's worker failed so)."""
+    import torch
+
+    from perfmodel import torch_runner as runner_module
+
+    seen = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(runner_module, "TorchRunner", lambda spec, options, seed: seen.append(options.device))
+    RunWorker(WorkerSpec("h100#0", "tiny", None, None, "cuda", "fp16", "torch", None, batch_size=8))
+    assert seen == ["cuda:0"]
+
+
 @pytest.mark.gpu
 def test_cuda_graphs_run_a_plans_batches_on_the_gpu():
     """One graph for the planned shape (the partial batch replays it too), outputs as eager's."""

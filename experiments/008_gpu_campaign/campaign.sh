@@ -110,7 +110,9 @@ detect_hardware() {  # the hardware key the files are named by: h100, h200 ...
   HW="$("$PY" - <<'EOF'
 import torch
 from perfmodel.profile.provenance import hardware_key
-print(hardware_key(torch.cuda.get_device_name(0), True) if torch.cuda.is_available() else "")
+gpu = torch.cuda.is_available()  # hardware_key is called either way, so that a CPU test catches a wrong call
+key = hardware_key(torch.cuda.get_device_name(0) if gpu else "", gpu)
+print(key if gpu else "")
 EOF
 )" || die "cannot ask torch for the GPU's name."
   [[ -n "$HW" ]] && return

@@ -157,13 +157,15 @@ def make_plan(
     options, model = _gather(profiles, predictors, model, sorted(workload), r, basis)
     decode_s = _with_decode(options, r.decode, basis)
 
-    def solve_at(m: float) -> solvers.Plan:
-        return _solve(_problem(options, workload, deadline_s, r, m, load_s), r.time_limit)
+    def solve_at(m: float, images: int | None = None) -> solvers.Plan:
+        """The plan at margin m, for `images` in place of the asked number (one input size only)."""
+        work = workload if images is None else {size: images for size in workload}
+        return _solve(_problem(options, work, deadline_s, r, m, load_s), r.time_limit)
 
     if target is None:
         plan = solve_at(margin)
     else:
-        plan = _plan_for_probability(solve_at, basis, deadline_s, target)
+        plan = _plan_for_probability(solve_at, basis, deadline_s, target, one_size=len(workload) == 1)
     distribution = makespan_of(plan, basis)
     annotations = {**basis.to_dict(plan), **deadline_keys(distribution, deadline_s, target)}
     plan = dataclasses.replace(plan, annotations=annotations)
@@ -234,14 +236,17 @@ def _solve(problem: solvers.Problem, time_limit: float) -> solvers.Plan:
         raise PerfmodelError(f"the solver failed: {exc}") from None
 
 
-def _plan_for_probability(solve_at, basis, deadline_s: float, target: float) -> solvers.Plan:
+def _plan_for_probability(solve_at, basis, deadline_s: float, target: float, one_size: bool) -> solvers.Plan:
     """The plan for the smallest margin at which it finishes by the deadline with probability >= target.
 
     A larger margin leaves the solver less time, so its plan finishes earlier (or uses more GPUs, or
     does fewer images in relaxed mode), and its probability grows: the margin is found by stepping up
     until the target is met, then bisecting. With no margin at all the plan is the median one.
     """
-    plan = solve_at(0.0)
+    try:
+        plan = solve_at(0.0)
+    except NoPlanError as exc:
+        raise _no_plan_for(exc, 0.0, solve_at, basis, deadline_s, target, one_size) from None
     if _probability(plan, basis, deadline_s) >= target:
         return plan
     low, best = 0.0, None
@@ -249,7 +254,7 @@ def _plan_for_probability(solve_at, basis, deadline_s: float, target: float) -> 
         try:
             candidate = solve_at(m)
         except NoPlanError as exc:
-            raise _no_plan_for(exc, target, m) from None
+            raise _no_plan_for(exc, m, solve_at, basis, deadline_s, target, one_size) from None
         if _probability(candidate, basis, deadline_s) >= target:
             best, high = candidate, m
             break
@@ -277,8 +282,43 @@ def _probability(plan: solvers.Plan, basis, deadline_s: float) -> float:
     return makespan_of(plan, basis).probability(deadline_s)
 
 
-def _no_plan_for(exc: NoPlanError, target: float, margin: float) -> NoPlanError:
-    """The solver's diagnosis at the margin the probability needs, said in terms of the probability."""
+def _no_plan_for(exc: NoPlanError, margin: float, solve_at, basis, deadline_s, target, one_size) -> NoPlanError:
+    """No plan of all the images meets the target: the solver's refusal, said in terms of the probability,
+    at the smallest margin (stepped, then bisected) at which a plan of the most images it names meets the
+    target too. So 'ask for no more than N images' names a request that plans (the N of the median plan
+    does not). `exc` at `margin` is what is said where no margin does."""
+
+    def attempt(m: float) -> tuple[NoPlanError | None, bool]:
+        """The solver's refusal at margin m, and whether a plan of its most images meets the target."""
+        try:
+            solve_at(m)
+            return None, False  # not expected: a larger margin leaves the solver less time
+        except NoPlanError as refused:
+            most = refused.diagnosis.max_images
+            if not (one_size and most):
+                return refused, True  # no number to refine
+            try:
+                return refused, _probability(solve_at(m, images=most), basis, deadline_s) >= target
+            except NoPlanError:
+                return refused, False
+
+    low, best, last = 0.0, None, (exc, margin)
+    for m in (0.0, *MARGIN_STEPS):
+        refused, met = attempt(m)
+        if refused is not None:
+            last = (refused, m)
+        if met:
+            best = last
+            break
+        low = m
+    for _ in range(BISECTION_STEPS if best else 0):
+        middle = (low + best[1]) / 2
+        refused, met = attempt(middle)
+        if met:
+            best = (refused, middle)
+        else:
+            low = middle
+    exc, margin = best or last
     d = exc.diagnosis
     message = explain(d).replace(
         "no plan meets the deadline", f"no plan meets the deadline with probability {target:g}"
