@@ -69,7 +69,7 @@ def test_dry_run_runs_every_step_and_the_next_call_resumes_from_its_files(tmp_pa
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resuming from" in again.stdout and again.stdout.count("done in an earlier call") >= 4
     assert "perfmodel profile --model" not in again.stdout  # nothing measured twice
-    assert "check: the GPU tests" not in again.stdout
+    assert "check: the GPU tests (-m gpu" not in again.stdout and "passed in an earlier call" in again.stdout
     assert (second / "cpu-resnet50.json").exists()  # fitted again from the seeded profiles
 
 
@@ -154,7 +154,7 @@ def test_the_budget_fits_the_device_limits():
     assert 0 < budget.second_call_s() < budget.CALL_BUDGET_S
     calls = {call for _, call in budget.schedule()}
     assert calls <= {"1", "1-2", "2", "2-later", "later"}
-    assert [call for _, call in budget.schedule()][:4] == ["1"] * 4  # the fp16 profiles and the plans fit the first
+    assert [call for _, call in budget.schedule()][:3] == ["1"] * 3  # a profile and plans run on it: the first call
 
 
 def test_the_budget_counts_what_campaign_sh_runs():
