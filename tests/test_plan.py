@@ -385,6 +385,18 @@ def test_warm_up_measured_at_a_few_batch_sizes_is_interpolated_for_the_others(tm
     assert plan.to_dict()["warmup_measured"] is True
 
 
+def test_warm_up_warnings_speak_only_of_the_options_a_plan_uses(tmp_path, recwarn):
+    """Published GPU rows without warm-up said "N profile point(s) have no warm-up time" under every plan,
+    --pool cpu=2 too (and the H200 profile's rows under a plan on an A100)."""
+    gpu = [{**r, "warmup_ms": np.nan} for r in profile_rows(hardware="x100")]
+    path = tmp_path / "both.csv"
+    pd.DataFrame(profile_rows() + gpu).to_csv(path, index=False)
+    make_plan(1_000, 60, profiles=[str(path)], input_size=64, pool={"cpu": 1})
+    assert not [w for w in recwarn if "warm-up" in str(w.message)]
+    with pytest.warns(Warning, match=r"^\d+ profile point\(s\) have no warm-up time; planning with their latency"):
+        make_plan(1_000, 60, profiles=[str(path)], input_size=64, pool={"x100": 1})
+
+
 def test_the_shipped_data_plans_on_published_gpus(capsys):
     from perfmodel import shipped
 

@@ -6,6 +6,7 @@ a Basis while it gathers candidates; the plan carries `Basis.to_dict(plan)` in i
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 
 from perfmodel.planning.drift import Drift
@@ -21,6 +22,8 @@ class TypeBasis:
     sources: dict[str, dict[str, None]] = field(default_factory=dict)  # option -> an ordered set of sources
     kinds: dict[str, str] = field(default_factory=dict)  # option -> measured, published, predicted, transferred
     warmup_measured: bool = True
+    warmup_filled: Counter = field(default_factory=Counter)  # option -> profile points whose warm-up was interpolated
+    warmup_unmeasured: Counter = field(default_factory=Counter)  # option -> points planned with latency as warm-up
     transferred: dict[str, str] = field(default_factory=dict)  # option -> what it was transferred from
     measured: dict[tuple[str, int], float] = field(default_factory=dict)  # (option, size) -> largest batch measured
     measured_workers: dict[str, int] = field(default_factory=dict)  # CPU option -> workers running when measured

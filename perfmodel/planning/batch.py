@@ -11,6 +11,7 @@ import dataclasses
 import math
 import os
 import warnings
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -166,6 +167,7 @@ def make_plan(
         plan = solve_at(margin)
     else:
         plan = _plan_for_probability(solve_at, basis, deadline_s, target, one_size=len(workload) == 1)
+    _warn_unmeasured_warmup(basis, plan)
     distribution = makespan_of(plan, basis)
     annotations = {**basis.to_dict(plan), **deadline_keys(distribution, deadline_s, target)}
     plan = dataclasses.replace(plan, annotations=annotations)
@@ -460,7 +462,6 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
     if precision:
         rows = rows[rows["precision"] == precision]
     column = LATENCY_COLUMNS[use]
-    filled = unmeasured = 0
     for hardware, group in rows.groupby("hardware", sort=True):
         o = options.setdefault(str(hardware), _Options())
         _record_profile_basis(basis, str(hardware), group)
@@ -475,16 +476,25 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
             latency = at[column].to_numpy(dtype=float)
             points = list(at.itertuples(index=False))
             labels = [_label(r) for r in points]  # once per row: the warm-up fill, the options and their details
-            warmup, n_filled, n_unmeasured = _fill_warmup(
+            warmup, filled, unmeasured = _fill_warmup(
                 at["batch_size"].to_numpy(dtype=float), np.array(labels), latency, at["warmup_ms"].to_numpy(dtype=float)
             )
-            filled, unmeasured = filled + n_filled, unmeasured + n_unmeasured
+            basis.of(str(hardware)).warmup_filled.update(filled)
+            basis.of(str(hardware)).warmup_unmeasured.update(unmeasured)
             o.add(int(size), at["batch_size"].to_numpy(dtype=np.int64), latency / 1000, warmup / 1000, labels)
             o.details.update((label, option_of(r)) for label, r in zip(labels, points))
             mean, sd = batch_moments(*(_column(at, c) for c in ("latency_ms", "latency_p99_ms", *MOMENT_COLUMNS)))
             moments = basis.of(str(hardware)).moments
             for label, b, m, d in zip(labels, at["batch_size"].astype(int), mean / 1000, sd / 1000):
                 moments[(label, int(size), int(b))] = (float(m), float(d))
+
+
+def _warn_unmeasured_warmup(basis, plan: solvers.Plan) -> None:
+    """Say how many profile points of the options the plan uses had no warm-up time (points of options it
+    does not use, e.g. GPU rows under --pool cpu=2, are none of the user's concern)."""
+    used = {(a.hardware, a.label) for a in plan.assignments}
+    filled = sum(basis.of(h).warmup_filled[label] for h, label in used)
+    unmeasured = sum(basis.of(h).warmup_unmeasured[label] for h, label in used)
     if filled:
         warnings.warn(
             f"{filled} profile point(s) have no warm-up time; planning with the warm-up excess over latency "
@@ -512,8 +522,9 @@ def _fill_warmup(batch, labels, latency, warmup):
     """Warm-up times for every point of one input size: a point without one (a profile that measured
     warm-up at a few batch sizes only, --fresh-warmup-at) gets its latency plus the warm-up's excess over
     latency interpolated in batch size from the points of its option that have one (held flat past the
-    ends); an option with none keeps its latency. Returns (warm-up, points filled, points left at latency)."""
-    out, filled, unmeasured = warmup.copy(), 0, 0
+    ends); an option with none keeps its latency. Returns (warm-up, points filled and points left at latency,
+    each by option)."""
+    out, filled, unmeasured = warmup.copy(), Counter(), Counter()
     for label in dict.fromkeys(labels):
         mine = labels == label
         missing, known = mine & np.isnan(warmup), mine & ~np.isnan(warmup)
@@ -523,10 +534,10 @@ def _fill_warmup(batch, labels, latency, warmup):
             order = np.argsort(batch[known])
             excess = np.maximum(warmup[known] - latency[known], 0.0)[order]
             out[missing] = latency[missing] + np.interp(batch[missing], batch[known][order], excess)
-            filled += int(missing.sum())
+            filled[label] += int(missing.sum())
         else:
             out[missing] = latency[missing]
-            unmeasured += int(missing.sum())
+            unmeasured[label] += int(missing.sum())
     return out, filled, unmeasured
 
 
