@@ -119,6 +119,8 @@ class TorchRunner:
         self.options = options
         self.seed = seed
         self.device = torch.device(options.device)
+        if self.device.type == "cuda" and self.device.index is None:  # torch.cuda's memory calls need the index
+            self.device = torch.device("cuda", torch.cuda.current_device() if torch.cuda.is_available() else 0)
         self.dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[
             options.precision
         ]

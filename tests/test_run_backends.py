@@ -118,19 +118,24 @@ def test_synthetic_inputs_follow_the_profiles_rule(monkeypatch, rotate_below_mb,
     assert [len(r["classes"]) for r in records] == [4, 4, 1]
 
 
-def test_a_worker_names_the_gpus_index(monkeypatch):
-    """--device cuda reaches the worker as cuda:0: torch.cuda's memory calls refuse a device without its
-    index (on the H200, every plan's worker failed so)."""
+def test_a_runner_names_the_gpus_index(monkeypatch):
+    """--device cuda reaches torch as cuda:0: torch.cuda's memory calls refuse a device without its index
+    (on the H200, every `perfmodel run` worker failed so at load)."""
     import torch
 
-    from perfmodel import torch_runner as runner_module
+    from perfmodel.models import ModelSpec
 
-    seen = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    monkeypatch.setattr(runner_module, "TorchRunner", lambda spec, options, seed: seen.append(options.device))
-    RunWorker(WorkerSpec("h100#0", "tiny", None, None, "cuda", "fp16", "torch", None, batch_size=8))
-    assert seen == ["cuda:0"]
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    flags = [(torch.backends.cudnn, "benchmark"), (torch.backends.cudnn, "allow_tf32")]
+    flags.append((torch.backends.cuda.matmul, "allow_tf32"))
+    saved = [getattr(module, name) for module, name in flags]  # a CUDA runner sets them: restored after
+    try:
+        runner = torch_runner.TorchRunner(ModelSpec("tiny"), TorchOptions("cuda", precision="fp16"))
+    finally:
+        for (module, name), value in zip(flags, saved):
+            setattr(module, name, value)
+    assert runner.device == torch.device("cuda", 0)
 
 
 @pytest.mark.gpu

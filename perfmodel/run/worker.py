@@ -98,13 +98,12 @@ class RunWorker:
         import torch  # imported here, before the clock starts: the plan's load time does not include it
 
         from perfmodel.models import ModelSpec
-        from perfmodel.torch_runner import TorchOptions, TorchRunner, check_device
+        from perfmodel.torch_runner import TorchOptions, TorchRunner
 
         self.spec = spec
         self.torch = torch
-        # "cuda" -> "cuda:0": torch.cuda's memory calls refuse a device without its index.
         options = TorchOptions.from_backend(
-            spec.backend, device=check_device(spec.device), precision=spec.precision, threads=spec.threads
+            spec.backend, device=spec.device, precision=spec.precision, threads=spec.threads
         )
         self.runner = TorchRunner(ModelSpec(spec.model, spec.model_path), options, spec.seed)
         self.pool = ThreadPoolExecutor(max(1, spec.decode_threads), thread_name_prefix="decode")
