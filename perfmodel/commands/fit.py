@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
         formatter_class=formatter,
     )
     p.add_argument("profiles", nargs="+", metavar="PROFILE", help="profile CSV files (several are concatenated)")
-    p.add_argument("--out", required=True, metavar="FILE", help="the predictor JSON file to write")
+    p.add_argument("-o", "--out", required=True, metavar="FILE", help="the predictor JSON file to write")
     p.add_argument("--report", action="store_true", help="print the error report as tables")
     p.add_argument("--json", action="store_true", help="print the result (and the report) as JSON on stdout")
     p.add_argument(

@@ -45,7 +45,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("format", choices=list(FORMATS), help="the files' format")
     p.add_argument("files", nargs="+", metavar="FILE", help="the files to import (concatenated into one profile)")
-    p.add_argument("--out", required=True, metavar="FILE", help="the profile CSV to write")
+    p.add_argument("-o", "--out", required=True, metavar="FILE", help="the profile CSV to write")
     p.add_argument("--hardware", help="hardware key used in pools, e.g. a100, t4")
     p.add_argument("--model", help="model name, e.g. resnet50")
     p.add_argument("--backend", help="serving backend, e.g. triton-grpc, torch, tensorrt")

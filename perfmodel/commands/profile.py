@@ -59,7 +59,7 @@ def add_parser(sub) -> None:
         formatter_class=formatter,
     )
     p.add_argument("--model", required=True, help="resnet50, efficientnet_b0, tiny, or a TorchScript file (.pt)")
-    p.add_argument("--out", required=True, metavar="FILE", help="the profile CSV to write")
+    p.add_argument("-o", "--out", required=True, metavar="FILE", help="the profile CSV to write")
     p.add_argument(
         "--backend",
         default="torch",

@@ -44,7 +44,7 @@ def add_parser(sub) -> None:
         help="a run from `perfmodel run --json`: per worker, the predicted timeline beside the measured one",
     )
     p.add_argument(
-        "--out", required=True, metavar="DIR", help="directory for report.html and the PNGs (created if missing)"
+        "-o", "--out", required=True, metavar="DIR", help="directory for report.html and the PNGs (created if missing)"
     )
     p.add_argument("--json", action="store_true", help="print what was written as JSON on stdout")
     p.set_defaults(run=run)

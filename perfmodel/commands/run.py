@@ -46,7 +46,10 @@ def add_parser(sub) -> None:
     source.add_argument("--images", metavar="DIR", help="a folder of JPEG, PNG or WebP files (searched recursively)")
     source.add_argument("--synthetic", action="store_true", help="random input tensors: the model alone, no files")
     p.add_argument(
-        "--out", metavar="FILE", help="labels, one row per image: path, class, score, worker, batch (.csv or .parquet)"
+        "-o",
+        "--out",
+        metavar="FILE",
+        help="labels, one row per image: path, class, score, worker, batch (.csv or .parquet)",
     )
     p.add_argument("--resume", action="store_true", help="skip the images already in --out (from an interrupted run)")
     p.add_argument(
