@@ -288,24 +288,25 @@ def _no_plan_for(exc: NoPlanError, margin: float, solve_at, basis, deadline_s, t
     """No plan of all the images meets the target: the solver's refusal, said in terms of the probability,
     at the smallest margin (stepped, then bisected) at which a plan of the most images it names meets the
     target too. So 'ask for no more than N images' names a request that plans (the N of the median plan
-    does not). `exc` at `margin` is what is said where no margin does."""
+    does not). `exc` at `margin` is what is said where there is no such number (a --mix, nothing fits)
+    or no margin gives one."""
 
     def attempt(m: float) -> tuple[NoPlanError | None, bool]:
         """The solver's refusal at margin m, and whether a plan of its most images meets the target."""
         try:
             solve_at(m)
-            return None, False  # not expected: a larger margin leaves the solver less time
+            return None, False  # all the images plan at m, only not surely enough: no refusal to say
         except NoPlanError as refused:
             most = refused.diagnosis.max_images
-            if not (one_size and most):
-                return refused, True  # no number to refine
+            if not most:
+                return refused, False
             try:
                 return refused, _probability(solve_at(m, images=most), basis, deadline_s) >= target
             except NoPlanError:
                 return refused, False
 
     low, best, last = 0.0, None, (exc, margin)
-    for m in (0.0, *MARGIN_STEPS):
+    for m in (0.0, *MARGIN_STEPS) if one_size and exc.diagnosis.max_images else ():
         refused, met = attempt(m)
         if refused is not None:
             last = (refused, m)
