@@ -397,6 +397,22 @@ def test_warm_up_warnings_speak_only_of_the_options_a_plan_uses(tmp_path, recwar
         make_plan(1_000, 60, profiles=[str(path)], input_size=64, pool={"x100": 1})
 
 
+def test_a_predictor_without_a_warm_up_model_is_named_only_under_a_plan_that_uses_it(tmp_path, recwarn):
+    from perfmodel.fitting import fit
+
+    gpu = tmp_path / "gpu.csv"
+    pd.DataFrame([{**r, "warmup_ms": np.nan} for r in profile_rows(hardware="x100")]).to_csv(gpu, index=False)
+    fit(str(gpu), families=("roofline",)).save(tmp_path / "gpu.json")
+    cpu = tmp_path / "cpu.csv"
+    pd.DataFrame(profile_rows()).to_csv(cpu, index=False)
+    fit(str(cpu), families=("roofline",)).save(tmp_path / "cpu.json")
+    predictors = [str(tmp_path / "gpu.json"), str(tmp_path / "cpu.json")]
+    make_plan(1_000, 60, predictors=predictors, input_size=64, pool={"cpu": 1})
+    assert not [w for w in recwarn if "warm-up model" in str(w.message)]
+    with pytest.warns(Warning, match=r"1 predictor group\(s\) have no warm-up model \(x100 torch fp32\)"):
+        make_plan(1_000, 60, predictors=predictors, input_size=64, pool={"x100": 1})
+
+
 def test_the_shipped_data_plans_on_published_gpus(capsys):
     from perfmodel import shipped
 

@@ -24,6 +24,7 @@ class TypeBasis:
     warmup_measured: bool = True
     warmup_filled: Counter = field(default_factory=Counter)  # option -> profile points whose warm-up was interpolated
     warmup_unmeasured: Counter = field(default_factory=Counter)  # option -> points planned with latency as warm-up
+    no_warmup_model: dict[str, str] = field(default_factory=dict)  # predicted option -> its group, if no warm-up model
     transferred: dict[str, str] = field(default_factory=dict)  # option -> what it was transferred from
     measured: dict[tuple[str, int], float] = field(default_factory=dict)  # (option, size) -> largest batch measured
     measured_workers: dict[str, int] = field(default_factory=dict)  # CPU option -> workers running when measured

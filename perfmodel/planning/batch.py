@@ -491,9 +491,20 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
 
 
 def _warn_unmeasured_warmup(basis, plan: solvers.Plan) -> None:
-    """Say how many profile points of the options the plan uses had no warm-up time (points of options it
-    does not use, e.g. GPU rows under --pool cpu=2, are none of the user's concern)."""
-    used = {(a.hardware, a.label) for a in plan.assignments}
+    """Say which of the options the plan uses had no warm-up time: profile points without one, predictor
+    groups without its model (options it does not use, e.g. GPU rows under --pool cpu=2, are none of the
+    user's concern)."""
+    used = sorted({(a.hardware, a.label) for a in plan.assignments})
+    names = list(
+        dict.fromkeys(basis.of(h).no_warmup_model[label] for h, label in used if label in basis.of(h).no_warmup_model)
+    )
+    if names:
+        warnings.warn(
+            f"{len(names)} predictor group(s) have no warm-up model ({', '.join(names[:3])}"
+            f"{', ...' if len(names) > 3 else ''}); planning their first batch with the latency instead.",
+            PerfmodelWarning,
+            stacklevel=3,
+        )
     filled = sum(basis.of(h).warmup_filled[label] for h, label in used)
     unmeasured = sum(basis.of(h).warmup_unmeasured[label] for h, label in used)
     if filled:
@@ -562,7 +573,6 @@ def _load_predictor(source):
 
 def _from_predictor(options, predictor, model, sizes, use, backend, precision, basis, name="") -> None:
     quantity = LATENCY_COLUMNS[use]
-    no_warmup: dict[str, None] = {}
     for group in predictor.select(model=model, backend=backend, precision=precision):
         o = options.setdefault(group.hardware, _Options())
         t = basis.of(group.hardware)
@@ -599,7 +609,7 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
                 except InputError:  # the profile had no warm-up times, so the predictor has no model for them
                     warmup = None
             if warmup is None:
-                no_warmup[f"{group.hardware} {group.backend} {group.precision}"] = None
+                t.no_warmup_model[label] = f"{group.hardware} {group.backend} {group.precision}"
                 t.warmup_measured = False
                 warmup = latency
             good = np.isfinite(latency) & (latency > 0) & np.isfinite(warmup) & (warmup >= 0)
@@ -613,14 +623,6 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
             o.add(size, b[good], latency[good] / 1000, warmup[good] / 1000, [label] * int(good.sum()))
             o.details[label] = option_of(group)
             _record_predictor_spread(t, group, label, size, b[good])
-    if no_warmup:
-        names = list(no_warmup)
-        warnings.warn(
-            f"{len(names)} predictor group(s) have no warm-up model ({', '.join(names[:3])}"
-            f"{', ...' if len(names) > 3 else ''}); planning their first batch with the latency instead.",
-            PerfmodelWarning,
-            stacklevel=3,
-        )
 
 
 def _largest_measured(group, size: int) -> float:
