@@ -233,11 +233,12 @@ step_profile() {  # $1 = resnet50 | efficientnet_b0, [$2 = first | rest: the fir
   local model="${!model_var}" sizes="${!sizes_var}"
   seed "$HW-$step-*.csv"
   seed "$HW-$step.state"
-  local entry name flags out extra rc first=1
-  for entry in "${OPTIONS[@]}"; do
+  local options=("${OPTIONS[@]}")
+  [[ "$which" == first ]] && options=("${OPTIONS[@]:0:1}")
+  [[ "$which" == rest ]] && options=("${OPTIONS[@]:1}")
+  local entry name flags out extra rc
+  for entry in "${options[@]}"; do
     name="${entry%%:*}" flags="${entry#*:}"
-    [[ "$which" == first && "$first" == 0 || "$which" == rest && "$first" == 1 ]] && { first=0; continue; }
-    first=0
     out="$OUT/$HW-$step-$name.csv"
     if done_before "$step" "$name"; then say "$step $name: done in an earlier call"; continue; fi
     extra=()
@@ -355,7 +356,6 @@ step_session() {
   [[ "$DRY" == 1 ]] && parts+=("step_fit")  # the predictors of every option (on a GPU: fitted on a CPU after)
   for part in "${parts[@]}"; do
     say "session: $part"
-    rc=0
     set +e
     # shellcheck disable=SC2086
     (set -e; $part)
