@@ -385,3 +385,10 @@ def test_make_plan_takes_a_frozen_request_and_keywords_alike(profile):
     assert perfmodel.PlanRequest is PlanRequest and "PlanRequest" in perfmodel.__all__
     with pytest.raises(TypeError):
         make_plan(2_000, "60s", request, pools={"cpu": 2})  # a misspelt setting is a programming error
+
+
+def test_a_refusal_of_the_median_plan_too_does_not_suggest_a_lower_confidence(profile):
+    """Where even the median plan (no reserve) is refused, a lower --confidence cannot help."""
+    with pytest.raises(NoPlanError) as refused:
+        make_plan(10**6, "10ms", profiles=[profile], input_size=64, pool={"cpu": 1})
+    assert "--confidence" not in str(refused.value)

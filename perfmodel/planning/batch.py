@@ -165,10 +165,10 @@ def make_plan(
 
     if target is None:
         plan = solve_at(margin)
+        distribution = makespan_of(plan, basis)
     else:
-        plan = _plan_for_probability(solve_at, basis, deadline_s, target, one_size=len(workload) == 1)
+        plan, distribution = _plan_for_probability(solve_at, basis, deadline_s, target, len(workload) == 1)
     _warn_unmeasured_warmup(basis, plan)
-    distribution = makespan_of(plan, basis)
     annotations = {**basis.to_dict(plan), **deadline_keys(distribution, deadline_s, target)}
     plan = dataclasses.replace(plan, annotations=annotations)
     context = build_context(
@@ -238,96 +238,95 @@ def _solve(problem: solvers.Problem, time_limit: float) -> solvers.Plan:
         raise PerfmodelError(f"the solver failed: {exc}") from None
 
 
-def _plan_for_probability(solve_at, basis, deadline_s: float, target: float, one_size: bool) -> solvers.Plan:
-    """The plan for the smallest margin at which it finishes by the deadline with probability >= target.
+def _plan_for_probability(solve_at, basis, deadline_s: float, target: float, one_size: bool):
+    """The plan for the smallest margin at which it finishes by the deadline with probability >= target,
+    and its makespan distribution.
 
     A larger margin leaves the solver less time, so its plan finishes earlier (or uses more GPUs, or
-    does fewer images in relaxed mode), and its probability grows: the margin is found by stepping up
-    until the target is met, then bisecting. With no margin at all the plan is the median one.
+    does fewer images in relaxed mode), and its probability grows. With no margin the plan is the median one.
     """
+    tried = 0.0
+
+    def met(m: float):
+        nonlocal tried
+        tried = m
+        plan = solve_at(m)
+        distribution = makespan_of(plan, basis)
+        return (plan, distribution) if distribution.probability(deadline_s) >= target else None
+
     try:
-        plan = solve_at(0.0)
+        found = _smallest_margin(met)
     except NoPlanError as exc:
-        raise _no_plan_for(exc, 0.0, solve_at, basis, deadline_s, target, one_size) from None
-    if _probability(plan, basis, deadline_s) >= target:
-        return plan
-    low, best = 0.0, None
-    for m in MARGIN_STEPS:
-        try:
-            candidate = solve_at(m)
-        except NoPlanError as exc:
-            raise _no_plan_for(exc, m, solve_at, basis, deadline_s, target, one_size) from None
-        if _probability(candidate, basis, deadline_s) >= target:
-            best, high = candidate, m
-            break
-        low = m
-    if best is None:
+        raise _no_plan_for(exc, tried, solve_at, basis, deadline_s, target, one_size) from None
+    if found is None:
         raise InfeasibleError(
             f"no plan finishes by the deadline with probability {target:g}, even with {MARGIN_STEPS[-1]:.0%} of "
             "the deadline kept in reserve: allow a longer deadline, or ask for a lower --confidence."
         )
-    for _ in range(BISECTION_STEPS):
-        middle = (low + high) / 2
+    return found[1]
+
+
+def _smallest_margin(attempt):
+    """(m, attempt(m)) for the smallest margin m at which attempt gives something other than None, found by
+    stepping through 0 and MARGIN_STEPS, then bisecting between the last two steps; None if no step gives it.
+
+    A NoPlanError while stepping ends the search (a larger margin leaves less time, so it plans no better);
+    while bisecting, below a margin that planned, it counts as nothing found there.
+    """
+    low, found = 0.0, None
+    for m in (0.0, *MARGIN_STEPS):
+        result = attempt(m)
+        if result is not None:
+            found = (m, result)
+            break
+        low = m
+    for _ in range(BISECTION_STEPS if found and found[0] > 0 else 0):
+        middle = (low + found[0]) / 2
         try:
-            candidate = solve_at(middle)
+            result = attempt(middle)
         except NoPlanError:
-            low = middle
-            continue
-        if _probability(candidate, basis, deadline_s) >= target:
-            best, high = candidate, middle
+            result = None
+        if result is not None:
+            found = (middle, result)
         else:
             low = middle
-    return best
-
-
-def _probability(plan: solvers.Plan, basis, deadline_s: float) -> float:
-    return makespan_of(plan, basis).probability(deadline_s)
+    return found
 
 
 def _no_plan_for(exc: NoPlanError, margin: float, solve_at, basis, deadline_s, target, one_size) -> NoPlanError:
     """No plan of all the images meets the target: the solver's refusal, said in terms of the probability,
-    at the smallest margin (stepped, then bisected) at which a plan of the most images it names meets the
-    target too. So 'ask for no more than N images' names a request that plans (the N of the median plan
-    does not). `exc` at `margin` is what is said where there is no such number (a --mix, nothing fits)
-    or no margin gives one."""
+    at the smallest margin at which a plan of the most images it names meets the target too. So 'ask for
+    no more than N images' names a request that plans (the N of the median plan does not). `exc` at
+    `margin` is what is said where there is no such number (a --mix, nothing fits) or no margin gives one."""
+    last = (margin, exc)
 
-    def attempt(m: float) -> tuple[NoPlanError | None, bool]:
-        """The solver's refusal at margin m, and whether a plan of its most images meets the target."""
+    def met(m: float):
+        """The solver's refusal at margin m where a plan of its most images meets the target, else None."""
+        nonlocal last
         try:
             solve_at(m)
-            return None, False  # all the images plan at m, only not surely enough: no refusal to say
+            return None  # all the images plan at m, only not surely enough: no refusal to say
         except NoPlanError as refused:
-            most = refused.diagnosis.max_images
-            if not most:
-                return refused, False
-            try:
-                return refused, _probability(solve_at(m, images=most), basis, deadline_s) >= target
-            except NoPlanError:
-                return refused, False
+            last = (m, refused)
+        most = last[1].diagnosis.max_images
+        try:
+            ok = most and _probability(solve_at(m, images=most), basis, deadline_s) >= target
+        except NoPlanError:
+            ok = False
+        return last[1] if ok else None
 
-    low, best, last = 0.0, None, (exc, margin)
-    for m in (0.0, *MARGIN_STEPS) if one_size and exc.diagnosis.max_images else ():
-        refused, met = attempt(m)
-        if refused is not None:
-            last = (refused, m)
-        if met:
-            best = last
-            break
-        low = m
-    for _ in range(BISECTION_STEPS if best else 0):
-        middle = (low + best[1]) / 2
-        refused, met = attempt(middle)
-        if met:
-            best = (refused, middle)
-        else:
-            low = middle
-    exc, margin = best or last
+    margin, exc = (_smallest_margin(met) if one_size and exc.diagnosis.max_images else None) or last
     d = exc.diagnosis
     message = explain(d).replace(
         "no plan meets the deadline", f"no plan meets the deadline with probability {target:g}"
     )
-    message += f" Or ask for a lower --confidence (it kept {margin:.0%} of the deadline in reserve)."
+    if margin > 0:  # at no margin the median plan is refused too: a lower --confidence would not help
+        message += f" Or ask for a lower --confidence (it kept {margin:.0%} of the deadline in reserve)."
     return NoPlanError(message, d)
+
+
+def _probability(plan: solvers.Plan, basis, deadline_s: float) -> float:
+    return makespan_of(plan, basis).probability(deadline_s)
 
 
 def deadline_keys(distribution, deadline_s: float, target: float | None) -> dict:
