@@ -333,6 +333,18 @@ def test_the_outlook_expects_the_end_from_the_batches_so_far_and_grows_surer_as_
     assert outlook([done], 12.0, 12.0, {}).probability in (0.0, 1.0)
 
 
+def test_the_outlook_counts_the_pieces_of_a_batch_put_back_in_pieces_instead_of_the_batch():
+    from perfmodel.run.progress import outlook, progress
+
+    w = _worker(5, 10, 0.1)
+    w.given += [4, 4]  # its batch 9 put back in two pieces after a lost node (numbered 10 and 11)
+    w.replaced = {9}
+    now = w.batches[-1]["end"]
+    owed = 10 - 1 + 2 - 5  # its 10 batches, less the replaced one, plus its pieces, less the 5 it ran
+    assert outlook([w], now, 100.0, {}).expected_end_s == pytest.approx(now + owed * 0.1)
+    assert progress([w], now)[0].eta_s == pytest.approx(now + owed * 0.1)
+
+
 def test_a_plan_file_carries_its_probability_to_the_run_and_older_plans_still_read(tmp_path):
     from perfmodel.run.planfile import read_run_plan
     from tests.run_data import write_plan

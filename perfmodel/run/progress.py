@@ -46,8 +46,14 @@ def progress(workers: list[WorkerRun], now_s: float) -> list[TypeProgress]:
     return out
 
 
+def _left(w: WorkerRun) -> int:
+    """The batches it still owes: those it was given that count (not the ones put back in pieces after a
+    lost node, whose pieces count instead; WorkerRun.replaced) less those it ran."""
+    return len(w.own_given()) - len(w.batches)
+
+
 def _eta(w: WorkerRun, now_s: float) -> float:
-    left = len(w.given) - len(w.batches)
+    left = _left(w)
     if w.status != "running" or left <= 0:
         return w.finish if w.finish is not None else now_s
     times = [b["end"] - b["start"] for b in w.batches[1:]]
@@ -70,7 +76,7 @@ def outlook(workers: list[WorkerRun], now_s: float, deadline_s: float, drifts: d
             continue
         end = _eta(w, now_s)
         ends.append(end)
-        left = len(w.given) - len(w.batches)
+        left = _left(w)
         if w.status != "running" or left <= 0:
             probability *= 1.0 if end <= deadline_s else 0.0
             continue
