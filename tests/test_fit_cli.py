@@ -111,3 +111,41 @@ def test_fit_refuses_to_write_a_predictor_plan_would_refuse(profile_csv, tmp_pat
     assert not out.exists() and not list(tmp_path.iterdir())
     monkeypatch.setattr(train, "fit", real_fit)
     assert main(["fit", str(profile_csv), "--out", str(out), "--families", "linear"]) == 0 and Predictor.load(out)
+
+
+def _with_single_point_groups(profile_csv, path, *models) -> None:
+    """The profile, plus one group per model measured at a single point (one batch size), in one file."""
+    import pandas as pd
+
+    frame = pd.read_csv(profile_csv)
+    single = [frame.iloc[[0]].assign(model=model) for model in models]
+    write_profile(pd.concat([frame, *single], ignore_index=True), path)
+
+
+def test_a_group_that_cannot_be_fitted_is_named_and_the_others_are_fitted(profile_csv, tmp_path, capsys):
+    mixed, out = tmp_path / "mixed.csv", tmp_path / "p.json"
+    _with_single_point_groups(profile_csv, mixed, "tiny")
+    assert main(["fit", str(mixed), "--out", str(out), "--families", "linear"]) == 0
+    err = capsys.readouterr().err
+    warning = [line for line in err.splitlines() if line.startswith("warning: ")]
+    assert len(warning) == 1 and "1 group(s) not fitted" in warning[0], err
+    assert "synthetic-gpu/tiny/torch/fp16 has a single measured point" in warning[0]
+    assert "wrote 1 group(s)" in err and "Traceback" not in err
+    predictor = Predictor.load(out)
+    assert [g.key["model"] for g in predictor.groups] == ["synthetic"]
+    (skipped,) = predictor.provenance["skipped_groups"]
+    assert skipped["group"]["model"] == "tiny" and "a fit needs at least two batch sizes" in skipped["reason"]
+
+
+def test_a_fit_where_no_group_can_be_fitted_is_refused_in_one_sentence(profile_csv, tmp_path, capsys):
+    import pandas as pd
+
+    none, out = tmp_path / "none.csv", tmp_path / "p.json"
+    _with_single_point_groups(profile_csv, none, "tiny", "small")
+    write_profile(pd.read_csv(none).query("model != 'synthetic'"), none)
+    assert main(["fit", str(none), "--out", str(out), "--families", "linear"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: no group can be fitted"), err
+    for model in ("tiny", "small"):
+        assert f"synthetic-gpu/{model}/torch/fp16 has a single measured point (batch 1 at 160 px)" in err[0]
+    assert not out.exists()

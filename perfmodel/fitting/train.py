@@ -11,6 +11,7 @@ import copy
 import hashlib
 import os
 import platform
+import warnings
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -19,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import __version__
-from perfmodel.errors import InputError
+from perfmodel.errors import InputError, PerfmodelWarning
 from perfmodel.fitting.predictor import (
     EXTRA_KEY_COLUMNS,
     KEY_COLUMNS,
@@ -44,6 +45,8 @@ PROVENANCE_COLUMNS = (
     "threads",
     "warmup_method",
 )
+
+NEEDS = "a fit needs at least two batch sizes measured 'ok'"  # why a group is left out of a fit
 
 Profiles = str | os.PathLike | pd.DataFrame | Iterable[str | os.PathLike | pd.DataFrame]
 
@@ -83,16 +86,22 @@ def fit(
     for column in keys:  # a missing extra key (a profile without that column) groups as "" not NaN
         frame[column] = frame[column].map(lambda v: "" if _missing(v) else v).astype(str)
     specs, targets = _specs_for([str(t) for t in target_hardware], gpu_specs)
-    by_group = [(values, rows) for values, rows in frame.groupby(keys, sort=True) if values[0] not in targets]
+    by_group = [
+        (_group_key(keys, values), rows) for values, rows in frame.groupby(keys, sort=True) if values[0] not in targets
+    ]
+    unfit = [(key, why) for key, rows in by_group if (why := _unfittable(rows)) is not None]
+    by_group = [(key, rows) for key, rows in by_group if _unfittable(rows) is None]
     if on_total is not None:  # one step per quantity of each group fitted, one per target transferred
         on_total(len(by_group) * len(QUANTITIES) + len(targets))
-    groups = tuple(_fit_group(_group_key(keys, values), rows, families, on_progress) for values, rows in by_group)
+    groups = tuple(_fit_group(key, rows, families, on_progress) for key, rows in by_group)
     transfer_note = None
     if targets:
         transferred, transfer_note = _transfer(frame, keys, targets, specs, gpu_specs, on_progress)
         groups += transferred
     if not groups:
-        raise InputError("nothing to fit: every profiled hardware type is a --target-hardware.")
+        raise InputError(
+            _none_fittable(unfit) if unfit else "nothing to fit: every profiled hardware type is a --target-hardware."
+        )
     provenance = {
         "sources": sources,
         "perfmodel": __version__,
@@ -106,6 +115,15 @@ def fit(
         provenance["transfer"] = transfer_note
     if open_loop:
         provenance["open_loop_rows_left_out"] = open_loop
+    if unfit:  # left out, named in a warning and in the file (plan can say why a group is missing)
+        provenance["skipped_groups"] = [{"group": dict(key), "reason": f"{what}; {NEEDS}"} for key, (what, _) in unfit]
+        warnings.warn(
+            f"{len(unfit)} group(s) not fitted, {NEEDS}: "
+            + "; ".join(f"{_name(key)} has {what}" for key, (what, _) in unfit)
+            + f"; {BATCH_SIZE_ADVICE}.",
+            PerfmodelWarning,
+            stacklevel=2,
+        )
     return Predictor(groups, provenance)
 
 
@@ -211,16 +229,17 @@ def _group_key(keys: list[str], values) -> dict:
     return key
 
 
-def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_progress) -> GroupPredictor:
-    name = "/".join(str(v) for v in key.values())
+def _name(key) -> str:
+    return "/".join(str(v) for v in key.values())
+
+
+def _unfittable(rows: pd.DataFrame) -> tuple[str, str] | None:
+    """Why a group's rows cannot be fitted, or None: (what it has, what a fit needs)."""
     status = rows["status"]
-    ok, oom = rows[status == "ok"], rows[status == "oom"]
+    ok = rows[status == "ok"]
     if ok.empty:
-        raise InputError(
-            f"group {name} has no point measured 'ok' ({(status == 'oom').sum()} oom, {(status == 'error').sum()} "
-            "error): "
-            "there is nothing to fit; profile at least two batch sizes that fit in memory."
-        )
+        what = f"no point measured 'ok' ({(status == 'oom').sum()} oom, {(status == 'error').sum()} error)"
+        return what, "there is nothing to fit; profile at least two batch sizes that fit in memory"
     if ok["batch_size"].nunique() < 2:
         first = ok.iloc[0]
         what = (
@@ -228,8 +247,23 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
             if len(ok) == 1
             else f"points at only one batch size ({int(first['batch_size'])})"
         )
-        raise InputError(f"group {name} has {what}: a fit needs at least two batch sizes; {BATCH_SIZE_ADVICE}.")
+        return what, f"a fit needs at least two batch sizes; {BATCH_SIZE_ADVICE}"
+    return None
 
+
+def _none_fittable(unfit: list[tuple[dict, tuple[str, str]]]) -> str:
+    """The one sentence that refuses a fit where no group can be fitted."""
+    if len(unfit) == 1:
+        key, (what, needs) = unfit[0]
+        return f"group {_name(key)} has {what}: {needs}."
+    listed = "; ".join(f"{_name(key)} has {what}" for key, (what, _) in unfit)
+    return f"no group can be fitted, {NEEDS}: {listed}; {BATCH_SIZE_ADVICE}."
+
+
+def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_progress) -> GroupPredictor:
+    name = _name(key)
+    status = rows["status"]
+    ok, oom = rows[status == "ok"], rows[status == "oom"]
     models = {}
     for quantity in QUANTITIES:
         if on_progress is not None:
