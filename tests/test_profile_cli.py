@@ -16,7 +16,22 @@ from perfmodel.cli import main
 from perfmodel.schema import load_profile
 
 FAST = ["--max-time-per-point", "0.2", "--warmup", "in-process", "--drift-probe", "0"]
+HALF_SECOND = ["--max-time-per-point", "0.5", "--warmup", "in-process"]  # the integration tests' sweeps
+SWEEP = "1,2,4,8,16,32,64,128"
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _profile(out, *rest: str, model: str = "tiny", batch_sizes: str | None = None, input_sizes: str | None = None):
+    """The arguments of `perfmodel profile --model MODEL [--batch-sizes B] [--input-sizes S] --out OUT REST`,
+    so that a test names only what differs."""
+    sizes = [] if batch_sizes is None else ["--batch-sizes", batch_sizes]
+    sizes += [] if input_sizes is None else ["--input-sizes", input_sizes]
+    return ["profile", "--model", model, *sizes, "--out", str(out), *rest]
+
+
+def _tiny(*args: str) -> list[str]:
+    """A bad-input case's arguments on the tiny model."""
+    return ["--model", "tiny", *args]
 
 
 def _has_cuda() -> bool:
@@ -30,9 +45,7 @@ no_gpu_here = pytest.mark.skipif(_has_cuda(), reason="a CUDA GPU is here: --devi
 
 def test_profile_writes_a_valid_profile(tmp_path, capsys):
     out = tmp_path / "p.csv"
-    code, stdout, stderr = run_cli(
-        capsys, "profile", "--model", "tiny", "--batch-sizes", "1,2", "--input-sizes", "32", "--out", str(out), *FAST
-    )
+    code, stdout, stderr = run_cli(capsys, *_profile(out, *FAST, batch_sizes="1,2", input_sizes="32"))
     assert code == 0, stderr
     assert len(load_profile(out)) == 2
     assert "median ms" in stdout and f"wrote 2 point(s) to {out}" in stderr
@@ -41,20 +54,7 @@ def test_profile_writes_a_valid_profile(tmp_path, capsys):
 def test_profile_json(tmp_path, capsys):
     import json
 
-    code, stdout, _ = run_cli(
-        capsys,
-        "profile",
-        "--model",
-        "tiny",
-        "--batch-sizes",
-        "1",
-        "--input-sizes",
-        "32",
-        "--out",
-        str(tmp_path / "p.csv"),
-        "--json",
-        *FAST,
-    )
+    code, stdout, _ = run_cli(capsys, *_profile(tmp_path / "p.csv", "--json", *FAST, batch_sizes="1", input_sizes="32"))
     assert code == 0
     data = json.loads(stdout)
     assert data["rows"][0]["status"] == "ok" and data["rows"][0]["gpu_util_avg"] is None
@@ -70,40 +70,40 @@ def _unreadable_model(tmp_path: Path) -> str:
     "args, words",
     [
         (["--model", "resnet9000"], "unknown model 'resnet9000'"),
-        (["--model", "tiny", "--backend", "onnx"], "invalid choice: 'onnx'"),
-        pytest.param(["--model", "tiny", "--device", "cuda"], "finds no CUDA device", marks=no_gpu_here),
-        (["--model", "tiny", "--device", "tpu"], "unknown device 'tpu'"),
+        (_tiny("--backend", "onnx"), "invalid choice: 'onnx'"),
+        pytest.param(_tiny("--device", "cuda"), "finds no CUDA device", marks=no_gpu_here),
+        (_tiny("--device", "tpu"), "unknown device 'tpu'"),
         (["--model", "no/such/model.pt"], "does not exist"),
-        (["--model", "tiny", "--batch-sizes", "1,0,4"], "'0' is not a positive whole number"),
-        (["--model", "tiny", "--batch-sizes", "1,two"], "'two' is not a positive whole number"),
-        (["--model", "tiny", "--batch-sizes", "1,,2"], "--batch-sizes needs whole numbers"),
-        (["--model", "tiny", "--input-sizes", "-5"], "not a positive whole number"),
-        (["--model", "tiny", "--cuda-graphs"], "--cuda-graphs needs a CUDA device"),
-        (["--model", "tiny", "--precision", "fp8"], "invalid choice: 'fp8'"),
-        (["--model", "tiny", "--precision", "tf32"], "--precision tf32"),
-        (["--model", "tiny", "--max-time-per-point", "nan"], "--max-time-per-point: must be a positive number"),
-        (["--model", "tiny", "--max-time-per-point", "inf"], "--max-time-per-point: must be a positive number"),
-        (["--model", "tiny", "--max-call-ms", "-1"], "--max-call-ms: must be a positive number of milliseconds"),
-        (["--model", "tiny", "--memory-limit-mb", "0"], "--memory-limit-mb: must be a positive number of MiB"),
-        (["--model", "tiny", "--threads", "0"], "--threads: must be a positive whole number"),
-        (["--model", "tiny", "--max-batch-size", "-3"], "--max-batch-size: must be a positive whole number"),
-        (["--model", "tiny", "--call-timeout", "nan"], "--call-timeout: must be a positive number of seconds"),
-        (["--model", "tiny", "--worker-timeout", "0"], "--worker-timeout: must be a positive number of seconds"),
-        (["--model", "tiny", "--search-tolerance", "150%"], "below 100%"),
-        (["--model", "tiny", "--processes", "0"], "--processes: must be a positive whole number, not '0'"),
-        (["--model", "tiny", "--processes", "1.5"], "--processes: must be a positive whole number, not '1.5'"),
-        (["--model", "tiny", "--processes", "two"], "--processes: must be a positive whole number"),
+        (_tiny("--batch-sizes", "1,0,4"), "'0' is not a positive whole number"),
+        (_tiny("--batch-sizes", "1,two"), "'two' is not a positive whole number"),
+        (_tiny("--batch-sizes", "1,,2"), "--batch-sizes needs whole numbers"),
+        (_tiny("--input-sizes", "-5"), "not a positive whole number"),
+        (_tiny("--cuda-graphs"), "--cuda-graphs needs a CUDA device"),
+        (_tiny("--precision", "fp8"), "invalid choice: 'fp8'"),
+        (_tiny("--precision", "tf32"), "--precision tf32"),
+        (_tiny("--max-time-per-point", "nan"), "--max-time-per-point: must be a positive number"),
+        (_tiny("--max-time-per-point", "inf"), "--max-time-per-point: must be a positive number"),
+        (_tiny("--max-call-ms", "-1"), "--max-call-ms: must be a positive number of milliseconds"),
+        (_tiny("--memory-limit-mb", "0"), "--memory-limit-mb: must be a positive number of MiB"),
+        (_tiny("--threads", "0"), "--threads: must be a positive whole number"),
+        (_tiny("--max-batch-size", "-3"), "--max-batch-size: must be a positive whole number"),
+        (_tiny("--call-timeout", "nan"), "--call-timeout: must be a positive number of seconds"),
+        (_tiny("--worker-timeout", "0"), "--worker-timeout: must be a positive number of seconds"),
+        (_tiny("--search-tolerance", "150%"), "below 100%"),
+        (_tiny("--processes", "0"), "--processes: must be a positive whole number, not '0'"),
+        (_tiny("--processes", "1.5"), "--processes: must be a positive whole number, not '1.5'"),
+        (_tiny("--processes", "two"), "--processes: must be a positive whole number"),
         (
-            ["--model", "tiny", "--backend", "triton", "--processes", "2", "--batch-sizes", "1"],
+            _tiny("--backend", "triton", "--processes", "2", "--batch-sizes", "1"),
             "--processes is for the in-process backend",
         ),
-        (["--model", "tiny", "--fresh-warmup-at", "0,16"], "'0' is not a positive whole number"),
-        (["--model", "tiny", "--fresh-warmup-at", "16", "--warmup", "in-process"], "needs --warmup fresh-process"),
-        (["--model", "tiny", "--fresh-warmup-at", "3", "--batch-sizes", "1,2"], "--fresh-warmup-at 3 is not among"),
-        (["--model", "tiny", "--backend", "triton", "--request-timeout", "nan"], "--request-timeout: must be"),
-        (["--model", "tiny", "--backend", "triton", "--batch-sizes", "auto"], "is for the in-process backend"),
+        (_tiny("--fresh-warmup-at", "0,16"), "'0' is not a positive whole number"),
+        (_tiny("--fresh-warmup-at", "16", "--warmup", "in-process"), "needs --warmup fresh-process"),
+        (_tiny("--fresh-warmup-at", "3", "--batch-sizes", "1,2"), "--fresh-warmup-at 3 is not among"),
+        (_tiny("--backend", "triton", "--request-timeout", "nan"), "--request-timeout: must be"),
+        (_tiny("--backend", "triton", "--batch-sizes", "auto"), "is for the in-process backend"),
         (
-            ["--model", "tiny", "--backend", "triton", "--fresh-warmup-at", "1", "--batch-sizes", "1"],
+            _tiny("--backend", "triton", "--fresh-warmup-at", "1", "--batch-sizes", "1"),
             "is for the in-process backend",
         ),
     ],
@@ -120,7 +120,7 @@ def test_bad_input_is_one_clear_line_and_exit_code_2(tmp_path, capsys, args, wor
 
 def test_unreadable_torchscript_file(tmp_path, capsys):
     out = tmp_path / "p.csv"
-    code, _, stderr = run_cli(capsys, "profile", "--model", _unreadable_model(tmp_path), "--out", str(out), *FAST)
+    code, _, stderr = run_cli(capsys, *_profile(out, *FAST, model=_unreadable_model(tmp_path)))
     assert code == 2 and "cannot load" in stderr and "TorchScript" in stderr
     assert len(stderr.strip().splitlines()) == 1 and not out.exists()
 
@@ -139,7 +139,7 @@ def test_output_that_cannot_be_written(tmp_path, capsys, where):
         locked = tmp_path / "locked"
         locked.mkdir(mode=0o500)
         out = locked / "p.csv"
-    code, _, stderr = run_cli(capsys, "profile", "--model", "tiny", "--out", str(out), *FAST)
+    code, _, stderr = run_cli(capsys, *_profile(out, *FAST))
     assert code == 2
     assert "cannot write" in stderr or "is a directory" in stderr
     assert len(stderr.strip().splitlines()) == 1
@@ -155,23 +155,7 @@ def test_missing_required_option_is_one_line(capsys):
 def test_ctrl_c_keeps_finished_points_and_resume_completes(tmp_path):
     """A real Ctrl-C (SIGINT) to the real command, in the middle of a sweep."""
     out = tmp_path / "p.csv"
-    args = perfmodel_command(
-        "profile",
-        "--model",
-        "tiny",
-        "--input-sizes",
-        "32",
-        "--batch-sizes",
-        "1,2,4,8,16,32,64,128",
-        "--out",
-        str(out),
-        "--max-time-per-point",
-        "0.5",
-        "--warmup",
-        "in-process",
-        "--drift-probe",
-        "0",
-    )
+    args = perfmodel_command(*_profile(out, *HALF_SECOND, "--drift-probe", "0", batch_sizes=SWEEP, input_sizes="32"))
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env())
     deadline = time.monotonic() + 60
     while not (out.exists() and len(load_profile(out)) >= 2):
@@ -202,23 +186,8 @@ def test_help_says_what_auto_does(capsys):
 
 def test_estimate_measures_nothing(tmp_path, capsys):
     out = tmp_path / "p.csv"
-    code, _, stderr = run_cli(
-        capsys,
-        "profile",
-        "--model",
-        "tiny",
-        "--batch-sizes",
-        "auto",
-        "--input-sizes",
-        "32,64",
-        "--fresh-warmup-at",
-        "1,16",
-        "--search-tolerance",
-        "10%",
-        "--out",
-        str(out),
-        "--estimate",
-    )
+    rest = ["--fresh-warmup-at", "1,16", "--search-tolerance", "10%", "--estimate"]
+    code, _, stderr = run_cli(capsys, *_profile(out, *rest, batch_sizes="auto", input_sizes="32,64"))
     assert code == 0 and not out.exists()
     # 1024 on a CPU: 11 doublings and at most 4 bisections within 10%, plus 2 chosen sizes, per input size
     assert "at most 34 point(s), 4 of them with a fresh warm-up process" in stderr
@@ -226,19 +195,7 @@ def test_estimate_measures_nothing(tmp_path, capsys):
 
 def test_estimate_says_what_processes_cost(tmp_path, capsys):
     out = tmp_path / "p.csv"
-    code, _, stderr = run_cli(
-        capsys,
-        "profile",
-        "--model",
-        "tiny",
-        "--batch-sizes",
-        "1,4",
-        "--processes",
-        "3",
-        "--out",
-        str(out),
-        "--estimate",
-    )
+    code, _, stderr = run_cli(capsys, *_profile(out, "--processes", "3", "--estimate", batch_sizes="1,4"))
     assert code == 0 and not out.exists()
     assert "each measured in 3 processes (2 fresh ones per point besides the measuring one" in stderr
     assert "about 3x as long" in stderr and "per point and process" in stderr
@@ -259,21 +216,7 @@ def _gone(procs: list[psutil.Process], timeout_s: float = 10) -> bool:
 @pytest.mark.integration
 def test_sigterm_is_handled_like_ctrl_c(tmp_path):
     out = tmp_path / "p.csv"
-    args = perfmodel_command(
-        "profile",
-        "--model",
-        "tiny",
-        "--input-sizes",
-        "32",
-        "--batch-sizes",
-        "1,2,4,8,16,32,64,128",
-        "--out",
-        str(out),
-        "--max-time-per-point",
-        "0.5",
-        "--warmup",
-        "in-process",
-    )
+    args = perfmodel_command(*_profile(out, *HALF_SECOND, batch_sizes=SWEEP, input_sizes="32"))
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env())
     try:
         _wait_for(lambda: out.exists() and len(load_profile(out)) >= 2, proc)
@@ -293,17 +236,7 @@ def test_sigterm_is_handled_like_ctrl_c(tmp_path):
 @pytest.mark.integration
 def test_an_interrupt_before_the_first_point_claims_no_file(tmp_path):
     out = tmp_path / "p.csv"
-    args = perfmodel_command(
-        "profile",
-        "--model",
-        "tiny",
-        "--input-sizes",
-        "32",
-        "--batch-sizes",
-        "1",
-        "--out",
-        str(out),
-    )  # fresh-process warm-up: the first point takes seconds
+    args = perfmodel_command(*_profile(out, batch_sizes="1", input_sizes="32"))  # fresh-process warm-up: seconds
     proc = subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=repo_env(PYTHONUNBUFFERED="1")
     )
@@ -324,9 +257,7 @@ def test_a_sticky_cuda_error_exits_1_with_a_resume_hint(tmp_path, capsys):
 
     model = faulty_models.fails_above(tmp_path, 1, faulty_models.ILLEGAL_ACCESS)
     out = tmp_path / "p.csv"
-    code, _, stderr = run_cli(
-        capsys, "profile", "--model", model, "--batch-sizes", "1,2,4", "--input-sizes", "32", "--out", str(out), *FAST
-    )
+    code, _, stderr = run_cli(capsys, *_profile(out, *FAST, model=model, batch_sizes="1,2,4", input_sizes="32"))
     assert code == 1
     error = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert len(error) == 1 and "illegal memory access" in error[0] and "--resume" in error[0]
@@ -337,8 +268,9 @@ def test_a_sticky_cuda_error_exits_1_with_a_resume_hint(tmp_path, capsys):
 @pytest.mark.slow
 def test_the_drift_probe_measures_the_machine_and_every_row_carries_it(tmp_path, capsys):
     out = tmp_path / "p.csv"
-    args = ["profile", "--model", "tiny", "--batch-sizes", "1,2", "--input-sizes", "32", "--out", str(out)]
-    code, _, err = run_cli(capsys, *args, *FAST[:-2], "--drift-probe", "5s")
+    code, _, err = run_cli(
+        capsys, *_profile(out, *FAST[:-2], "--drift-probe", "5s", batch_sizes="1,2", input_sizes="32")
+    )
     assert code == 0, err
     rows = load_profile(out)
     assert (rows["drift_probe_s"] == 5).all()
@@ -354,7 +286,7 @@ def test_the_drift_probe_measures_the_machine_and_every_row_carries_it(tmp_path,
 @pytest.mark.parametrize("value, message", [("-1s", "negative"), ("1h", "10 min"), ("soon", "--drift-probe")])
 def test_a_bad_drift_probe_is_refused(tmp_path, capsys, value, message):
     out = tmp_path / "p.csv"
-    code, _, err = run_cli(capsys, "profile", "--model", "tiny", "--out", str(out), "--drift-probe", value)
+    code, _, err = run_cli(capsys, *_profile(out, "--drift-probe", value))
     assert code == 2 and message in err and not out.exists()
 
 
