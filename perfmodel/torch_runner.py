@@ -125,7 +125,7 @@ class TorchRunner:
             options.precision
         ]
         self.is_cuda = self.device.type == "cuda"
-        if options.threads is not None:
+        if options.threads is not None:  # process-wide, not restored: every runner has a process of its own
             torch.set_num_threads(options.threads)
         if self.is_cuda:
             # Let cuDNN pick the fastest kernels per shape, as serving stacks do; that autotuning

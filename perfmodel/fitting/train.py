@@ -89,8 +89,9 @@ def fit(
     by_group = [
         (_group_key(keys, values), rows) for values, rows in frame.groupby(keys, sort=True) if values[0] not in targets
     ]
-    unfit = [(key, why) for key, rows in by_group if (why := _unfittable(rows)) is not None]
-    by_group = [(key, rows) for key, rows in by_group if _unfittable(rows) is None]
+    checked = [(key, rows, _unfittable(rows)) for key, rows in by_group]
+    unfit = [(key, why) for key, _, why in checked if why is not None]
+    by_group = [(key, rows) for key, rows, why in checked if why is None]
     if on_total is not None:  # one step per quantity of each group fitted, one per target transferred
         on_total(len(by_group) * len(QUANTITIES) + len(targets))
     groups = tuple(_fit_group(key, rows, families, on_progress) for key, rows in by_group)
