@@ -301,16 +301,20 @@ def test_online_plans_refuse_confidence(profile, capsys):
 # --- the run keeps the promise where it can -------------------------------------------------------------
 
 
-def _worker(batches_done: int, given: int, per_batch: float, jitter: float = 0.0, hardware: str = "cpu"):
+def _worker(
+    batches_done: int, given: int, per_batch: float, jitter: float = 0.0, hardware: str = "cpu", index: int = 0
+):
     from perfmodel.run.planfile import WorkerPlan
     from perfmodel.run.result import WorkerRun
 
-    plan = WorkerPlan(0, f"{hardware}#0", hardware, 32, 8, given, 8 * given, "torch", "fp32", 1.0, 0.5, per_batch, 0)
+    plan = WorkerPlan(
+        index, f"{hardware}#{index}", hardware, 32, 8, given, 8 * given, "torch", "fp32", 1.0, 0.5, per_batch, 0
+    )
     w = WorkerRun(plan, [8] * given)
     t = 1.5
     for i in range(batches_done):
         step = per_batch * (1 + (jitter if i % 2 else -jitter))
-        w.batches.append({"start": t, "end": t + step, "images": 8})
+        w.batches.append({"start": t, "end": t + step, "images": 8, "owner": index, "batch": i})
         t += step
     return w
 
@@ -343,6 +347,30 @@ def test_the_outlook_counts_the_pieces_of_a_batch_put_back_in_pieces_instead_of_
     owed = 10 - 1 + 2 - 5  # its 10 batches, less the replaced one, plus its pieces, less the 5 it ran
     assert outlook([w], now, 100.0, {}).expected_end_s == pytest.approx(now + owed * 0.1)
     assert progress([w], now)[0].eta_s == pytest.approx(now + owed * 0.1)
+
+
+def test_the_outlook_counts_a_stolen_batch_once_with_the_worker_that_ran_it():
+    from perfmodel.run.progress import outlook
+
+    slow, thief = _worker(5, 20, 0.1), _worker(10, 10, 0.1, index=1)
+    thief.status = "running"
+    # the thief ran the slow worker's last 5 batches (15-19) after its own 10
+    for n in range(15, 20):
+        t = thief.batches[-1]["end"]
+        thief.batches.append({"start": t, "end": t + 0.1, "images": 8, "owner": 0, "batch": n})
+    now = thief.batches[-1]["end"]
+    # the slow worker still owes its batches 5-14 (10), not 15: the thief owes nothing
+    assert outlook([slow, thief], now, 100.0, {}).expected_end_s == pytest.approx(now + 10 * 0.1)
+
+
+def test_the_outlook_gives_a_lost_workers_batches_to_the_survivors():
+    from perfmodel.run.progress import outlook
+
+    lost, a, b = _worker(2, 12, 0.1), _worker(4, 10, 0.1, index=1), _worker(4, 10, 0.1, index=2)
+    lost.status = "lost"
+    now = a.batches[-1]["end"]
+    # 6 + 6 own batches left, and the lost worker's 10 undone, 5 each: 11 x 0.1 s from now
+    assert outlook([lost, a, b], now, 100.0, {}).expected_end_s == pytest.approx(now + 11 * 0.1)
 
 
 def test_a_plan_file_carries_its_probability_to_the_run_and_older_plans_still_read(tmp_path):
