@@ -41,6 +41,10 @@ def resolve_model(spec: str) -> ModelSpec:
             "file (.pt)."
         )
     path = Path(spec)
+    if path.is_dir():
+        raise InputError(
+            f"model file {spec} is a directory: give the path of a TorchScript file saved with torch.jit.save."
+        )
     if not path.is_file():
         raise InputError(
             f"model file {spec} does not exist: give the path of a TorchScript file saved with torch.jit.save."
@@ -61,10 +65,7 @@ def build_model(spec: ModelSpec, seed: int = 0):
                 warnings.simplefilter("ignore", DeprecationWarning)
                 model = torch.jit.load(spec.path, map_location="cpu")
         except Exception as exc:  # torch raises several kinds for a file that is not TorchScript
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InputError(
-                f"cannot load {spec.path} as a TorchScript model ({reason}); save it with torch.jit.save."
-            ) from None
+            raise InputError(f"cannot load {spec.path} as a TorchScript model: {_load_failure(exc)}.") from None
     elif spec.name == "tiny":
         model = _tiny_cnn_class()()
     else:
@@ -72,6 +73,24 @@ def build_model(spec: ModelSpec, seed: int = 0):
 
         model = getattr(import_torchvision().models, spec.name)(weights=None)
     return model.eval()
+
+
+def _load_failure(exc: Exception) -> str:
+    """Why torch.jit.load refused a file, in one clause that says how to make one it takes.
+
+    torch's own message for a file that is not TorchScript goes on for several sentences and calls the file
+    corrupted; the usual cause is a checkpoint from torch.save (a zip archive too, without TorchScript's code).
+    """
+    text = str(exc).strip()
+    if "PytorchStreamReader" in text and "constants.pkl" in text:
+        return (
+            "it holds no TorchScript code (a checkpoint or state_dict saved with torch.save has none); "
+            "save the model with torch.jit.save(torch.jit.script(model), path)"
+        )
+    if "PytorchStreamReader" in text:
+        return "it is not the zip archive torch.jit.save writes, or it is cut short; save the model with torch.jit.save"
+    reason = text.splitlines()[0].split(". ")[0].rstrip(".") if text else type(exc).__name__
+    return f"{reason}; save the model with torch.jit.save"
 
 
 @functools.cache

@@ -125,6 +125,33 @@ def test_unreadable_torchscript_file(tmp_path, capsys):
     assert len(stderr.strip().splitlines()) == 1 and not out.exists()
 
 
+def test_a_model_file_torch_jit_load_refuses_is_named_in_one_plain_sentence(tmp_path, capsys):
+    """A checkpoint from torch.save (the usual mistake) is said to be one; torch's own message, which goes on for
+    several sentences and calls the file corrupted, is not passed on."""
+    import torch
+
+    from perfmodel.models import TinyCNN
+
+    checkpoint = tmp_path / "weights.pth"
+    torch.save(TinyCNN().state_dict(), checkpoint)
+    out = tmp_path / "p.csv"
+    code, _, stderr = run_cli(capsys, "profile", "--model", str(checkpoint), "--out", str(out), *FAST)
+    assert code == 2 and "holds no TorchScript code" in stderr and "torch.jit.save(torch.jit.script(model)" in stderr
+    assert "corrupted" not in stderr and "miniz" not in stderr
+    assert len(stderr.strip().splitlines()) == 1 and not out.exists()
+    code, _, stderr = run_cli(capsys, "profile", "--model", _unreadable_model(tmp_path), "--out", str(out), *FAST)
+    assert code == 2 and "is not the zip archive torch.jit.save writes" in stderr and "miniz" not in stderr
+
+
+def test_a_directory_given_as_the_model_is_called_a_directory(tmp_path, capsys):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    out = tmp_path / "p.csv"
+    code, _, stderr = run_cli(capsys, "profile", "--model", str(folder), "--out", str(out), *FAST)
+    assert code == 2 and f"model file {folder} is a directory" in stderr and "does not exist" not in stderr
+    assert len(stderr.strip().splitlines()) == 1 and not out.exists()
+
+
 @pytest.mark.parametrize("where", ["missing-dir", "directory", "read-only-dir", "proc"])
 def test_output_that_cannot_be_written(tmp_path, capsys, where):
     if where == "missing-dir":

@@ -63,6 +63,7 @@ def test_plans_that_cannot_be_run_are_refused(tmp_path, plan, capsys):
     assert '"batches" is -1, not a whole number from 1 to' in refused(capsys, negative, "--synthetic")
     unknown = edited(tmp_path, plan, model={"name": "mynet", "path": None})
     assert "give its TorchScript file with --model FILE.pt" in refused(capsys, unknown, "--synthetic")
+    assert "is a directory: give the TorchScript file" in refused(capsys, plan, "--synthetic", "--model", tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -117,6 +117,8 @@ def check_model(plan: RunPlan, options: RunOptions) -> tuple[str, str | None]:
     """The model to load: (name, TorchScript path or None); InputError when it cannot be found."""
     path = options.model_path or plan.model_path
     if path is not None:
+        if os.path.isdir(path):
+            raise InputError(f"the model file {path} is a directory: give the TorchScript file with --model FILE.pt.")
         if not os.path.isfile(path):
             raise InputError(f"the model file {path} does not exist: give the TorchScript file with --model FILE.pt.")
         return plan.model, path
