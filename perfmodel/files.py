@@ -258,6 +258,8 @@ def read_csv_text(path: str | os.PathLike, error: type[PerfmodelError], what: st
     data = read_bytes(path, error, f"give the path of {what}")
     if not data.strip():
         raise error(f"{source} is empty: {what} needs a header row and at least one data row.")
+    if data.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] in (b"{", b"["):  # read as CSV, '{' heads one odd column
+        raise error(f"{source} holds JSON, not {what}: give the path of {what}.")
     if b"\0" in data:
         line = data[: data.index(b"\0")].count(b"\n") + 1
         raise error(

@@ -97,6 +97,10 @@ def test_missing_required_column_is_named(tmp_path):
         ("", "is empty"),
         (",".join(REQUIRED_COLUMNS) + "\n", "no measured points"),
         ("\x00\x01\x02garbage\n\xff\xfe", "not a readable CSV"),
+        # a predictor or plan given where a profile goes (fit p.json, plan --profile p.json): it was "has no
+        # measured points" (a one-line JSON) or "data row 118 has 2 fields where the header names 1 column"
+        ('{\n  "format": "perfmodel-predictor",\n  "groups": [1, 2]\n}\n', "holds JSON, not a profile CSV"),
+        ("[1, 2]\n", "holds JSON, not a profile CSV"),
     ],
 )
 def test_files_that_are_not_profiles(tmp_path, content, words):
