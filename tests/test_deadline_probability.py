@@ -98,6 +98,14 @@ def test_more_workers_finish_later_and_a_thousand_cost_no_more_than_one():
     assert abs(drawn["probability"] - 0.5) < 0.15
 
 
+def test_a_plan_of_no_workers_ends_at_zero(capsys):
+    """plan --images 0 said "median 9.09e-19 ms, p95 9.09e-19 ms": the bisection's upper end, halved 40 times."""
+    assert Makespan(()).quantiles() == {float(q): 0.0 for q in QUANTILES}
+    code = main(["plan", "--images", "0", "--deadline", "60s", "--pool", "cpu=1", "--json"])
+    plan = json.loads(capsys.readouterr().out)
+    assert code == 0 and set(plan["makespan_quantiles_s"].values()) == {0.0}
+
+
 def test_spread_by_source_names_each_source_and_counts_only_its_own():
     m = Makespan(
         (Workers(2, 1.0, 0.2, 50, 0.1, 0.03, load_sd_s=0.1, shared=(("p", 0.02),)),),

@@ -120,6 +120,8 @@ class Makespan:
             mid = (lo + hi) / 2
             below = self._cdf(mid, only) < target
             lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        # met already at the lower end (no workers: a plan of 0 images ends at 0 s, not at high / 2^40)
+        hi = np.where(self._cdf(np.full(len(levels), low), only) >= target, low, hi)
         return {float(q): float(x) for q, x in zip(levels, hi)}
 
     def spread_by_source(self) -> dict[str, float]:
