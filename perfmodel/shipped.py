@@ -37,8 +37,8 @@ def sources() -> tuple[list[Path], list[Path]]:
     """(profiles, predictors) that `perfmodel plan` uses when given no --profile or --predictor.
 
     The shipped predictors (profiles/*.json and profiles/reference/*.json) if there are any, else the
-    shipped profiles: this project's CPU profiles (profiles/*.csv, for CPU pools) and the published GPU
-    measurements (profiles/reference/*.csv). A profiles/ folder in the working directory comes first.
+    shipped profiles: this project's own (profiles/*.csv: its CPU, for CPU pools, and an H200) and the
+    published GPU measurements (profiles/reference/*.csv). A profiles/ folder in the working directory comes first.
     """
     for base in (Path.cwd() / "profiles", profiles_folder()):
         if base is None:

@@ -113,3 +113,16 @@ def test_sections_of_the_design_cited_in_the_code_exist():
         assert "DESIGN.md" not in text, path
         for number in re.findall(r"docs/design\.md,? section (\d+)", text):
             assert number in sections, (path, number)
+
+
+def test_plan_help_names_every_hardware_type_of_the_shipped_data():
+    """plan --help lists the types the shipped data offers; it left out h200 when that profile was added."""
+    import pandas as pd
+
+    from perfmodel.commands.plan import PLAN_EXAMPLES
+    from perfmodel.shipped import sources
+
+    profiles, _ = sources()
+    types = set(pd.concat(pd.read_csv(p, usecols=["hardware"]) for p in profiles)["hardware"])
+    help_text = " ".join(PLAN_EXAMPLES.split())
+    assert types and all(re.search(rf"\b{re.escape(t)}\b(?!-)", help_text) for t in types), types

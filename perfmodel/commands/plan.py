@@ -27,10 +27,11 @@ numbers known only so well; by default it keeps the deadline with probability 0.
 says its makespan's median and p95. --margin or --use p99 (without --confidence) plan on a fixed rule
 instead and still report the probability.
 
-data: with no --profile or --predictor, the shipped profiles: profiles/*.csv (this project's CPU, for
-CPU pools) and profiles/reference/*.csv (published GPU measurements: a100, a100-80gb, a30, a10, v100,
-v100-32gb, t4). The plan says per hardware type where its numbers come from; published figures have no
-warm-up, so their first batch is timed as a steady one (warmup_measured: false in --json).
+data: with no --profile or --predictor, the shipped profiles: profiles/*.csv (this project's
+measurements: its CPU, for CPU pools, and one H200, h200) and profiles/reference/*.csv (published GPU
+measurements: a100, a100-80gb, a30, a10, v100, v100-32gb, t4). The plan says per hardware type where its
+numbers come from; published figures have no warm-up, so their first batch is timed as a steady one
+(warmup_measured: false in --json).
 """
 
 
