@@ -440,3 +440,34 @@ def test_a_refusal_of_the_median_plan_too_does_not_suggest_a_lower_confidence(pr
     with pytest.raises(NoPlanError) as refused:
         make_plan(10**6, "10ms", profiles=[profile], input_size=64, pool={"cpu": 1})
     assert "--confidence" not in str(refused.value)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-0.9, 5.0), min_size=1, max_size=8))
+def test_a_few_predictor_errors_count_either_way_and_many_as_measured(errors):
+    from perfmodel.planning.spread import MIN_DIRECTED_ERRORS, undirected
+
+    out = undirected(errors)
+    if len(errors) >= MIN_DIRECTED_ERRORS:
+        assert list(out) == errors
+    else:
+        logs = np.sort(np.log1p(out))
+        assert np.allclose(logs, -logs[::-1]) and 0.0 in out  # symmetric in ratio, the fit itself among them
+
+
+def test_a_fit_on_three_batch_sizes_does_not_move_the_plans_median_by_its_one_error(tmp_path):
+    """A fit on 3 batch sizes has one cross-validated error (the middle size from the outer two): on a curve
+    that bends, far off (+100% and more); the plan's median stays at its finish, the error widens its p95."""
+    from perfmodel import fit
+
+    first = profile_rows(sizes=(32,))[0]
+    rows = [  # the tiny model's bend, as measured at 32 px
+        {**first, "batch_size": b, "latency_ms": ms, "latency_p99_ms": 1.2 * ms, "warmup_ms": 4.0}
+        for b, ms in ((1, 0.13), (4, 0.5), (16, 0.57))
+    ]
+    path = tmp_path / "three.json"
+    fit(pd.DataFrame(rows)).save(path)
+    job = make_plan(20_000, "10s", predictors=[str(path)], pool={"cpu": 1}, input_size=32)
+    quantiles = job.plan.annotations["makespan_quantiles_s"]
+    assert quantiles["p50"] == pytest.approx(job.plan.makespan_s, rel=0.1)
+    assert quantiles["p95"] > 1.2 * job.plan.makespan_s

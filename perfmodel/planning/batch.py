@@ -23,7 +23,7 @@ from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, Perfmo
 from perfmodel.planning import drift
 from perfmodel.planning.basis import EXTRAPOLATION_FACTOR, Basis
 from perfmodel.planning.context import Option, PlannedJob, build_context, model_argument, option_of
-from perfmodel.planning.spread import batch_moments, makespan_of
+from perfmodel.planning.spread import batch_moments, makespan_of, undirected
 from perfmodel.units import MAX_SECONDS, parse_count, parse_duration, parse_fraction, shown, spoken_list
 
 # The most images (in all) and GPUs (of one type) a plan may hold: beyond them the solver's
@@ -659,6 +659,8 @@ def _record_predictor_spread(t, group, label: str, size: int, b: np.ndarray) -> 
     for region in ("inside", "beyond"):
         if (label, region) not in t.errors and hasattr(group, "error_samples"):
             samples = group.error_samples(beyond=region == "beyond", quantity="latency_ms")
+            if samples is not None and getattr(group, "transfer", None) is None:
+                samples = undirected(samples)
             if samples is not None:
                 t.errors[(label, region)] = tuple(float(x) for x in samples)
 

@@ -33,6 +33,23 @@ COLOCATION_RATIOS = (
 _Z99 = 2.3263478740408408  # the standard normal's 99th percentile
 
 
+# Fewer measured errors than this (a fit on 3-4 batch sizes) tell their size, not their direction.
+MIN_DIRECTED_ERRORS = 5
+
+
+def undirected(errors) -> np.ndarray:
+    """A predictor's relative errors as the plan draws them. Five or more: as measured. Fewer: one
+    held-out batch size's error says how far the fit can be off, not which way it is off at another
+    batch size, and as a distribution it would move the whole plan by it (a fit on 3 batch sizes has one
+    such error, once +132%: every plan's median 2.3x its finish). Each ratio is then taken both ways
+    (1 + e and 1 / (1 + e)), beside the fit itself (no error)."""
+    errors = np.asarray(errors, float)
+    if len(errors) >= MIN_DIRECTED_ERRORS:
+        return errors
+    ratios = 1.0 + errors[errors > -1]
+    return np.concatenate(([0.0], ratios - 1.0, 1.0 / ratios - 1.0))
+
+
 def batch_moments(p50, p99=None, mean=None, sd=None) -> tuple[np.ndarray, np.ndarray]:
     """(mean, sd) of one batch's time, arrays like p50: measured mean and sd where given, else a
     lognormal through p50 and p99, else (p50, 0)."""
