@@ -330,3 +330,10 @@ def test_the_drift_probe_with_triton_is_refused_unless_it_is_zero(value, refused
             _drift_probe(args)
     else:
         assert _drift_probe(args) == 0.0
+
+
+def test_estimate_with_resume_says_it_counts_the_whole_sweep(tmp_path, capsys):
+    out = tmp_path / "p.csv"
+    code, _, stderr = run_cli(capsys, *_profile(out, "--resume", "--estimate", batch_sizes="1,4"))
+    assert code == 0 and not out.exists()
+    assert "whole sweep: --resume measures only the points not yet in" in " ".join(stderr.split())

@@ -326,6 +326,9 @@ def run(args) -> int:
     )
     if args.estimate:
         plan = estimate_profile(config)
+        summary = plan.describe()
+        if args.resume:  # the estimate does not read --out
+            summary += f"; that is the whole sweep: --resume measures only the points not yet in {args.out}"
         if args.json:
             console.print_json(
                 {
@@ -333,12 +336,12 @@ def run(args) -> int:
                     "points_is_bound": plan.bound,
                     "fresh_workers": plan.fresh_workers,
                     "sampling_s_max": plan.sampling_s,
-                    "summary": plan.describe(),
+                    "summary": summary,
                     **({"processes": plan.processes} if plan.processes > 1 else {}),
                 }
             )
         else:
-            console.note(f"{args.model}: {plan.describe()}")
+            console.note(f"{args.model}: {summary}")
         return 0
     new_points = []
     counted = {"done": 0, "total": None}  # the sweep's last point event: is anything left after an interrupt?
