@@ -173,7 +173,7 @@ def _plan(problem: Problem, assignments: list[Assignment], runs, started: float)
         gpus_by_type[a.hardware] += a.count
         planned[a.input_size] += a.images_total
     prices = {t.name: t.cost_per_hour for t in problem.gpu_types}
-    priced = all(prices[name] is not None for name in gpus_by_type)
+    priced = all(prices[name] is not None for name in gpus_by_type or prices)  # no GPUs: priced if the pool is
     cost = sum(n * prices[name] for name, n in gpus_by_type.items()) * problem.deadline_s / 3600 if priced else None
     total = sum(gpus_by_type.values())
     if problem.mode == "relaxed":

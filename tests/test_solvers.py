@@ -165,6 +165,7 @@ def test_relaxed_with_no_image_count_fills_the_pool():
 def test_no_images_is_an_empty_plan():
     plan = solved(one_type([Column(8, 10, 10)], images=0))
     assert plan.total_gpus == 0 and plan.assignments == () and plan.status == "optimal"
+    assert plan.cost is None  # no prices: no cost, not a cost of 0 (it read 'cost 0')
 
 
 def test_max_batch_drops_larger_candidates():
