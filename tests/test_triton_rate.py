@@ -79,6 +79,22 @@ def test_rate_flags_are_checked_before_any_work(tmp_path, capsys, args, says):
     assert not (tmp_path / "x.csv").exists()
 
 
+def test_rate_sweep_says_what_it_plans(tmp_path, capsys, monkeypatch):
+    """The 'planned:' line of an open-loop sweep names its points and time (it was 'planned: ' alone)."""
+    from perfmodel.profile.backends import triton_rate
+
+    def no_server(*args, **kwargs):
+        raise DeviceError("no server in this test")
+
+    monkeypatch.setattr(triton_rate, "_target", no_server)
+    out = tmp_path / "x.csv"
+    args = ["--backend", "triton", "--rate", "50,100/s", "--duration", "5s", "--input-sizes", "32", "--out", str(out)]
+    code = main(["profile", "--model", "tiny", *args])
+    planned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("planned:")]
+    assert code == 2 and not out.exists()
+    assert planned == ["planned: 2 point(s); sampling takes at most 6 s per point (12 s in all)"]
+
+
 @pytest.fixture(scope="module")
 def batching_server():
     try:

@@ -49,7 +49,7 @@ from perfmodel.profile.backends.triton_client import (
 from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings
 from perfmodel.profile.backends.triton_server import TOKEN_ENV
 from perfmodel.profile.backends.triton_stats import batch_statistics
-from perfmodel.profile.config import SweepEvent
+from perfmodel.profile.config import Estimate, SweepEvent
 from perfmodel.profile.output import ProfileOutput
 from perfmodel.profile.provenance import now_utc
 from perfmodel.profile.timing import LatencySummary
@@ -410,7 +410,8 @@ def sweep_rates(config, opts, output: ProfileOutput, notify, hardware: str, moni
             "server_max_queue_delay_ms": batching.max_queue_delay_us / 1000,
         }
         points.append((identity, output.get(identity)))
-    notify(SweepEvent("start", total=len(points)))
+    per_point_s = opts.duration_s + warmup_for(opts.duration_s)
+    notify(SweepEvent("start", total=len(points), message=Estimate(len(points), False, per_point_s, 0).describe()))
     done = 0
     for identity, row in points:  # what the file already holds
         if row is not None:
