@@ -130,6 +130,35 @@ def test_an_unreachable_address_is_refused_at_once(plan, capsys, monkeypatch, tm
     assert "--address auto found no running Ray cluster" in refused(capsys, plan, "--synthetic", "--address", "auto")
 
 
+def test_an_address_where_something_else_listens_is_refused_within_seconds(plan, capsys, monkeypatch):
+    """A web server, or a port that accepts and stays silent, at --address: ray.init retried for minutes."""
+    import http.server
+    import threading
+
+    monkeypatch.setattr(clusters, "CONNECT_TIMEOUT_S", 0.5)
+
+    class Quiet(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):  # not on the stderr the test reads
+            pass
+
+    web = http.server.HTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        try:
+            for address in (
+                f"127.0.0.1:{web.server_port}",
+                f"127.0.0.1:{silent.getsockname()[1]}",
+                f"ray://127.0.0.1:{web.server_port}",
+            ):
+                said = refused(capsys, plan, "--synthetic", "--address", address)
+                assert f"{address} does not answer as a Ray cluster" in said
+        finally:
+            web.shutdown()
+            web.server_close()
+
+
 def test_the_plan_expands_to_one_worker_per_gpu(plan):
     run_plan = read_run_plan(plan)
     assert [w.name for w in run_plan.workers] == ["cpu#0", "cpu#1"]

@@ -271,7 +271,40 @@ def resolve_address(address: str) -> str:
             f"no Ray cluster answers at {address} ({exc.strerror or exc}): check --address "
             "(host:port of the head node's GCS, e.g. 10.0.0.2:6379)."
         ) from None
+    _check_ray_answers(address, host, port)
     return address
+
+
+def _check_ray_answers(address: str, host: str, port: int) -> None:
+    """An open port is not yet Ray: something else listening there (a web server, Triton's gRPC port, the
+    dashboard) would keep ray.init retrying for minutes. Ask it as Ray's driver would, within seconds: the
+    GCS for its cluster ID (an authentication error is an answer too), a ray:// server for a gRPC channel."""
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):  # a TLS cluster: Ray's own check only
+        return
+    try:
+        import grpc
+    except ImportError:  # no Ray either: the run says so later
+        return
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    with grpc.insecure_channel(target) as channel:
+        if address.startswith("ray://"):
+            try:
+                grpc.channel_ready_future(channel).result(timeout=CONNECT_TIMEOUT_S)
+                return
+            except grpc.FutureTimeoutError:
+                why = f"no gRPC answer within {CONNECT_TIMEOUT_S:g} s"
+        else:
+            try:
+                channel.unary_unary("/ray.rpc.NodeInfoGcsService/GetClusterId")(b"", timeout=CONNECT_TIMEOUT_S)
+                return
+            except grpc.RpcError as exc:
+                if exc.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+                    return
+                why = exc.code().name.lower().replace("_", " ")
+    raise InputError(
+        f"{address} does not answer as a Ray cluster ({why}): something else listens there; check --address "
+        "(host:port of the head node's GCS, e.g. 10.0.0.2:6379, or ray://host:10001 of its Ray Client server)."
+    )
 
 
 def _host_port(address: str, given: str) -> tuple[str, int]:
