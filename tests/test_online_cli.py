@@ -246,6 +246,10 @@ def test_arrivals_from_a_trace(profile, tmp_path, capsys):
         (["--rate", "400/s", "--slo", "50ms", "--max-queue-delay", "soon"], "--max-queue-delay"),
         (["--rate", "400/s", "--slo", "50ms", "--pool", "tpu=4"], "no profile or predictor for tpu"),
         (["--rate", "400/s", "--slo", "50ms", "--input-size", "512"], "at 512 px"),
+        (
+            ["--rate", "400/s", "--slo", "50ms", "--input-size", "512"],
+            "sizes timed so: 224: plan at one with --input-size 224",
+        ),
         (["--rate", "400/s", "--slo", "50ms", "--request-size", "64"], "above the largest batch timed (32 images)"),
         (["--rate", "400/s", "--slo", "50ms", "--margin", "-5%"], "--margin '-5%' is negative"),
         (["--rate", "400/s", "--slo", "50ms", "--margin", "abc"], "--margin 'abc' is not a percentage"),

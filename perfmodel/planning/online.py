@@ -147,11 +147,28 @@ def service_options(
         _from_predictor(options, predictor, model, input_size, backend, precision)
     if not options:
         what = " ".join(x for x in (backend, precision) if x)
+        sizes = _sizes_timed(frame, model, backend, precision) if frame is not None else []
+        if sizes:
+            measured = f"sizes timed so: {', '.join(map(str, sizes))}: plan at one with --input-size {sizes[0]}"
+        elif frame is not None:
+            measured = "the profiles time it so at no input size: profile it without --rate, at concurrency 1"
+        else:
+            measured = "give --input-size of a size measured"
         raise InputError(
             f"nothing times {model}{' ' + what if what else ''} at {input_size} px one request at a time (status ok, "
-            "concurrency 1, no --rate rows): give --input-size of a size measured, or a predictor."
+            f"concurrency 1, no --rate rows); {measured}, or give a predictor."
         )
     return options
+
+
+def _sizes_timed(frame, model, backend, precision) -> list[int]:
+    """The input sizes at which a profile times `model` one request at a time (what _from_profiles reads)."""
+    rows = frame[(frame["status"] == "ok") & (frame["model"] == model)]
+    if backend:
+        rows = rows[rows["backend"] == backend]
+    if precision:
+        rows = rows[rows["precision"] == precision]
+    return sorted({int(x) for x in _single_requests(rows)["input_size"]})
 
 
 def _single_requests(frame):
