@@ -55,6 +55,20 @@ def test_a_file_that_is_not_settings_is_refused(tmp_path):
         read_settings(bad)
 
 
+@pytest.mark.parametrize("field, value", [("ray_actor_options", []), ("user_config", "fast"), (None, [])])
+def test_a_deployment_of_the_wrong_shape_is_refused(tmp_path, field, value):
+    deployment = {"num_replicas": 1, "max_ongoing_requests": 2, "ray_actor_options": {}, "user_config": {}}
+    deployment["user_config"] = {"max_batch_size": 1, "batch_wait_timeout_s": 0.0}
+    if field is not None:
+        deployment[field] = value
+    bad = tmp_path / "x.json"
+    bad.write_text(
+        json.dumps({"format": "perfmodel-ray-serve", "deployments": {"cpu": deployment if field else value}})
+    )
+    with pytest.raises(InputError, match="the deployment 'cpu' is incomplete"):
+        read_settings(bad)
+
+
 def test_an_input_is_never_written_over(tmp_path, capsys):
     profile = tiny_profile(tmp_path / "cpu.csv")
     assert main([*online_plan_args(profile), "--ray-serve-config", str(profile)]) == 2

@@ -122,6 +122,6 @@ def read_settings(path: str | os.PathLike) -> dict[str, ServeSettings]:
                 float(actor.get("num_cpus", 1)),
                 float(actor.get("num_gpus", 0)),
             )
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):  # AttributeError: options not an object
             raise InputError(f"{os.fspath(path)}: the deployment {name!r} is incomplete: {hint}.") from None
     return out
