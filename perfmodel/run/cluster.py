@@ -276,8 +276,8 @@ def resolve_address(address: str) -> str:
 
 
 def _check_ray_answers(address: str, host: str, port: int) -> None:
-    """An open port is not yet Ray: something else listening there (a web server, Triton's gRPC port, the
-    dashboard) would keep ray.init retrying for minutes. Ask it as Ray's driver would, within seconds: the
+    """An open port is not yet Ray: something else listening there (a web server, the dashboard, a silent
+    listener) would keep ray.init retrying for minutes. Ask it as Ray's driver would, within seconds: the
     GCS for its cluster ID (an authentication error is an answer too), a ray:// server for a gRPC channel."""
     if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):  # a TLS cluster: Ray's own check only
         return
@@ -298,7 +298,13 @@ def _check_ray_answers(address: str, host: str, port: int) -> None:
                 channel.unary_unary("/ray.rpc.NodeInfoGcsService/GetClusterId")(b"", timeout=CONNECT_TIMEOUT_S)
                 return
             except grpc.RpcError as exc:
-                if exc.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+                # an answer from a gRPC server: Ray's (authenticated, or a version without this call: let
+                # ray.init judge it; another gRPC server is then refused by Ray within about 20 s)
+                if exc.code() in (
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    grpc.StatusCode.UNIMPLEMENTED,
+                ):
                     return
                 why = exc.code().name.lower().replace("_", " ")
     raise InputError(
