@@ -291,3 +291,22 @@ def test_finished_labels_are_never_overwritten_and_a_finished_run_resumes_to_not
     assert main(["run", str(plan), "--images", str(folder), "--out", str(out), "--resume"]) == 0  # no Ray started
     assert "0 of 40 images (+40 done before)" in capsys.readouterr().out
     assert out.read_text() == before
+
+
+def test_a_weights_file_torch_cannot_read_is_named_plainly(tmp_path):
+    """torch.load says 'pop from empty list' for a CSV, and advises an unsafe load for a whole model."""
+    import torch
+
+    from perfmodel.run.worker import weights_failure
+
+    def failure(path):
+        with pytest.raises(Exception) as raised:
+            torch.load(path, map_location="cpu", weights_only=True)
+        return weights_failure(str(path), raised.value)
+
+    table = tmp_path / "profile.csv"
+    table.write_text("a,b\n1,2\n")
+    assert failure(table) == "it is not a file written by torch.save"
+    whole = tmp_path / "model.pt"
+    torch.save(torch.nn.Linear(2, 2), whole)
+    assert "a whole model saved with torch.save(model)" in failure(whole)

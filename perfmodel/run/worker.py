@@ -30,6 +30,21 @@ PREFETCH = 2  # batches decoded ahead of the one running
 SEND_EVERY_S = 0.5
 
 
+def weights_failure(path: str, exc: Exception) -> str:
+    """Why torch.load refused a weights file, in a clause: torch's own text is 'pop from empty list' for a
+    CSV, or advice to load unsafely (weights_only=False) for a file holding pickled objects."""
+    import pickle
+    import zipfile
+
+    from perfmodel.run.cluster import first_line
+
+    if not zipfile.is_zipfile(path):  # torch.save writes a zip archive (since torch 1.6); older ones load
+        return "it is not a file written by torch.save"
+    if isinstance(exc, pickle.UnpicklingError):
+        return "it holds pickled objects besides tensors, e.g. a whole model saved with torch.save(model)"
+    return first_line(exc)
+
+
 @dataclass(frozen=True)
 class WorkerSpec:
     """How one worker runs its model."""
@@ -155,7 +170,7 @@ class RunWorker:
             state = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as exc:  # not a torch file, or one that needs pickled code
             raise InputError(
-                f"cannot read the weights {path} ({first_line(exc)}): give a state_dict saved with "
+                f"cannot read the weights {path} ({weights_failure(path, exc)}): give a state_dict saved with "
                 "torch.save(model.state_dict(), path)."
             ) from None
         if not isinstance(state, dict):
