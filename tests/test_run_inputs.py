@@ -310,3 +310,7 @@ def test_a_weights_file_torch_cannot_read_is_named_plainly(tmp_path):
     whole = tmp_path / "model.pt"
     torch.save(torch.nn.Linear(2, 2), whole)
     assert "a whole model saved with torch.save(model)" in failure(whole)
+
+
+def test_decode_threads_with_random_inputs_is_refused(plan, capsys):
+    assert "--decode-threads needs --images" in refused(capsys, plan, "--synthetic", "--decode-threads", "4")

@@ -78,7 +78,7 @@ def add_parser(sub) -> None:
         type=positive("", whole=True),
         default=1,
         metavar="N",
-        help="image-decoding threads per worker (default: 1)",
+        help="image-decoding threads per worker, with --images (default: 1)",
     )
     p.add_argument("--json", action="store_true", help="print what was predicted and measured as JSON")
     p.set_defaults(run=run)

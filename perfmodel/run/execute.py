@@ -95,6 +95,8 @@ def prepare_inputs(plan: RunPlan, options: RunOptions) -> Inputs:
     if options.synthetic:
         if options.resume:
             raise InputError("--resume needs --images: random inputs have nothing to resume.")
+        if options.decode_threads != 1:
+            raise InputError("--decode-threads needs --images: random inputs are not decoded.")
         return Inputs({w.index: synthetic_batches(w) for w in plan.workers})
     files, unreadable = find_images(options.images)
     if options.out is not None and any(os.path.abspath(f) == os.path.abspath(options.out) for f in files):
