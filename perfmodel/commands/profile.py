@@ -196,7 +196,10 @@ def add_parser(sub) -> None:
         help="longest a fresh warm-up process may take, from its start to its answer (default: 900)",
     )
     p.add_argument(
-        "--resume", action="store_true", help="continue the sweep already in --out, measuring only missing points"
+        "--resume",
+        action="store_true",
+        help="continue the sweep already in --out, measuring only the points of this sweep not yet in it "
+        "(other rows of the file, e.g. another model's, are kept)",
     )
     p.add_argument(
         "--estimate",
