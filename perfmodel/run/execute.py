@@ -25,7 +25,7 @@ from perfmodel.run.labels import LabelWriter, RunIdentity, check_out, read_label
 from perfmodel.run.planfile import RunPlan
 from perfmodel.run.progress import Outlook, TypeProgress, outlook, progress
 from perfmodel.run.replan import suggest
-from perfmodel.run.result import LostWorker, RunResult, WorkerRun, images_in
+from perfmodel.run.result import LostWorker, RunResult, WorkerRun, batches_done, images_in
 from perfmodel.run.shares import batches, split, synthetic_batches
 from perfmodel.run.worker import WorkerSpec, check_runnable
 
@@ -385,7 +385,7 @@ class _Execution:
     def _lose(self, w: WorkerRun, pending: dict) -> None:
         import ray
 
-        done = {(b["owner"], b["batch"]) for x in self.result.workers for b in x.batches}
+        done = batches_done(self.result.workers)
         back = ray.get(self.queue.lose.remote(w.plan.index, sorted(done)))
         queues, replaced = ray.get(self.queue.state.remote())
         for x in self.result.workers:  # batches put back in pieces for a smaller survivor: the pieces are its own

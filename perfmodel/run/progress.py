@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from scipy.special import ndtr
 
 from perfmodel.planning.drift import Drift, default_for
-from perfmodel.run.result import WorkerRun
+from perfmodel.run.result import WorkerRun, batches_done
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def _left(workers: list[WorkerRun], now_s: float) -> dict[int, int]:
     pieces, whose pieces count instead) and that no worker has done (with --steal another may have), and
     the undone batches of the workers lost with their node, each to the survivor of its input size that
     would be free first, as the queue hands them out (run/steal.py)."""
-    done = {(b["owner"], b["batch"]) for w in workers for b in w.batches}
+    done = batches_done(workers)
     left = {w.plan.index: len(w.not_done(done)) for w in workers if w.status != "lost"}
     for lost in (w for w in workers if w.status == "lost"):
         takers = [
@@ -98,9 +98,9 @@ def outlook(workers: list[WorkerRun], now_s: float, deadline_s: float, drifts: d
     for w in workers:
         if w.status == "lost":  # its batches went back to the survivors, whose ends count them
             continue
-        end = _eta(w, left[w.plan.index], now_s)
-        ends.append(end)
         n = left[w.plan.index]
+        end = _eta(w, n, now_s)
+        ends.append(end)
         if w.status not in ("running", "done") or n <= 0:
             probability *= 1.0 if end <= deadline_s else 0.0
             continue

@@ -23,6 +23,11 @@ def images_in(batches) -> int:
     return sum(item if isinstance(item, int) else len(item) for item in batches)
 
 
+def batches_done(workers) -> set[tuple[int, int]]:
+    """(owner, batch number) of every batch a worker has finished, whoever's it was."""
+    return {(b["owner"], b["batch"]) for w in workers for b in w.batches}
+
+
 @dataclass
 class WorkerRun:
     """What one worker did; filled in while the run goes on."""
@@ -187,7 +192,7 @@ class RunResult:
     def unfinished(self) -> list:
         """The batches given to workers and not done (a worker died, or the run was interrupted):
         file lists, or image counts on random inputs."""
-        done = {(b["owner"], b["batch"]) for w in self.workers for b in w.batches}
+        done = batches_done(self.workers)
         return [item for w in self.workers for item in w.not_done(done)]
 
     def rerun_batches(self) -> list[dict]:
