@@ -58,6 +58,19 @@ def wait_gone(processes) -> list:
     return alive(processes)
 
 
+def rows_once_written(process, labels, timeout_s: float = 120.0) -> int:
+    """Wait for the run's first flush of the labels (every 5 s): a fixed sleep raced the first batches
+    on a loaded machine, and a signal before any batch leaves nothing to keep."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            return len(pd.read_csv(labels))
+        except (FileNotFoundError, pd.errors.EmptyDataError):
+            time.sleep(0.2)
+    process.kill()
+    pytest.fail(f"perfmodel run wrote no labels within {timeout_s:.0f} s")
+
+
 def keeper_pids(processes) -> set[int]:
     return {p.pid for p in processes if "perfmodel.run.keeper" in _title(p)}
 
@@ -66,12 +79,12 @@ def keeper_pids(processes) -> set[int]:
 def test_an_interrupt_stops_everything_and_keeps_the_labels(long_plan, tmp_path, sig, code):
     process, started = start_run(long_plan, tmp_path)
     keepers = keeper_pids(started)
-    time.sleep(0.5)  # some batches done
+    written = rows_once_written(process, tmp_path / "labels.csv")  # some batches done and flushed
     process.send_signal(sig)
     _, err = process.communicate(timeout=120)
     assert process.returncode == code, err
     assert ("interrupted" if sig == signal.SIGINT else "terminated") in err and "Traceback" not in err
-    assert len(pd.read_csv(tmp_path / "labels.csv")) > 0  # the finished results are kept
+    assert len(pd.read_csv(tmp_path / "labels.csv")) >= written > 0  # the finished results are kept
     assert wait_gone(started) == []
     assert stray_folders(keepers) == []
 
