@@ -137,6 +137,18 @@ def test_a_group_that_cannot_be_fitted_is_named_and_the_others_are_fitted(profil
     assert skipped["group"]["model"] == "tiny" and "a fit needs at least two batch sizes" in skipped["reason"]
 
 
+def test_a_plan_for_a_model_the_fit_left_out_says_why(profile_csv, tmp_path, capsys):
+    mixed, out = tmp_path / "mixed.csv", tmp_path / "p.json"
+    _with_single_point_groups(profile_csv, mixed, "tiny")
+    assert main(["fit", str(mixed), "--out", str(out), "--families", "linear"]) == 0
+    capsys.readouterr()
+    for mode in (["--images", "100", "--deadline", "10s"], ["--mode", "online", "--rate", "5/s", "--slo", "1s"]):
+        assert main(["plan", "--predictor", str(out), "--model", "tiny", *mode]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "no tiny in the profiles or predictors given; they hold synthetic" in err[0], err
+        assert "their fit left it out: synthetic-gpu/tiny/torch/fp16 has a single measured point" in err[0]
+
+
 def test_a_fit_where_no_group_can_be_fitted_is_refused_in_one_sentence(profile_csv, tmp_path, capsys):
     import pandas as pd
 

@@ -374,7 +374,7 @@ def _gather(profiles, predictors, model, sizes, r: PlanRequest, basis) -> tuple[
     loaded = [(_source_name(p), _load_predictor(p)) for p in predictors]
     models = set() if frame is None else set(frame["model"])
     models |= {g.model for _, p in loaded for g in p.groups}
-    model = _pick_model(model, models)
+    model = _pick_model(model, models, [p for _, p in loaded])
 
     options: dict[str, _Options] = {}
     if frame is not None:
@@ -395,16 +395,31 @@ def _gather(profiles, predictors, model, sizes, r: PlanRequest, basis) -> tuple[
     return options, model
 
 
-def _pick_model(model: str | None, models: set[str]) -> str:
+def _pick_model(model: str | None, models: set[str], predictors=()) -> str:
     if model is not None:
         if model not in models:
-            raise InputError(f"no {model} in the profiles or predictors given; they hold {', '.join(sorted(models))}.")
+            raise InputError(
+                f"no {model} in the profiles or predictors given; they hold {', '.join(sorted(models))}"
+                + _left_out_at_fit(model, predictors)
+                + "."
+            )
         return model
     if len(models) == 1:
         return next(iter(models))
     if DEFAULT_MODEL in models:
         return DEFAULT_MODEL
     raise InputError(f"the profiles hold several models ({', '.join(sorted(models))}): pick one with --model.")
+
+
+def _left_out_at_fit(model: str, predictors) -> str:
+    """Why a predictor lacks `model`, where its fit left the model's groups out (provenance.skipped_groups)."""
+    reasons = [
+        f"{'/'.join(str(v) for v in s['group'].values())} has {s.get('reason', 'no reason given')}"
+        for p in predictors
+        for s in (p.provenance.get("skipped_groups") or [])
+        if isinstance(s, dict) and isinstance(s.get("group"), dict) and s["group"].get("model") == model
+    ]
+    return f" (their fit left it out: {'; '.join(reasons)})" if reasons else ""
 
 
 def _profile_sizes(frame, model) -> set[int]:

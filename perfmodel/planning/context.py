@@ -254,7 +254,7 @@ def describe(job: PlannedJob) -> list[str]:
         lines.append(f"planned from {s.kind} {where}" + (f" (sha256 {s.sha256[:12]})" if s.sha256 else ""))
     for name, t in c.load_times.items():
         if name in job.plan.gpus_by_type:
-            how = {"none": "none measured, so 0 s", "--load-time": "from --load-time"}.get(
+            how = {"none": "none measured, so 0 s: set it with --load-time", "--load-time": "from --load-time"}.get(
                 t.source, f"from the {t.source}"
             )
             lines.append(f"load time per {name}: {t.seconds:.3g} s ({how})")

@@ -139,7 +139,7 @@ def service_options(
     loaded = [_load_predictor(p) for p in predictors]
     models = set() if frame is None else set(frame["model"])
     models |= {g.model for p in loaded for g in p.groups}
-    model = _pick_model(model, models)
+    model = _pick_model(model, models, loaded)
     options: dict[str, list[ServiceTimes]] = {}
     if frame is not None:
         _from_profiles(options, frame, model, input_size, backend, precision)
