@@ -40,18 +40,21 @@ def resolve_model(spec: str) -> ModelSpec:
             f"unknown model {spec!r}: choose one of {', '.join(BUILTIN_MODELS)}, or give the path of a TorchScript "
             "file (.pt)."
         )
-    path = Path(spec)
-    if path.is_dir():
-        raise InputError(
-            f"model file {spec} is a directory: give the path of a TorchScript file saved with torch.jit.save."
-        )
-    if not path.is_file():
-        raise InputError(
-            f"model file {spec} does not exist: give the path of a TorchScript file saved with torch.jit.save."
-        )
+    problem = model_file_problem(spec)
+    if problem is not None:
+        raise InputError(f"model file {spec} {problem}: give the path of a TorchScript file saved with torch.jit.save.")
+    return ModelSpec(Path(spec).stem, str(Path(spec)))
+
+
+def model_file_problem(path: str) -> str | None:
+    """Why `path` cannot be a model file ('is a directory', 'does not exist', 'cannot be read'), or None."""
+    if os.path.isdir(path):
+        return "is a directory"
+    if not os.path.isfile(path):
+        return "does not exist"
     if not os.access(path, os.R_OK):
-        raise InputError(f"cannot read model file {spec}: permission denied.")
-    return ModelSpec(path.stem, str(path))
+        return "cannot be read (permission denied)"
+    return None
 
 
 def build_model(spec: ModelSpec, seed: int = 0):

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from perfmodel.errors import InputError, PerfmodelError
-from perfmodel.models import BUILTIN_MODELS
+from perfmodel.models import BUILTIN_MODELS, model_file_problem
 from perfmodel.run import cluster as clusters
 from perfmodel.run.images import find_images, size_classes
 from perfmodel.run.labels import LabelWriter, RunIdentity, check_out, read_labels
@@ -119,10 +119,9 @@ def check_model(plan: RunPlan, options: RunOptions) -> tuple[str, str | None]:
     """The model to load: (name, TorchScript path or None); InputError when it cannot be found."""
     path = options.model_path or plan.model_path
     if path is not None:
-        if os.path.isdir(path):
-            raise InputError(f"the model file {path} is a directory: give the TorchScript file with --model FILE.pt.")
-        if not os.path.isfile(path):
-            raise InputError(f"the model file {path} does not exist: give the TorchScript file with --model FILE.pt.")
+        problem = model_file_problem(path)
+        if problem is not None:
+            raise InputError(f"the model file {path} {problem}: give the TorchScript file with --model FILE.pt.")
         return plan.model, path
     if plan.model not in BUILTIN_MODELS:
         raise InputError(
