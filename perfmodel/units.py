@@ -36,6 +36,12 @@ def shown(value, limit: int = 40) -> str:
     return repr(value if len(value) <= limit else value[:limit] + "...")
 
 
+def figure(value: float) -> str:
+    """A rate, count or cost for people: 4 significant digits, and whole with thousands separators from
+    1,000 up (27,870, never 2.787e+04)."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
 def spoken_list(items) -> str:
     """'a', 'a and b', 'a, b and c'."""
     items = [str(i) for i in items]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -92,6 +93,12 @@ def test_online_plan_readable_output(profile, capsys):
     assert code == 0
     assert "x slow: 1,000 requests/s within 50 ms for 99% of them" in out
     assert "p50 and p99 from the simulation" in err
+
+
+def test_a_large_capacity_is_written_whole_not_in_exponent_notation(capsys):
+    code, out, _ = run(capsys, "--rate", "3000/s", "--slo", "50ms", "--pool", "a100-80gb=1")  # the shipped data
+    assert code == 0 and "3,000 requests/s" in out and "e+0" not in out, out
+    assert re.search(r"\(up to \d{1,3}(,\d{3})+/s\)", out), out
 
 
 def test_cost_needs_prices_and_uses_them(profile, capsys):

@@ -24,7 +24,7 @@ from perfmodel.planning import drift
 from perfmodel.planning.basis import EXTRAPOLATION_FACTOR, Basis
 from perfmodel.planning.context import Option, PlannedJob, build_context, model_argument, option_of
 from perfmodel.planning.spread import batch_moments, makespan_of, undirected
-from perfmodel.units import MAX_SECONDS, parse_count, parse_duration, parse_fraction, shown, spoken_list
+from perfmodel.units import MAX_SECONDS, figure, parse_count, parse_duration, parse_fraction, shown, spoken_list
 
 # The most images (in all) and GPUs (of one type) a plan may hold: beyond them the solver's
 # arithmetic would stop being exact (solvers.problem.MAX_COUNT); no real job comes near.
@@ -792,7 +792,7 @@ def summary(plan: solvers.Plan) -> str:
         line += f" (margin {plan.margin:.0%})"
     line += ", optimal" if plan.status == "optimal" else f", within {plan.gap:.2%} of optimal"
     if plan.cost is not None:
-        line += f", cost {plan.cost:,.4g} (GPUs paid for the whole deadline)"
+        line += f", cost {figure(plan.cost)} (GPUs paid for the whole deadline)"
     return line + f", solved in {format_seconds(plan.solve_time_s)}"
 
 

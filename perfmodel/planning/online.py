@@ -25,7 +25,7 @@ from perfmodel import shipped
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
 from perfmodel.files import read_csv_text
 from perfmodel.planning.batch import _load_predictor, _pick_model, pool_counts
-from perfmodel.units import parse_duration, parse_fraction, parse_percentile, parse_rate
+from perfmodel.units import figure, parse_duration, parse_fraction, parse_percentile, parse_rate
 from solvers import InfeasibleProblem, ProblemError, SolverError
 from solvers.online_solution import percent
 from solvers.online_solve import OnlineDiagnosis, OnlineGpuType, OnlinePlan, OnlineProblem, ServiceTimes, solve_online
@@ -297,7 +297,7 @@ def explain_online(d: OnlineDiagnosis) -> str:
     if more:
         fixes.append("add " + " or ".join(more))
     if d.max_rate_per_s:
-        fixes.append(f"ask for no more than {d.max_rate_per_s:,.4g} requests/s")
+        fixes.append(f"ask for no more than {figure(d.max_rate_per_s)} requests/s")
     if d.min_slo_s is not None and d.min_slo_s > d.slo_s:
         from perfmodel.planning.batch import format_seconds
 
@@ -320,8 +320,8 @@ def online_summary(plan: OnlinePlan) -> str:
     if plan.margin:
         margin = f"; margin {percent(plan.margin)}: holds the SLO with every batch {percent(plan.margin)} slower"
     line = (
-        f"{gpus}: {plan.rate_per_s:,.4g} requests/s within {format_seconds(plan.slo_s)} for "
-        f"{plan.percentile:g}% of them (up to {plan.capacity_per_s:,.4g}/s{margin})"
+        f"{gpus}: {figure(plan.rate_per_s)} requests/s within {format_seconds(plan.slo_s)} for "
+        f"{plan.percentile:g}% of them (up to {figure(plan.capacity_per_s)}/s{margin})"
     )
     if plan.request_size > 1:
         line += f", {plan.request_size} images per request"
@@ -329,7 +329,7 @@ def online_summary(plan: OnlinePlan) -> str:
         line += ", arrivals from the trace"
     line += ", optimal" if plan.status == "optimal" else ", feasible (the simulation asked for more GPUs)"
     if plan.cost is not None:
-        line += f", cost {plan.cost:,.4g}/h"
+        line += f", cost {figure(plan.cost)}/h"
     return line + f", solved in {format_seconds(plan.solve_time_s)}"
 
 
@@ -390,7 +390,7 @@ def triton_header(plan: OnlinePlan) -> str:
     for a in plan.assignments:
         lines.append(
             f"{a.hardware}: {a.count} device(s), each its own model instance behind a load balancer "
-            f"({a.rate_per_gpu_s:,.4g} requests/s each); predicted p50 {a.predicted_p50_s * 1000:.3g} ms, "
+            f"({figure(a.rate_per_gpu_s)} requests/s each); predicted p50 {a.predicted_p50_s * 1000:.3g} ms, "
             f"p99 {a.predicted_p99_s * 1000:.3g} ms."
         )
     return "\n".join(lines)

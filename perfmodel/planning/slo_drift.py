@@ -11,6 +11,7 @@ margin that covers a share P of the time is Phi^-1(P) x rel_sd.
 
 from __future__ import annotations
 
+import math
 from statistics import NormalDist
 
 from perfmodel.planning import drift as drifts
@@ -38,14 +39,18 @@ def lines(found: dict, margin: float) -> list[str]:
     """One sentence per type, for the readable output."""
     out = []
     for name, d in found.items():
-        need = d["margin_covering"]["margin"]
+        share = d["slo_holds_share"]
+        if margin:
+            planned = f"the SLO is planned with every batch {margin:.0%} slower, covering the drift about {share:.0%}"
+        else:
+            planned = f"the SLO is planned at the profile's speed, a speed it keeps about {share:.0%}"
         line = (
-            f"{name}: its speed drifts (relative sd {d['rel_sd']:.1%}; {d['source']}): the plan answers for the SLO "
-            f"while it runs at most {margin:.0%} slow (it may hold beyond), about {d['slo_holds_share']:.0%} of "
-            "the time"
+            f"{name}: its speed drifts (relative sd {d['rel_sd']:.1%}; {d['source']}): {planned} of the time "
+            "(the plan's headroom may carry it further)"
         )
-        if d["slo_holds_share"] < COVERED:
-            line += f"; --margin {need:.0%} covers {COVERED:.0%} of it"
+        if share < COVERED:  # a whole percent, rounded up: a margin rounded down would cover less
+            need = math.ceil(d["margin_covering"]["margin"] * 100 - 1e-9)
+            line += f"; --margin {need}% covers {COVERED:.0%} of it"
         out.append(line + ".")
     return out
 
