@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 
@@ -78,19 +79,58 @@ def solve(problem: Problem) -> Plan:
 
 def _earliest(problem: Problem, columns: Columns, need, avail, weight, fewest: milp.MilpResult) -> milp.MilpResult:
     """Ties: many choices use the fewest GPUs (every type that does the job with one GPU, say). Take the
-    one that can finish earliest: the shortest time limit at which the same count still covers the
-    images (bisection; the count only grows as the limit shrinks)."""
-    low, high, best = float(np.min(columns.first_finish())), problem.usable_s, fewest
-    for _ in range(_TIE_STEPS):
-        middle = (low + high) / 2
-        found = milp.min_gpus(
-            clip(columns.capacity(middle), need), need, avail, weight, rel_gap=0.0, time_limit=problem.time_limit_s
-        )
-        if found is not None and found.objective <= fewest.objective + 1e-9:
-            best, high = found, middle
-        else:
-            low = middle
-    return best
+    one that can finish earliest: the shortest time limit, on a grid of 2**_TIE_STEPS steps down from the
+    window to the earliest first batch, at which the same count still covers the images.
+
+    The count only grows as the limit shrinks. Most plans have no tie, or one only a few steps down, so
+    the search gallops down from the window (1, 2, 4, ... steps) and then bisects the last gap. HiGHS is
+    asked only where cheaper answers fail: the GPUs already found still cover the images (yes), each
+    class's largest-first count sums to more GPUs (no: a lower bound), or there is one class (that count
+    is the answer; HiGHS then runs once, at the end)."""
+    steps = 2**_TIE_STEPS
+    step = (problem.usable_s - float(np.min(columns.first_finish()))) / steps
+    if not step > 0:
+        return fewest
+    one_class = int(np.count_nonzero(need > 0)) == 1
+    best: milp.MilpResult | None = fewest  # the GPUs found furthest down (None: one class, left to the end)
+
+    def as_few(k: int) -> bool:
+        """Whether as few GPUs as `fewest` cover the images k steps before the window (kept in `best`)."""
+        nonlocal best
+        cap = clip(columns.capacity(problem.usable_s - k * step), need)
+        if best is not None and ((cap * best.x).sum(axis=0) >= need).all():
+            return True
+        if _fewest_at_least(cap, need, avail) > fewest.objective + 1e-9:
+            return False
+        result = None if one_class else milp.min_gpus(cap, need, avail, weight, time_limit=problem.time_limit_s)
+        if not one_class and (result is None or result.objective > fewest.objective + 1e-9):
+            return False
+        best = result
+        return True
+
+    good, bad = 0, 1
+    while bad < steps and as_few(bad):
+        good, bad = bad, 2 * bad
+    bad = min(bad, steps)
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        good, bad = (middle, bad) if as_few(middle) else (good, middle)
+    if best is not None:
+        return best
+    cap = clip(columns.capacity(problem.usable_s - good * step), need)
+    result = milp.min_gpus(cap, need, avail, weight, time_limit=problem.time_limit_s)
+    return result if result is not None and result.objective <= fewest.objective + 1e-9 else fewest
+
+
+def _fewest_at_least(cap: np.ndarray, need: np.ndarray, avail: np.ndarray) -> float:
+    """A lower bound on the GPUs that cover every class (inf where even all of them cannot cover one):
+    each class's largest-first count, as if it had every GPU to itself."""
+    total = 0
+    for s in np.flatnonzero(need > 0):
+        if np.sum(avail * cap[:, s]) < need[s]:
+            return math.inf
+        total += milp.greedy_lower_bound(cap[:, s], avail, int(need[s]))
+    return total
 
 
 def assign(problem: Problem, columns: Columns, x: np.ndarray, targets: np.ndarray, limit: float) -> list[Assignment]:

@@ -92,6 +92,20 @@ def test_soft_matches_exhaustive_search(inst):
 
 
 @SETTINGS
+@given(instances(mode="soft", objective="gpus"))
+def test_the_fewest_gpus_finish_as_early_as_that_many_can(inst):
+    """Ties among the fewest GPUs go to the earliest finish: the plan ends at most one step of the tie
+    search (1/4096 of the window) after the earliest time at which that many GPUs can do the images."""
+    best = soft_optimum(inst)
+    if not best:
+        return
+    plan = solve(inst.problem())
+    earliest = first_true(finish_values(inst, inst.usable), lambda t: soft_optimum(inst, usable=t) == best)
+    assert plan.total_gpus == best and earliest is not None
+    assert float(earliest) - 1e-9 <= plan.makespan_s <= float(earliest) + float(inst.usable) / 4096 + 1e-9
+
+
+@SETTINGS
 @given(instances(mode="relaxed"), st.booleans())
 def test_relaxed_matches_exhaustive_search(inst, unlimited_images):
     if unlimited_images:  # 'as many as possible': no image count
