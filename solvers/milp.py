@@ -60,7 +60,7 @@ def min_gpus(
     cap, need, avail = _arrays(cap, need, avail)
     if not (need > 0).any():
         return _empty(*cap.shape)
-    if _plainly_infeasible(cap, need, avail):
+    if plainly_infeasible(cap, need, avail):
         return None
     m, pairs, build_s = _cover_model(cap, need, avail, np.asarray(weight, dtype=float), strengthen)
     results, call_s = _run(m, rel_gap, time_limit)
@@ -101,7 +101,7 @@ def is_feasible(cap, need, avail, *, time_limit: float = 10.0) -> bool | None:
     cap, need, avail = _arrays(cap, need, avail)
     if not (need > 0).any():
         return True
-    if _plainly_infeasible(cap, need, avail):
+    if plainly_infeasible(cap, need, avail):
         return False
     m, _, _ = _cover_model(cap, need, avail, np.zeros(len(avail)), strengthen=True)
     try:
@@ -155,7 +155,7 @@ def fewest_for_images(
     return found if found.objective <= have and found.images.sum() >= total else incumbent
 
 
-def _plainly_infeasible(cap, need, avail) -> bool:
+def plainly_infeasible(cap, need, avail) -> bool:
     """A class that no GPU serves, or that all the GPUs together cannot cover: no need to ask HiGHS."""
     return any(np.sum(avail[cap[:, s] > 0] * cap[cap[:, s] > 0, s]) < need[s] for s in np.flatnonzero(need > 0))
 

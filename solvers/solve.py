@@ -125,12 +125,9 @@ def _earliest(problem: Problem, columns: Columns, need, avail, weight, fewest: m
 def _fewest_at_least(cap: np.ndarray, need: np.ndarray, avail: np.ndarray) -> float:
     """A lower bound on the GPUs that cover every class (inf where even all of them cannot cover one):
     each class's largest-first count, as if it had every GPU to itself."""
-    total = 0
-    for s in np.flatnonzero(need > 0):
-        if np.sum(avail * cap[:, s]) < need[s]:
-            return math.inf
-        total += milp.greedy_lower_bound(cap[:, s], avail, int(need[s]))
-    return total
+    if milp.plainly_infeasible(cap, need, avail):
+        return math.inf
+    return sum(milp.greedy_lower_bound(cap[:, s], avail, int(need[s])) for s in np.flatnonzero(need > 0))
 
 
 def assign(problem: Problem, columns: Columns, x: np.ndarray, targets: np.ndarray, limit: float) -> list[Assignment]:

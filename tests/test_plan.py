@@ -506,3 +506,19 @@ def test_a_plan_says_when_a_planned_batch_time_was_measured_loosely(tmp_path, ca
     )
     assert code == 0 and ("within +-20% only" in err) == noted
     assert ("the deadline probability counts it" in err) == (noted and margin == "0%")
+
+
+@pytest.mark.integration  # a fresh interpreter: what a plan imports
+def test_a_plan_does_not_import_scipy_stats(tmp_path):
+    """Pyomo imported after scipy imports scipy.stats too (a second of every plan's wall time): the plan's
+    distribution imports scipy.special only after the solver has loaded Pyomo."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from perfmodel.cli import main\n"
+        "code = main(['plan', '--images', '1000', '--deadline', '60s', '--json'])\n"
+        "print(code, 'scipy.stats' in sys.modules, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.stderr.strip().splitlines()[-1] == "0 False", done.stderr[-2000:]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 from solver_reference import Column, Instance, Kind, evaluate, soft_optimum
@@ -274,6 +275,9 @@ def test_a_tie_of_one_input_size_asks_highs_once_more_at_most(monkeypatch):
     calls = []
     real = milp.min_gpus
     monkeypatch.setattr(milp, "min_gpus", lambda *a, **k: calls.append(1) or real(*a, **k))
-    types = [GpuType(name, None, [Candidates(224, [10], [s], [s])]) for name, s in (("slow", 0.2), ("fast", 0.1))]
-    plan = solve(Problem(types, {224: 100}, 60.0))
+    slow, fast = Candidates(224, [10], [0.2], [5.0]), Candidates(224, [10], [0.1], [0.1])  # slow starts at 5 s
+    types = [GpuType("slow", None, [slow]), GpuType("fast", None, [fast])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # unlimited GPUs of a type that does nothing yet: no inf x 0
+        plan = solve(Problem(types, {224: 100}, 60.0))
     assert plan.gpus_by_type == {"fast": 1} and len(calls) <= 2  # the plan, and the tie's, once found

@@ -16,8 +16,6 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from scipy.special import ndtr
-
 from perfmodel.planning.drift import Drift, default_for
 from perfmodel.run.result import WorkerRun, batches_done
 
@@ -109,5 +107,5 @@ def outlook(workers: list[WorkerRun], now_s: float, deadline_s: float, drifts: d
         window = n * _per_batch(w)
         drift = drifts.get(w.plan.hardware) or default_for(w.plan.hardware)
         sd = math.sqrt(n * batch_sd**2 + (window * drift.run_rel_sd(window)) ** 2)
-        probability *= float(ndtr((deadline_s - end) / sd)) if sd > 0 else float(end <= deadline_s)
+        probability *= statistics.NormalDist(end, sd).cdf(deadline_s) if sd > 0 else float(end <= deadline_s)
     return Outlook(max(ends, default=now_s), probability)
