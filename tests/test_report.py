@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 from conftest import run_cli
 from hypothesis import given, settings
@@ -16,6 +17,7 @@ from PIL import Image
 from report_data import FakePredictor, gpu_like_profile, plan_json, write_gpu_like
 
 from perfmodel.profile import run_profile
+from perfmodel.schema import write_profile
 
 PROFILE_FIGURES = ("latency.png", "throughput.png", "memory.png", "warmup.png")
 
@@ -476,3 +478,32 @@ def test_bad_lost_node_keys_are_one_line_exit_2(tmp_path, capsys, key, value, na
     code, stdout, stderr = run_cli(capsys, "report", "--run", tmp_path / "run.json", "--out", tmp_path / "out")
     assert code == 2 and named in stderr and len(stderr.strip().splitlines()) == 1, stderr
     assert not (tmp_path / "out").exists()
+
+
+def published_like_profile(groups: int, p99: bool = True):
+    """Published curves: many (hardware, model) groups, a mean latency and often no p99, no memory or warm-up."""
+    frames = []
+    for g in range(groups):
+        frame = gpu_like_profile(hardware=f"gpu{g}", sizes=(128,), batches=(1, 2, 4, 8, 16, 32), speed=1 + g / 10)
+        frame["latency_p99_ms"] = frame["latency_p99_ms"] if p99 else float("nan")
+        frame[["warmup_ms", "memory_mb", "device_memory_mb"]] = float("nan")
+        frames.append(frame.assign(latency_basis="mean"))
+    return pd.concat(frames, ignore_index=True).assign(source="published.csv")
+
+
+def test_a_profile_without_p99_draws_its_latency_and_says_what_it_is(tmp_path, capsys):
+    write_profile(published_like_profile(3, p99=False), tmp_path / "published.csv")
+    code, _, stderr = run_cli(capsys, "report", tmp_path / "published.csv", "--out", tmp_path / "out")
+    assert code == 0, stderr  # it was 'ValueError: Data cannot be log-scaled' for 6 of the shipped published files
+    page = check_page(tmp_path / "out", ["latency.png", "throughput.png"])
+    assert "Mean time of one call" in page and "gives no 99th percentile" in page and "shaded" not in page
+
+
+def test_a_long_legend_is_never_cut_off_and_repeated_colours_are_said(drawn):
+    from perfmodel.report import make_sections
+
+    sections = make_sections(published_like_profile(24))
+    assert any("need 24 colours and have 10" in n for s in sections for n in s.notes)
+    for fig, renderer in drawn:
+        page, legend = fig.get_window_extent(renderer), fig.legends[0].get_window_extent(renderer)
+        assert page.y0 <= legend.y0 and legend.y1 <= page.y1 and legend.x1 <= page.x1, fig.axes[0].get_title()

@@ -32,24 +32,45 @@ def _all_batches(lay: Layout) -> list[float]:
 def latency_figure(lay: Layout) -> Figure | None:
     fig, axes = style.new_figure(width=8.5)
     ax = axes[0, 0]
+    banded = False
     for s in lay.series:
-        rows = _finite(s, "latency_ms", "latency_p99_ms")
+        rows = _finite(s, "latency_ms")
         b = rows["batch_size"].to_numpy(float)
         ax.plot(b, rows["latency_ms"], color=s.colour, marker=s.marker, linestyle=s.linestyle, markersize=4)
-        ax.fill_between(b, rows["latency_ms"], rows["latency_p99_ms"], color=s.colour, alpha=0.15, linewidth=0)
+        band = _finite(s, "latency_ms", "latency_p99_ms")  # published curves often give no p99
+        if len(band):
+            banded = True
+            b = band["batch_size"].to_numpy(float)
+            ax.fill_between(b, band["latency_ms"], band["latency_p99_ms"], color=s.colour, alpha=0.15, linewidth=0)
     style.batch_axis(ax, _all_batches(lay))
     style.plain_log_y(ax)
     ax.set_ylabel("latency per call (ms, log scale)")
-    ax.set_title(_title("Latency vs batch size: median, shaded up to the 99th percentile", lay))
-    band = (("median to p99 (shaded)", {"color": "0.55", "linewidth": 7, "alpha": 0.3}),)
-    style.legend_outside(fig, (*lay.legend, ("latency", band)))
-    return Figure("latency.png", "Latency vs batch size", _LATENCY_CAPTION, style.to_png(fig))
+    basis = _latency_basis(lay)
+    what = f"{basis}, shaded up to the 99th percentile" if banded else f"{basis} (no 99th percentile given)"
+    ax.set_title(_title(f"Latency vs batch size: {what}", lay))
+    shade = ((f"{basis} to p99 (shaded)", {"color": "0.55", "linewidth": 7, "alpha": 0.3}),) if banded else ()
+    style.legend_outside(fig, (*lay.legend, ("latency", shade)))
+    caption = (
+        f"{basis[0].upper() + basis[1:]} time of one call of a batch (line and points)"
+        + (" and its 99th percentile (top of the shaded band)" if banded else " (the profile gives no 99th percentile)")
+        + ", after warm-up. Both axes are logarithmic: a slope of 1 means time grows in proportion to the batch."
+    )
+    return Figure("latency.png", "Latency vs batch size", caption, style.to_png(fig))
 
 
-_LATENCY_CAPTION = (
-    "Median time of one call of a batch (line and points) and its 99th percentile (top of the shaded band), "
-    "after warm-up. Both axes are logarithmic: a slope of 1 means time grows in proportion to the batch."
-)
+# What latency_ms was taken from (the column `latency_basis` of imported rows; measured rows are medians).
+_BASIS = {"p50": "median", "mean": "mean", "throughput": "batch ÷ throughput"}
+
+
+def _latency_basis(lay: Layout) -> str:
+    """'median', or what published rows give instead (their mean, or the batch over their throughput)."""
+    found = set()
+    for s in lay.series:
+        if "latency_basis" in s.rows.columns:
+            found |= {str(v) for v in s.rows["latency_basis"].fillna("p50")}
+        else:
+            found.add("p50")
+    return " or ".join(_BASIS.get(v, v) for v in sorted(found, key=lambda v: (v != "p50", v)))
 
 
 def throughput_figure(lay: Layout) -> Figure | None:
@@ -198,6 +219,12 @@ def profile_figures(lay: Layout) -> tuple[list[Figure], list[str]]:
     figures, notes = [], []
     if not lay.series:
         return figures, ["No point was measured ok, so there is nothing to draw."]
+    coloured = len(lay.legend[0][1])  # the legend's first section: one entry per colour drawn
+    if coloured > len(style.COLOURS):
+        notes.append(
+            f"The figures need {coloured} colours and have {len(style.COLOURS)} (they repeat), so some curves look "
+            "alike: report fewer profiles at a time for a readable comparison."
+        )
     for make, missing in (
         (latency_figure, ""),
         (throughput_figure, ""),

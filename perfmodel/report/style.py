@@ -165,6 +165,24 @@ def number(value: float) -> str:
     return f"{value:.3g}"
 
 
+LEGEND_ROW_IN = 0.2  # the height of one legend row at the legend's font size, in inches
+LEGEND_CHAR_IN = 0.075  # the width of one character of a legend label, in inches (a generous mean)
+MAX_LEGEND_ROWS = 36  # rows in one legend column; more make a second column
+
+
+def _fit_legend(fig, labels: Sequence[str]) -> int:
+    """The columns of a legend right of the axes, with the figure grown so that all of it shows: taller
+    while one column fits MAX_LEGEND_ROWS, then wider by a column (a legend taller than the figure was cut
+    off at the bottom, say 24 groups of a published profile)."""
+    rows = sum(1 + label.count("\n") for label in labels)
+    ncols = math.ceil(rows / MAX_LEGEND_ROWS)
+    fig.set_figheight(max(fig.get_figheight(), math.ceil(rows / ncols) * LEGEND_ROW_IN + 0.6))
+    if ncols > 1:
+        column = max(len(line) for label in labels for line in label.splitlines()) * LEGEND_CHAR_IN + 0.6
+        fig.set_figwidth(fig.get_figwidth() + (ncols - 1) * column)
+    return ncols
+
+
 def style_for(index: int) -> dict:
     """Marker and line style of the index-th input size (combined with a group's colour)."""
     return {"marker": MARKERS[index % len(MARKERS)], "linestyle": LINESTYLES[index % len(LINESTYLES)]}
@@ -193,6 +211,8 @@ def legend_outside(fig, sections: Sequence[tuple[str, Sequence[tuple[str, dict]]
             labels.append(label)
     if handles:
         where = {"loc": "outside lower center", "ncols": 3} if below else {"loc": "outside right upper"}
+        if not below:
+            where["ncols"] = _fit_legend(fig, labels)
         legend = fig.legend(handles, labels, frameon=False, handlelength=2.6, **where)
         texts = legend.get_texts()
         for i in titles:
