@@ -507,3 +507,35 @@ def test_a_long_legend_is_never_cut_off_and_repeated_colours_are_said(drawn):
     for fig, renderer in drawn:
         page, legend = fig.get_window_extent(renderer), fig.legends[0].get_window_extent(renderer)
         assert page.y0 <= legend.y0 and legend.y1 <= page.y1 and legend.x1 <= page.x1, fig.axes[0].get_title()
+
+
+def test_table_numbers_are_written_out_and_nested_values_read_as_words():
+    from perfmodel.report import tables
+    from perfmodel.report.style import number
+
+    assert [number(v) for v in (2.02e-05, 9.09e-19, 0.000439, -3e-05)] == ["0.0000202", "0", "0.000439", "-0.00003"]
+    report = {
+        "memory_mb": {
+            "training_range": {"batch_size": [1.0, 32.0]},
+            "cv_errors_pct": [0.0, -1.5],
+            "extrapolation": {"batch_2x": {"mape": 2.02e-05, "errors_pct": [0.0, 0.0]}},
+            "measured": [[64, 1, 32]],
+        }
+    }
+    cells = {row[0]: row[1] for row in tables.error_report("Error report", report).rows}
+    assert cells["extrapolating: to 2x the batch: mean error %"] == "0.0000202"  # was 2.02e-05
+    assert "fitted on (smallest, largest): batch sizes" in cells and "measured (px → smallest → largest batch)" in cells
+    assert not any("pct" in measure for measure in cells)
+    plan = {**plan_json(), "load_time": {"cpu": {"s": 1.9299300000000001, "source": "profile load_ms"}}}
+    plan["makespan_model"] = {"drift": {"level cpu": {"rel_sd": 0.1, "corr_s": None}}}
+    summary = {row[0]: row[1] for row in tables.plan_summary(plan).rows}
+    assert summary["model load time"] == "cpu → (s: 1.93, source: profile load_ms)"
+    assert summary["makespan model"] == "drift → (level cpu: (rel sd: 0.1, corr s: -))"
+
+
+def test_the_run_table_gives_the_load_average_as_numbers():
+    from perfmodel.report.run_figures import run_table
+
+    note = run_table({**lost_node_run(), "load_avg_1m": [1.17578125, 1.54931640625]}).note
+    assert "load average (1 min) 1.18 at the start, 1.55 at the end" in note  # was [1.17578125, 1.54931640625]
+    assert "load average" not in run_table({**lost_node_run(), "load_avg_1m": None}).note  # was 'None'

@@ -212,7 +212,7 @@ def run_table(run: dict) -> Table:
         )
     note = (
         f"Makespan: {_cell(run.get('measured_makespan_s'))} s measured, {_cell(run.get('predicted_makespan_s'))} s "
-        f"predicted; deadline {_cell(run.get('deadline_s'))} s; load average {run.get('load_avg_1m')}."
+        f"predicted; deadline {_cell(run.get('deadline_s'))} s{_load_average(run.get('load_avg_1m'))}."
     )
     if lost_at:
         later = _number(run.get("later_than_planned_s"))
@@ -222,6 +222,16 @@ def run_table(run: dict) -> Table:
             + (f"; the run ended {later:+.2f} s from the plan's makespan." if later is not None else ".")
         )
     return Table("Workers: predicted and measured", headers, tuple(rows), note)
+
+
+def _load_average(value) -> str:
+    """'; load average (1 min) 1.18 at the start, 1.55 at the end' from the run's [start, end]; '' if unknown."""
+    values = [_cell(v) for v in value] if isinstance(value, list) else []
+    if not values:
+        return ""
+    return "; load average (1 min) " + (
+        f"{values[0]} at the start, {values[1]} at the end" if len(values) == 2 else ", ".join(values)
+    )
 
 
 def _cell(value) -> str:

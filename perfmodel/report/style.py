@@ -12,6 +12,8 @@ import warnings
 import weakref
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+
 from perfmodel.errors import InputError
 
 try:
@@ -156,8 +158,10 @@ def number(value: float) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     value = float(value)
-    if value == 0:
+    if abs(value) < 1e-6:  # zero but for rounding (an error of 2e-05 %, a time of 9e-19 s): not 2.02e-05
         return "0"
+    if abs(value) < 1e-3:  # written out, not in e-notation: 0.000439
+        return np.format_float_positional(value, precision=3, fractional=False, trim="-")
     if abs(value) >= 1000:
         return f"{value:,.0f}"
     if abs(value) >= 1 and value == round(value):

@@ -118,6 +118,9 @@ def _cell(value) -> str:
         return "yes" if value else "no"
     if isinstance(value, (int, float, np.number)):
         return "-" if isinstance(value, float) and math.isnan(value) else number(float(value))
+    if isinstance(value, dict):  # nested in a plan ('load_time', 'sources'): not Python's {'s': 1.9299300000000001}
+        pairs = ", ".join(f"{str(k).replace('_', ' ')}: {_cell(v)}" for k, v in value.items())
+        return f"({pairs})" if pairs else "-"
     if isinstance(value, (list, tuple)):
         if value and all(isinstance(v, (list, tuple)) for v in value):
             return "; ".join(" → ".join(_cell(x) for x in v) for v in value)
@@ -137,12 +140,15 @@ NAMES = {
     "family": "model family chosen",
     "features": "features (linear family)",
     "rows": "points fitted",
-    "training_range": "fitted on",
+    "training_range": "fitted on (smallest, largest)",
     "batch_size": "batch sizes",
     "input_size": "input sizes (px)",
     "cv_mape": "cross-validated error, mean %",
     "cv_max_error": "cross-validated error, worst %",
     "cv_points": "cross-validated points",
+    "cv_errors_pct": "cross-validated errors, each point %",
+    "errors_pct": "errors, each point %",
+    "measured": "measured (px → smallest → largest batch)",
     "rows_from": "points fitted from (source GPUs)",
     "transfer_error": "held-out transfer error",
     "reference_errors": "two-batch-size line's error on published curves",
@@ -183,6 +189,12 @@ NAMES = {
     "build_time_s": "Pyomo build time (s)",
     "solver_time_s": "HiGHS time (s)",
     "solve_time_s": "solve time (s)",
+    "load_time": "model load time",
+    "decode_s_per_image": "decode per image (s)",
+    "warmup_measured": "warm-up measured",
+    "deadline_probability": "probability of meeting the deadline",
+    "makespan_quantiles_s": "predicted makespan quantiles (s)",
+    "spread_by_source_s": "makespan spread by source (s)",
     "min_deadline_s": "shortest deadline that works (s)",
     "max_images": "most images by the deadline",
     "extra_gpus": "GPUs to add (type → GPUs)",
