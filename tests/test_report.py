@@ -539,3 +539,28 @@ def test_the_run_table_gives_the_load_average_as_numbers():
     note = run_table({**lost_node_run(), "load_avg_1m": [1.17578125, 1.54931640625]}).note
     assert "load average (1 min) 1.18 at the start, 1.55 at the end" in note  # was [1.17578125, 1.54931640625]
     assert "load average" not in run_table({**lost_node_run(), "load_avg_1m": None}).note  # was 'None'
+
+
+def test_run_timeline_title_names_the_hardware_and_never_runs_into_the_legend(drawn):
+    from perfmodel.report.run_figures import run_timeline
+
+    run = {**lost_node_run(), "model": {"name": "resnet50-with-a-rather-long-name"}}
+    for w in run["workers"]:
+        w["hardware"] = "cpu"
+    run_timeline(run)
+    fig, renderer = drawn[-1]
+    titles = [t for t in (fig._suptitle, fig.axes[0].title) if t is not None and t.get_text()]
+    assert [t.get_text() for t in titles] == [
+        "Run of resnet50-with-a-rather-long-name on cpu: complete, makespan +83.0% against the plan"
+    ]
+    legend = fig.legends[0].get_window_extent(renderer)
+    assert not _overlaps(titles[0].get_window_extent(renderer), legend)
+
+
+def test_plan_timeline_title_names_the_model_and_counts_one_gpu(drawn):
+    from perfmodel.report.plan_figures import timeline_figure
+
+    plan = {**plan_json(), "model": {"name": "resnet50", "path": None}, "total_gpus": 1, "mode": "soft"}
+    timeline_figure(plan)
+    fig, _ = drawn[-1]
+    assert fig._suptitle.get_text().startswith("Plan for resnet50: soft mode, optimal\n1 GPU, ")  # was '1 GPUs'

@@ -132,7 +132,9 @@ def _batch_ticks(ax, y: int, a: dict) -> None:
 
 
 def _title(plan: dict) -> str:
-    head = "Plan: " + ", ".join(
+    model = plan.get("model")
+    name = model.get("name") if isinstance(model, dict) else None
+    head = ("Plan" + (f" for {name}" if name else "") + ": ") + ", ".join(
         str(x) for x in (f"{plan['mode']} mode" if plan.get("mode") else "", plan.get("status")) if x
     )
     gpus, planned, requested, makespan = (
@@ -140,7 +142,7 @@ def _title(plan: dict) -> str:
     )
     facts = []
     if gpus is not None:
-        facts.append(f"{style.number(gpus)} GPUs")
+        facts.append(f"{style.number(gpus)} GPU" + ("" if gpus == 1 else "s"))
     if planned is not None:
         facts.append(
             f"{style.number(planned)} images" + (f" of {style.number(requested)}" if requested is not None else "")

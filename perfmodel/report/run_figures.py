@@ -78,7 +78,7 @@ def draw_timeline(run: dict):
     workers = list(run.get("workers") or [])[:MAX_WORKERS]
     if not workers:
         return None
-    fig, axes = style.new_figure(width=11, height=min(max(3.0, 1.6 + 0.8 * len(workers)), 16))
+    fig, axes = style.new_figure(width=11, height=min(max(3.6, 2.2 + 0.8 * len(workers)), 16))  # legend below
     ax = axes[0, 0]
     ticks, labels = [], []
     lost_at, reruns = _lost_at(run), _reruns(run)
@@ -129,11 +129,17 @@ def draw_timeline(run: dict):
             legend.append((f"{name} {style.number(value)} s", {"color": colour, "linewidth": 1.5, "linestyle": style_}))
     ax.set_xlabel("time from asking the workers to load (s)")
     error = _number(run.get("error_rel"))
-    ax.set_title(
-        f"Run of {run.get('model', {}).get('name', 'a plan')}: {run.get('status', '')}"
-        + (f", makespan {error:+.1%} against the plan" if error is not None else "")
+    hardware = ", ".join(dict.fromkeys(str(w["hardware"]) for w in workers if w.get("hardware")))
+    # Over the whole figure, from the left, and the legend below (as the plan's): a long title never runs into it.
+    style.suptitle(
+        fig,
+        f"Run of {(run.get('model') or {}).get('name') or 'a plan'}"
+        + (f" on {hardware}" if hardware else "")
+        + f": {run.get('status', '')}"
+        + (f", makespan {error:+.1%} against the plan" if error is not None else ""),
+        width=110,
     )
-    style.legend_outside(fig, (("", tuple(legend)),))
+    style.legend_outside(fig, (("", tuple(legend)),), below=True)
     caption = (
         "Per worker, the plan's bar (pale) above the measured one. The clock starts when the workers are asked "
         "to load their models; every worker starts its batches once all have loaded."
