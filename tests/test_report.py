@@ -564,3 +564,18 @@ def test_plan_timeline_title_names_the_model_and_counts_one_gpu(drawn):
     timeline_figure(plan)
     fig, _ = drawn[-1]
     assert fig._suptitle.get_text().startswith("Plan for resnet50: soft mode, optimal\n1 GPU, ")  # was '1 GPUs'
+
+
+def test_warm_up_measured_at_two_batches_is_not_joined_across_the_others(drawn):
+    import numpy as np
+
+    from perfmodel.report import make_sections
+
+    profile = gpu_like_profile(sizes=(224,), batches=(1, 2, 4, 8, 16, 32, 64, 128, 256)).assign(source="a.csv")
+    profile.loc[~profile["batch_size"].isin([1, 256]), "warmup_ms"] = float("nan")  # as the H200 profile has it
+    make_sections(profile)
+    fig = next(fig for fig, _ in drawn if fig.axes[0].get_title() == "First call vs steady state")
+    warmup, steady = fig.axes[0].lines[:2]
+    assert np.isnan(warmup.get_xdata()).sum() == 1  # a break between 1 and 256: no line through the gap
+    assert list(steady.get_xdata()) == [1, 2, 4, 8, 16, 32, 64, 128, 256]  # was [1, 256]
+    assert np.isnan(fig.axes[1].lines[0].get_ydata()).sum() == 1

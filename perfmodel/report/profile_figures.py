@@ -187,10 +187,20 @@ def warmup_figure(lay: Layout) -> Figure | None:
     for s, rows in measured:
         if not len(rows):
             continue
-        b = rows["batch_size"].to_numpy(float)
-        warmup, latency = rows["warmup_ms"].to_numpy(float), rows["latency_ms"].to_numpy(float)
+        # Warm-up is often measured at a few batches only (1 and 256): its line joins neighbours alone, and the
+        # steady state is drawn at every batch between (a line through those two hid its shape).
+        steady = _finite(s, "latency_ms")
+        steady = steady[steady["batch_size"].between(rows["batch_size"].min(), rows["batch_size"].max())]
+        b, warmup, latency = _broken(rows, steady["batch_size"])
         times.plot(b, warmup, color=s.colour, marker=s.marker, linestyle=s.linestyle, markersize=4)
-        times.plot(b, latency, color=s.colour, linestyle=(0, (1, 1.5)), linewidth=1.2, alpha=0.8)
+        times.plot(
+            steady["batch_size"].to_numpy(float),
+            steady["latency_ms"].to_numpy(float),
+            color=s.colour,
+            linestyle=(0, (1, 1.5)),
+            linewidth=1.2,
+            alpha=0.8,
+        )
         ratios.plot(b, warmup / latency, color=s.colour, marker=s.marker, linestyle=s.linestyle, markersize=4)
     batches = [float(b) for _, rows in measured for b in rows["batch_size"]]
     for ax in (times, ratios):
@@ -209,9 +219,18 @@ def warmup_figure(lay: Layout) -> Figure | None:
     style.legend_outside(fig, (*lay.legend, ("left panel", lines)))
     caption = (
         "Left: the first call at each batch size on a freshly loaded model (warm-up: autotuning, lazy loading, "
-        "allocator growth) beside the steady-state median for scale. Right: their ratio."
+        "allocator growth) beside the steady-state median for scale. Right: their ratio. Warm-up lines join "
+        "neighbouring batch sizes only: where it was measured at a few batches, its points stand alone."
     )
     return Figure("warmup.png", "Warm-up vs batch size", caption, style.to_png(fig))
+
+
+def _broken(rows: pd.DataFrame, batches: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Batch, warm-up and latency of the rows, with a NaN (a break in the line) between two rows that have
+    another of these batch sizes between them."""
+    b, w, lat = (rows[c].to_numpy(float) for c in ("batch_size", "warmup_ms", "latency_ms"))
+    gaps = [i + 1 for i in range(len(b) - 1) if ((batches > b[i]) & (batches < b[i + 1])).any()]
+    return np.insert(b, gaps, np.nan), np.insert(w, gaps, np.nan), np.insert(lat, gaps, np.nan)
 
 
 def profile_figures(lay: Layout) -> tuple[list[Figure], list[str]]:
