@@ -579,3 +579,53 @@ def test_warm_up_measured_at_two_batches_is_not_joined_across_the_others(drawn):
     assert np.isnan(warmup.get_xdata()).sum() == 1  # a break between 1 and 256: no line through the gap
     assert list(steady.get_xdata()) == [1, 2, 4, 8, 16, 32, 64, 128, 256]  # was [1, 256]
     assert np.isnan(fig.axes[1].lines[0].get_ydata()).sum() == 1
+
+
+def test_log_axis_labels_just_over_a_decade_never_touch():
+    from perfmodel.report import style
+
+    fig, axes = style.new_figure(width=6, height=3.3)  # a panel of the predictor figure
+    ax = axes[0, 0]
+    ax.plot([1, 2], [1100, 12000])  # the H200 predictor's warm-up panel: 8,000 9,000 10,000 overlapped
+    style.plain_log_y(ax)
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    lo, hi = ax.get_ylim()
+    shown = [t for t, y in zip(ax.get_yticklabels(), ax.get_yticks()) if lo <= y <= hi and t.get_text()]
+    boxes = sorted((t.get_window_extent(renderer) for t in shown), key=lambda b: b.y0)
+    assert len(boxes) >= 4 and all(a.y1 < b.y0 for a, b in zip(boxes, boxes[1:])), [t.get_text() for t in shown]
+
+
+def test_every_log_axis_says_so(drawn):
+    from perfmodel.report import make_sections
+
+    make_sections(gpu_like_profile().assign(source="h100.csv"), [FakePredictor()], None)
+    axes = [ax for fig, _ in drawn for ax in fig.axes if ax.get_yscale() == "log"]
+    assert len(axes) >= 6  # latency, warm-up (2), the predictor's median, p99 and warm-up
+    assert all("log scale" in ax.get_ylabel() for ax in axes), [ax.get_ylabel() for ax in axes]
+
+
+def test_a_fitted_curve_is_dashed_past_where_its_own_quantity_was_measured(drawn):
+    from perfmodel.report import make_sections
+
+    profile = gpu_like_profile(sizes=(224,)).assign(source="h100.csv")
+    profile.loc[profile["batch_size"] > 256, "warmup_ms"] = float("nan")  # warm-up measured up to 256 only
+    make_sections(profile, [FakePredictor()], None)
+    fig = next(fig for fig, _ in drawn if fig._suptitle is not None and "Fitted" in fig._suptitle.get_text())
+    latency, warmup = fig.axes[0], fig.axes[2]
+    assert max(latency.lines[0].get_xdata()) == 1024  # latency measured up to 1,024: solid to there
+    assert max(warmup.lines[0].get_xdata()) == 256  # was solid to 1,024 too
+    assert warmup.lines[1].get_linestyle() == "--" and min(warmup.lines[1].get_xdata()) == 256
+
+
+def test_without_a_profile_the_fitted_region_tells_where_the_curve_is_dashed(drawn):
+    from report_data import FakeGroup
+
+    from perfmodel.report.predictor_figures import predictor_figure
+
+    group = FakeGroup(input_sizes=(224,))
+    group.report["warmup_ms"]["measured"] = [[224.0, 1.0, 256.0]]  # as perfmodel fit writes it
+    group.report["latency_ms"]["measured"] = [[224.0, 1.0, 1024.0]]
+    predictor_figure(group, None)
+    fig, _ = drawn[-1]
+    assert max(fig.axes[0].lines[0].get_xdata()) == 1024 and max(fig.axes[2].lines[0].get_xdata()) == 256

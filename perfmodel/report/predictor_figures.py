@@ -17,9 +17,9 @@ from perfmodel.report import style
 from perfmodel.report.content import Figure
 
 QUANTITIES = (
-    ("latency_ms", "median latency per call (ms)", True),
-    ("latency_p99_ms", "p99 latency per call (ms)", True),
-    ("warmup_ms", "warm-up: first call (ms)", True),
+    ("latency_ms", "median latency per call (ms, log scale)", True),
+    ("latency_p99_ms", "p99 latency per call (ms, log scale)", True),
+    ("warmup_ms", "warm-up: first call (ms, log scale)", True),
     ("memory_mb", "peak memory (MiB)", False),
 )
 EXTRAPOLATE = 2.0  # the dashed part of a curve goes this many times past the largest measured batch
@@ -69,12 +69,32 @@ def _predict(group, quantity: str, b: np.ndarray, s: int) -> np.ndarray | None:
     return values if values.shape == b.shape and np.isfinite(values).any() else None
 
 
-def _largest_ok(group, points: pd.DataFrame, s: int, default: float) -> float:
-    """The largest batch measured ok at size s (in the profile, or as the predictor records it): the curve is
-    solid up to there, dashed beyond."""
-    measured = points.loc[points["input_size"] == s, "batch_size"].astype(float).tolist()
-    measured += [float(b) for size, b in getattr(group, "ok_batches", ()) if int(size) == s]
+def _largest_ok(group, points: pd.DataFrame, quantity: str, s: int, default: float) -> float:
+    """The largest batch at size s where the quantity was measured (in the profile, or in the region the
+    predictor was fitted on), else measured ok at all: the curve is solid up to there, dashed beyond. Warm-up
+    is often measured at a few batches only: its curve was solid far past them."""
+    at = points[points["input_size"] == s]
+    measured = []
+    if quantity in at.columns:
+        measured = at.loc[np.isfinite(at[quantity].astype(float)), "batch_size"].astype(float).tolist()
+    measured += [hi for size, hi in _fitted_region(group, quantity) if size == s]
+    if not measured:
+        measured = [float(b) for size, b in getattr(group, "ok_batches", ()) if int(size) == s]
     return max(measured, default=default)
+
+
+def _fitted_region(group, quantity: str) -> list[tuple[int, float]]:
+    """(input size, largest batch) the predictor's model of the quantity was fitted on: its report's 'measured'."""
+    report = getattr(group, "report", None)
+    entry = report.get(quantity) if isinstance(report, dict) else None
+    region = entry.get("measured") if isinstance(entry, dict) else None
+    if not isinstance(region, list):
+        return []
+    return [
+        (int(r[0]), float(r[2]))
+        for r in region
+        if isinstance(r, list) and len(r) == 3 and all(isinstance(x, (int, float)) for x in r)
+    ]
 
 
 def _smallest_oom(group, rows: pd.DataFrame, s: int) -> float:
@@ -98,7 +118,7 @@ def predictor_figure(group, profile: pd.DataFrame | None) -> Figure:
         for j, s in enumerate(sizes):
             c, marker = style.colour(j), style.style_for(j)["marker"]
             b = _batch_grid(max(1.0, min(hi_b * EXTRAPOLATE, _smallest_oom(group, rows, s) - 1)))
-            hi_s = _largest_ok(group, points, s, hi_b)
+            hi_s = _largest_ok(group, points, quantity, s, hi_b)
             curve = _predict(group, quantity, b, s)
             if curve is not None:
                 ax.plot(b[b <= hi_s], curve[b <= hi_s], color=c, linewidth=1.6)
@@ -139,7 +159,7 @@ def predictor_figure(group, profile: pd.DataFrame | None) -> Figure:
         elif shown:
             ax.set_ylim(bottom=0)
             ax.yaxis.set_major_formatter(style.FuncFormatter(lambda v, _: style.number(v)))
-        ax.set_ylabel(label)
+        ax.set_ylabel(label if shown else label.replace(", log scale", ""))
         title = label.split(" (")[0]
         ax.set_title(title[0].upper() + title[1:] + ("" if drawn else ": no fitted model"))
     style.suptitle(fig, f"Fitted predictor vs measured points: {group_name(group)}")
@@ -176,8 +196,8 @@ def predictor_figure(group, profile: pd.DataFrame | None) -> Figure:
     caption = (
         f"Predictions of the fitted models for {group_name(group)} over every batch size from 1 to "
         f"{EXTRAPOLATE:g}x the largest measured batch ({style.number(hi_b)}), stopping short of a batch measured "
-        "out of memory; dashed beyond the largest batch measured at that input size, where the model "
-        "extrapolates; points: the measured profile."
+        "out of memory; dashed beyond the largest batch where the quantity was measured at that input size, "
+        "where the model extrapolates; points: the measured profile."
     )
     if points.empty:
         caption += " No profile of this group was given, so no measured points are shown."
