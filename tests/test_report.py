@@ -629,3 +629,17 @@ def test_without_a_profile_the_fitted_region_tells_where_the_curve_is_dashed(dra
     predictor_figure(group, None)
     fig, _ = drawn[-1]
     assert max(fig.axes[0].lines[0].get_xdata()) == 1024 and max(fig.axes[2].lines[0].get_xdata()) == 256
+
+
+@pytest.mark.parametrize(
+    "batches, scale", [((1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096), "log"), ((1, 2, 4), "linear")]
+)
+def test_memory_is_on_a_log_axis_where_it_spans_decades(drawn, batches, scale):
+    from perfmodel.report import make_sections
+
+    make_sections(gpu_like_profile(batches=batches).assign(source="h100.csv"), [FakePredictor()], None)
+    memory = [ax for fig, _ in drawn for ax in fig.axes if ax.get_ylabel().startswith("peak memory")]
+    assert len(memory) == 2  # the profile's figure and the predictor's panel (its measured points)
+    assert all(ax.get_yscale() == scale for ax in memory)  # 345 MiB to 81,000 MiB lay flat on a linear axis
+    assert all(("log scale" in ax.get_ylabel()) == (scale == "log") for ax in memory)
+    assert scale == "log" or all(ax.get_ylim()[0] == 0 for ax in memory)

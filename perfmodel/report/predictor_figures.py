@@ -16,11 +16,11 @@ from perfmodel.errors import PerfmodelError, PerfmodelWarning
 from perfmodel.report import style
 from perfmodel.report.content import Figure
 
-QUANTITIES = (
-    ("latency_ms", "median latency per call (ms, log scale)", True),
-    ("latency_p99_ms", "p99 latency per call (ms, log scale)", True),
-    ("warmup_ms", "warm-up: first call (ms, log scale)", True),
-    ("memory_mb", "peak memory (MiB)", False),
+QUANTITIES = (  # quantity, what, unit, always on a log axis (else where its values span decades)
+    ("latency_ms", "median latency per call", "ms", True),
+    ("latency_p99_ms", "p99 latency per call", "ms", True),
+    ("warmup_ms", "warm-up: first call", "ms", True),
+    ("memory_mb", "peak memory", "MiB", False),
 )
 EXTRAPOLATE = 2.0  # the dashed part of a curve goes this many times past the largest measured batch
 _DENSE_LIMIT = 4096  # up to this batch, draw every integer batch (wave steps such as ceil(b/k) show)
@@ -113,7 +113,7 @@ def predictor_figure(group, profile: pd.DataFrame | None) -> Figure:
     sizes = sorted({int(s) for s in group.input_sizes} | {int(s) for s in points["input_size"]})
     fig, axes = style.new_figure(ncols=2, nrows=2, width=12, height=7.6)
     extrapolated = False
-    for ax, (quantity, label, log_y) in zip(axes.flat, QUANTITIES):
+    for ax, (quantity, what, unit, log_y) in zip(axes.flat, QUANTITIES):
         drawn, right = False, hi_b
         for j, s in enumerate(sizes):
             c, marker = style.colour(j), style.style_for(j)["marker"]
@@ -141,6 +141,7 @@ def predictor_figure(group, profile: pd.DataFrame | None) -> Figure:
                     zorder=5,
                 )
         shown = ax.has_data()  # before the vertical line, which counts as data too
+        values = [y for line in ax.lines for y in line.get_ydata()]
         if not shown:
             ax.text(
                 0.5,
@@ -154,14 +155,14 @@ def predictor_figure(group, profile: pd.DataFrame | None) -> Figure:
             ax.set_yticks([])
         ax.axvline(hi_b, color="0.5", linewidth=0.8)
         style.batch_axis(ax, [min(lo_b, 1.0), right])
-        if log_y and shown:
+        log = False
+        if shown and log_y:
             style.plain_log_y(ax)
+            log = True
         elif shown:
-            ax.set_ylim(bottom=0)
-            ax.yaxis.set_major_formatter(style.FuncFormatter(lambda v, _: style.number(v)))
-        ax.set_ylabel(label if shown else label.replace(", log scale", ""))
-        title = label.split(" (")[0]
-        ax.set_title(title[0].upper() + title[1:] + ("" if drawn else ": no fitted model"))
+            log = style.log_y_if_decades(ax, values)
+        ax.set_ylabel(f"{what} ({unit}, log scale)" if log else f"{what} ({unit})")
+        ax.set_title(what[0].upper() + what[1:] + ("" if drawn else ": no fitted model"))
     style.suptitle(fig, f"Fitted predictor vs measured points: {group_name(group)}")
     sizes_legend = tuple(
         (

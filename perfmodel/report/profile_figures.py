@@ -139,9 +139,10 @@ def memory_figure(lay: Layout) -> Figure | None:
         marks.append(("smallest batch out of memory", {"color": "0.25", "linestyle": ":", "linewidth": 1.6}))
     marks += _capacity_lines(ax, lay, top)
     style.batch_axis(ax, _all_batches(lay))
-    ax.set_ylim(0, ax.get_ylim()[1] * 1.06)  # room above the top star
-    ax.yaxis.set_major_formatter(style.FuncFormatter(lambda v, _: style.number(v)))
-    ax.set_ylabel("peak memory (MiB)")
+    log = style.log_y_if_decades(ax, [v for _, rows in measured for v in rows["memory_mb"].astype(float)])
+    if not log:
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.06)  # room above the top star
+    ax.set_ylabel("peak memory (MiB, log scale)" if log else "peak memory (MiB)")
     ax.set_title(_title("Memory vs batch size, and where it stops fitting", lay))
     style.legend_outside(fig, (*lay.legend, ("memory", tuple(marks))))
     caption = (

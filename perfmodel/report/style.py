@@ -154,6 +154,20 @@ def plain_log_y(ax) -> None:
     ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
+def log_y_if_decades(ax, values, decades: float = 2.0) -> bool:
+    """A log y-axis (plain_log_y) where the positive values span more than `decades` decades, else a linear
+    one from 0; True if log. Memory from 89 MiB to 110,000 MiB on a linear axis laid every batch up to 256,
+    and a CPU beside an H200, flat on the floor. Call it after plotting."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size and v.max() > v.min() * 10**decades:
+        plain_log_y(ax)
+        return True
+    ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: number(x)))
+    return False
+
+
 def number(value: float) -> str:
     """A number as a person writes it on an axis or in a table: 3 significant digits, thousands separated."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
