@@ -643,3 +643,11 @@ def test_memory_is_on_a_log_axis_where_it_spans_decades(drawn, batches, scale):
     assert all(ax.get_yscale() == scale for ax in memory)  # 345 MiB to 81,000 MiB lay flat on a linear axis
     assert all(("log scale" in ax.get_ylabel()) == (scale == "log") for ax in memory)
     assert scale == "log" or all(ax.get_ylim()[0] == 0 for ax in memory)
+
+
+def test_an_infeasible_plan_says_why_no_plan():
+    from perfmodel.report import tables
+
+    plan = {"status": "infeasible", "reason": "the pool finishes at most 640 of the 100,000 images"}
+    rows = dict(tables.plan_summary(plan).rows)
+    assert rows["why no plan"] == plan["reason"] and "why no model" not in rows  # a predictor's word, was shown

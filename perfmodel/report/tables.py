@@ -215,6 +215,7 @@ NAMES = {
 
 
 _ASSIGNMENT_NAMES = {**NAMES, "images": "images per GPU"}
+_PLAN_NAMES = {**NAMES, "reason": "why no plan"}  # an infeasible plan's reason (a predictor's is 'why no model')
 
 
 def readable(key: str, names: dict = NAMES) -> str:
@@ -244,7 +245,7 @@ def error_report(title: str, report) -> Table:
 def plan_summary(plan: dict) -> Table:
     skip = {"assignments", "gpus"}
     rows = tuple(
-        (readable(k), _cell(v) if not isinstance(v, dict) else _cell(list(v.items())))
+        (readable(k, _PLAN_NAMES), _cell(v) if not isinstance(v, dict) else _cell(list(v.items())))
         for k, v in plan.items()
         if k not in skip
     )
