@@ -651,3 +651,10 @@ def test_an_infeasible_plan_says_why_no_plan():
     plan = {"status": "infeasible", "reason": "the pool finishes at most 640 of the 100,000 images"}
     rows = dict(tables.plan_summary(plan).rows)
     assert rows["why no plan"] == plan["reason"] and "why no model" not in rows  # a predictor's word, was shown
+
+
+def test_the_plan_table_gives_the_margin_in_percent():
+    from perfmodel.report import tables
+
+    rows = dict(tables.plan_summary({**plan_json(), "margin": 0.41445312500000003}).rows)
+    assert rows["safety margin"] == "41.4%"  # was 0.414, where the timeline's legend says 41%

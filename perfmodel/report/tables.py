@@ -244,12 +244,14 @@ def error_report(title: str, report) -> Table:
 
 def plan_summary(plan: dict) -> Table:
     skip = {"assignments", "gpus"}
-    rows = tuple(
-        (readable(k, _PLAN_NAMES), _cell(v) if not isinstance(v, dict) else _cell(list(v.items())))
-        for k, v in plan.items()
-        if k not in skip
-    )
+    rows = tuple((readable(k, _PLAN_NAMES), _plan_cell(k, v)) for k, v in plan.items() if k not in skip)
     return Table("Plan", ("", "value"), rows)
+
+
+def _plan_cell(key: str, value) -> str:
+    if key == "margin" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{number(value * 100)}%"  # as the timeline's legend writes it: 41%, not 0.414
+    return _cell(value) if not isinstance(value, dict) else _cell(list(value.items()))
 
 
 # Already in each row's group label (count x type, option, size, batch): not repeated as columns.
