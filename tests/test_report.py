@@ -658,3 +658,13 @@ def test_the_plan_table_gives_the_margin_in_percent():
 
     rows = dict(tables.plan_summary({**plan_json(), "margin": 0.41445312500000003}).rows)
     assert rows["safety margin"] == "41.4%"  # was 0.414, where the timeline's legend says 41%
+
+
+def test_a_fitted_region_with_nan_is_ignored_not_a_crash(drawn):
+    from report_data import FakeGroup
+
+    from perfmodel.report.predictor_figures import predictor_figure
+
+    group = FakeGroup(input_sizes=(224,))
+    group.report["warmup_ms"]["measured"] = [[float("nan"), 1.0, 256.0]]  # JSON allows NaN
+    assert predictor_figure(group, None).png.startswith(b"\x89PNG")

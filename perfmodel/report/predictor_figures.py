@@ -93,7 +93,7 @@ def _fitted_region(group, quantity: str) -> list[tuple[int, float]]:
     return [
         (int(r[0]), float(r[2]))
         for r in region
-        if isinstance(r, list) and len(r) == 3 and all(isinstance(x, (int, float)) for x in r)
+        if isinstance(r, list) and len(r) == 3 and all(isinstance(x, (int, float)) and np.isfinite(x) for x in r)
     ]
 
 
