@@ -668,3 +668,14 @@ def test_a_fitted_region_with_nan_is_ignored_not_a_crash(drawn):
     group = FakeGroup(input_sizes=(224,))
     group.report["warmup_ms"]["measured"] = [[float("nan"), 1.0, 256.0]]  # JSON allows NaN
     assert predictor_figure(group, None).png.startswith(b"\x89PNG")
+
+
+def test_a_fitted_curve_stops_at_twice_the_largest_batch_measured_at_its_size(drawn):
+    from perfmodel.report import make_sections
+
+    profile = gpu_like_profile().assign(source="h100.csv")
+    profile = profile[(profile["input_size"] == 224) | (profile["batch_size"] <= 64)]  # 320 px: up to 64 only
+    make_sections(profile, [FakePredictor()], None)
+    fig = next(fig for fig, _ in drawn if fig._suptitle is not None and "Fitted" in fig._suptitle.get_text())
+    ends = sorted(max(line.get_xdata()) for line in fig.axes[0].lines if line.get_linestyle() == "--")
+    assert ends == [128, 2047]  # 2x per size as perfmodel plan (320 px went to 2,048); 224 px: short of its OOM

@@ -78,8 +78,13 @@ def _largest_ok(group, points: pd.DataFrame, quantity: str, s: int, default: flo
     if quantity in at.columns:
         measured = at.loc[np.isfinite(at[quantity].astype(float)), "batch_size"].astype(float).tolist()
     measured += [hi for size, hi in _fitted_region(group, quantity) if size == s]
-    if not measured:
-        measured = [float(b) for size, b in getattr(group, "ok_batches", ()) if int(size) == s]
+    return max(measured) if measured else _largest_at(group, points, s, default)
+
+
+def _largest_at(group, points: pd.DataFrame, s: int, default: float) -> float:
+    """The largest batch measured ok at size s (in the profile, or as the predictor records it)."""
+    measured = points.loc[points["input_size"] == s, "batch_size"].astype(float).tolist()
+    measured += [float(b) for size, b in getattr(group, "ok_batches", ()) if int(size) == s]
     return max(measured, default=default)
 
 
@@ -117,7 +122,8 @@ def predictor_figure(group, profile: pd.DataFrame | None) -> Figure:
         drawn, right = False, hi_b
         for j, s in enumerate(sizes):
             c, marker = style.colour(j), style.style_for(j)["marker"]
-            b = _batch_grid(max(1.0, min(hi_b * EXTRAPOLATE, _smallest_oom(group, rows, s) - 1)))
+            top = EXTRAPOLATE * _largest_at(group, points, s, hi_b)  # the batches perfmodel plan considers
+            b = _batch_grid(max(1.0, min(top, _smallest_oom(group, rows, s) - 1)))
             hi_s = _largest_ok(group, points, quantity, s, hi_b)
             curve = _predict(group, quantity, b, s)
             if curve is not None:
@@ -196,9 +202,9 @@ def predictor_figure(group, profile: pd.DataFrame | None) -> Figure:
     style.legend_outside(fig, (("input size", sizes_legend), ("lines", tuple(lines))))
     caption = (
         f"Predictions of the fitted models for {group_name(group)} over every batch size from 1 to "
-        f"{EXTRAPOLATE:g}x the largest measured batch ({style.number(hi_b)}), stopping short of a batch measured "
-        "out of memory; dashed beyond the largest batch where the quantity was measured at that input size, "
-        "where the model extrapolates; points: the measured profile."
+        f"{EXTRAPOLATE:g}x the largest batch measured at each input size (the batches perfmodel plan considers), "
+        "stopping short of a batch measured out of memory; dashed beyond the largest batch where the quantity "
+        "was measured at that input size, where the model extrapolates; points: the measured profile."
     )
     if points.empty:
         caption += " No profile of this group was given, so no measured points are shown."
