@@ -12,21 +12,28 @@ An experiment's script puts the repository on sys.path (as it does for perfmodel
 A folder is never reused: a second run of the same day, machine and commit gets a `-2` suffix, so
 committed results are never overwritten. run.json records the machine, the commit (with `-dirty` when the
 checkout had uncommitted changes), the start and end (UTC), the 1-minute load average at both, and the
-command line.
+command line. The start is the experiment's (when it imported this module), also where the folder is made
+only at the end. A run stopped before it wrote anything but run.json (Ctrl-C, an error) leaves
+no folder behind; one stopped later keeps what it wrote, and its run.json has no `ended_utc`.
 """
 
 from __future__ import annotations
 
+import argparse
+import atexit
 import calendar
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# The experiment's start, and the load then: it imports this module as it begins.
+STARTED = (time.time(), round(os.getloadavg()[0], 2))
 
 
 def perfmodel(
@@ -51,6 +58,18 @@ def perfmodel(
         message = (done.stderr or "").strip() if capture else ""
         raise SystemExit(f"failed ({done.returncode}): perfmodel {' '.join(map(str, args))}\n{message}")
     return done
+
+
+def at_least_one(text: str) -> int:
+    """An argparse type for counts (--repeats, --seeds, --rounds): a whole number, 1 or more."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"give a whole number of 1 or more, not {text!r}")
+    return int(text)
+
+
+def no_options(doc: str) -> None:
+    """For a script that takes no options: --help prints `doc`, anything else is refused in one sentence."""
+    argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
 
 
 def log(message: str) -> None:
@@ -101,12 +120,23 @@ def new_results(here: Path, device: str = "cpu", argv: list[str] | None = None) 
     record = {
         "machine": described,
         "commit": commit(),
-        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "load_avg_start": load_average(),
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(STARTED[0])),
+        "load_avg_start": STARTED[1],
         "command": " ".join(argv if argv is not None else [Path(sys.argv[0]).name, *sys.argv[1:]]),
     }
     (folder / "run.json").write_text(json.dumps(record, indent=2) + "\n")
+    atexit.register(drop_if_empty, folder)
     return folder
+
+
+def drop_if_empty(folder: Path) -> None:
+    """At exit: remove `folder` if the run stopped before it wrote anything but run.json."""
+    folder = Path(folder)
+    if not folder.is_dir() or [p.name for p in folder.iterdir()] != ["run.json"]:
+        return
+    if "ended_utc" not in json.loads((folder / "run.json").read_text()):
+        shutil.rmtree(folder)
+        print(f"nothing was measured: removed {folder}", file=sys.stderr)
 
 
 def finish_results(folder: Path) -> dict:
