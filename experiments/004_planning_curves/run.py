@@ -1,7 +1,8 @@
 """Planning with the shipped profiles: how many GPUs 100 000 images need as the deadline shrinks,
 soft real-time versus relaxed, and what a safety margin (or planning on p99) costs.
 
-For every deadline on a grid, perfmodel.planning.batch.make_plan (the same code as `perfmodel plan`) solves:
+For every deadline on a grid, perfmodel.planning.batch.make_plan (the same code as `perfmodel plan`) solves, on the
+fixed rule (confidence "none", not plan's default 0.95):
   soft, margin 0 / 5% / 10%, on the median latency, and soft, margin 0, on the p99 latency:
       the fewest GPUs that finish every image by the deadline;
   relaxed with a fixed pool (--pool-size of each type): the most images finished by the deadline.
@@ -28,7 +29,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.lab import finish_results, new_results  # noqa: E402
+from experiments.lab import finish_results, log, new_results  # noqa: E402
+from perfmodel.errors import InputError  # noqa: E402
 from perfmodel.planning.batch import NoPlanError, make_plan  # noqa: E402
 
 
@@ -37,6 +39,7 @@ def solve_grid(
 ) -> pd.DataFrame:
     rows = []
     for deadline in deadlines:
+        log(f"{size} px, deadline {deadline:g} s")
         for label, margin, use in (
             ("soft", 0.0, "p50"),
             ("soft, margin 5%", 0.05, "p50"),
@@ -45,7 +48,14 @@ def solve_grid(
         ):
             try:
                 plan = make_plan(
-                    images, float(deadline), input_size=size, profiles=profiles, model=model, margin=margin, use=use
+                    images,
+                    float(deadline),
+                    input_size=size,
+                    profiles=profiles,
+                    model=model,
+                    margin=margin,
+                    use=use,
+                    confidence="none",
                 )
                 rows.append(
                     {
@@ -82,6 +92,7 @@ def solve_grid(
                 model=model,
                 mode="relaxed",
                 pool={t: pool_size for t in types},
+                confidence="none",
             )
             done, gpus, makespan = plan.total_images, plan.total_gpus, plan.makespan_s
         except NoPlanError:
@@ -156,6 +167,14 @@ def figure(results: pd.DataFrame, images: int, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def seconds(text: str) -> np.ndarray:
+    """--deadlines: seconds, separated by commas."""
+    try:
+        return np.array([float(d) for d in text.split(",")])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"give seconds separated by commas, e.g. 10,60,600; not {text!r}") from None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", action="append", help="profile CSV (repeat); default: profiles/cpu-*.csv")
@@ -163,17 +182,21 @@ def main() -> None:
     parser.add_argument("--input-size", type=int, action="append", help="default: 224 and 64")
     parser.add_argument("--images", type=int, default=100_000)
     parser.add_argument("--pool-size", type=int, default=64, help="devices of each type for the relaxed plans")
-    parser.add_argument("--deadlines", default="5,10,20,30,45,60,90,120,180,300,600,1200,1800,3600")
+    parser.add_argument(
+        "--deadlines", type=seconds, default="5,10,20,30,45,60,90,120,180,300,600,1200,1800,3600", help="seconds"
+    )
     args = parser.parse_args()
     profiles = args.profile or sorted(str(p) for p in (ROOT / "profiles").glob("cpu-*.csv"))
-    deadlines = np.array([float(d) for d in args.deadlines.split(",")])
-    results = pd.concat(
-        [
-            solve_grid(profiles, args.model, size, args.images, deadlines, args.pool_size)
-            for size in (args.input_size or [224, 64])
-        ],
-        ignore_index=True,
-    )
+    try:
+        results = pd.concat(
+            [
+                solve_grid(profiles, args.model, size, args.images, args.deadlines, args.pool_size)
+                for size in (args.input_size or [224, 64])
+            ],
+            ignore_index=True,
+        )
+    except InputError as exc:  # perfmodel's own one-sentence refusal (a missing profile, a size not measured)
+        parser.error(str(exc))
     out = new_results(HERE)
     results.to_csv(out / "results.csv", index=False)
     figure(results, args.images, out / "planning.png")
