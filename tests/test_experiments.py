@@ -40,10 +40,30 @@ def _script(path: str, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
+    "path",
+    [
+        "003_fit_accuracy/between_published.py",  # took --help for a 3-minute run
+        "003_fit_accuracy/transfer_heldout.py",  # ... one that rewrites perfmodel/data/gpu_effects.json
+        "003_fit_accuracy/transfer_tried.py",
+        "003_fit_accuracy/two_batch_sizes.py",
+        "011_deadline_calibration/queue_call.py",  # ... one that starts Ray
+        "011_deadline_calibration/coload.py",
+    ],
+)
+def test_help_says_what_a_script_does_and_runs_nothing(path):
+    done = _script(path, "--help")
+    assert done.returncode == 0 and done.stdout.startswith("usage:"), done.stderr[-500:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
     "path, args",
     [
         ("004_planning_curves/run.py", ["--deadlines", "10,abc"]),
         ("004_planning_curves/run.py", ["--deadlines", "10", "--input-size", "100"]),  # perfmodel's InputError
+        ("005_solver_speed/run.py", ["--repeats", "0"]),  # an IndexError once all seeds were solved
+        ("010_profiler_overhead/run.py", ["--rounds", "0"]),  # a KeyError after the auto sweeps
+        ("011_deadline_calibration/coload.py", ["nosuch"]),  # waited forever for a load that never came
     ],
 )
 def test_a_bad_flag_is_refused_in_one_sentence(path, args):

@@ -25,6 +25,7 @@ sys.path.insert(0, str(HERE))
 
 from transfer_heldout import load_collections  # noqa: E402
 
+from experiments.lab import no_options  # noqa: E402
 from perfmodel.files import atomic_write_text  # noqa: E402
 from perfmodel.fitting.accuracy import linear_baseline  # noqa: E402
 from perfmodel.fitting.selection import fit_quantity  # noqa: E402
@@ -38,6 +39,7 @@ def every_other(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def main() -> None:
+    no_options(__doc__)
     frame = load_collections()
     ok = frame[frame["status"] == "ok"]
     rows = []

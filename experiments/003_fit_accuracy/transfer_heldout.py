@@ -28,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
+from experiments.lab import no_options  # noqa: E402
 from perfmodel.files import atomic_write_text  # noqa: E402
 from perfmodel.fitting.gpu_effects import EFFECTS_FILE, GpuEffects, learn  # noqa: E402
 from perfmodel.fitting.gpu_specs import load_gpu_specs  # noqa: E402
@@ -123,6 +124,7 @@ def markdown(grid: pd.DataFrame) -> list[str]:
 
 
 def main() -> None:
+    no_options(__doc__)
     specs = load_gpu_specs()
     frame = load_collections()
     library = frame[frame["role"] != "held-out"]

@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE))
 
 from transfer_heldout import KEYS, load_collections, summary  # noqa: E402
 
+from experiments.lab import no_options  # noqa: E402
 from perfmodel.files import atomic_write_text  # noqa: E402
 from perfmodel.fitting import gpu_effects  # noqa: E402
 from perfmodel.fitting.gpu_specs import load_gpu_specs  # noqa: E402
@@ -280,6 +281,7 @@ def variants(frame: pd.DataFrame, specs: dict) -> list[str]:
 
 
 def main() -> None:
+    no_options(__doc__)
     specs = load_gpu_specs()
     frame = load_collections()
     out = ["# 003: why GPUs never profiled are predicted 25% off, and what did not fix it", ""]

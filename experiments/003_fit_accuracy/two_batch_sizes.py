@@ -23,12 +23,14 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
+from experiments.lab import no_options  # noqa: E402
 from perfmodel.files import atomic_write_text  # noqa: E402
 from perfmodel.fitting.selection import TWO_BATCH_SIZE_FILE, two_batch_size_errors_of  # noqa: E402
 from perfmodel.schema import load_profiles  # noqa: E402
 
 
 def main() -> None:
+    no_options(__doc__)
     frame = load_profiles(sorted((ROOT / "profiles" / "reference").glob("*.csv")))
     data = two_batch_size_errors_of(frame)
     atomic_write_text(TWO_BATCH_SIZE_FILE, json.dumps(data, indent=1) + "\n")

@@ -34,7 +34,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from experiments.lab import finish_results, new_results, perfmodel  # noqa: E402
+from experiments.lab import at_least_one, finish_results, new_results, perfmodel  # noqa: E402
 from perfmodel.profile.provenance import cpu_name  # noqa: E402
 from solvers import Candidates, GpuType, InfeasibleProblem, Problem, milp, solve  # noqa: E402
 from solvers.capacity import Columns, availability, clip, needs  # noqa: E402
@@ -166,8 +166,8 @@ def cli_seconds(profile: str, repeats: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--repeats", type=at_least_one, default=7)
+    parser.add_argument("--seeds", type=at_least_one, default=5)
     parser.add_argument("--profile", help="a profile CSV for the end-to-end `perfmodel plan` timing")
     args = parser.parse_args()
 
@@ -218,6 +218,7 @@ def main() -> None:
     (out / "results.md").write_text(markdown(report))
     finish_results(out)
     print((out / "results.md").read_text())
+    print(f"wrote {out}")
 
 
 def summarise(rows: list[dict]) -> dict:

@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.lab import new_results, perfmodel  # noqa: E402
+from experiments.lab import at_least_one, finish_results, new_results, perfmodel  # noqa: E402
 from perfmodel.models import resolve_model  # noqa: E402
 from perfmodel.profile import ProfileConfig, StabilityRule, run_profile  # noqa: E402
 from perfmodel.profile.provenance import cpu_name  # noqa: E402
@@ -191,7 +191,7 @@ def markdown(df: pd.DataFrame) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--rounds", type=at_least_one, default=11)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
         "--skip-auto",
@@ -242,6 +242,8 @@ def main() -> None:
             + markdown(autos)
             + "\n"
         )
+        finish_results(out)
+        print(f"wrote {out}")
 
 
 if __name__ == "__main__":

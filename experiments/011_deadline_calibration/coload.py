@@ -9,6 +9,7 @@ loading at the same instant (as a two-worker run starts). Four rounds; prints ea
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing as mp
 import os
 import sys
@@ -50,7 +51,12 @@ def busy(stop_at: float, model: str) -> None:
 
 
 def main() -> None:
-    model = sys.argv[1] if len(sys.argv) > 1 else "efficientnet_b0"
+    sys.path.insert(0, str(ROOT))
+    from perfmodel.models import BUILTIN_MODELS
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", nargs="?", default="efficientnet_b0", choices=BUILTIN_MODELS)
+    model = parser.parse_args().model  # a model no process can build would leave this one waiting forever
     mp.set_start_method("spawn")
     for round_ in range(ROUNDS):
         for case in ("alone", "busy", "two"):

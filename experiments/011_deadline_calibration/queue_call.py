@@ -13,7 +13,13 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from experiments.lab import no_options  # noqa: E402
 
 CALLS = 300
 BATCH_S = 0.02
@@ -54,6 +60,7 @@ class Worker:
 
 
 def main() -> None:
+    no_options(__doc__)
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1")
