@@ -13,7 +13,7 @@ A folder is never reused: a second run of the same day, machine and commit gets 
 committed results are never overwritten. run.json records the machine, the commit (with `-dirty` when the
 checkout had uncommitted changes), the start and end (UTC), the 1-minute load average at both, and the
 command line. The start is the experiment's (when it imported this module), also where the folder is made
-only at the end. A run stopped before it wrote anything but run.json (Ctrl-C, an error) leaves
+only at the end. A run stopped before it wrote a file but run.json (Ctrl-C, an error) leaves
 no folder behind; one stopped later keeps what it wrote, and its run.json has no `ended_utc`.
 """
 
@@ -130,9 +130,9 @@ def new_results(here: Path, device: str = "cpu", argv: list[str] | None = None) 
 
 
 def drop_if_empty(folder: Path) -> None:
-    """At exit: remove `folder` if the run stopped before it wrote anything but run.json."""
+    """At exit: remove `folder` if the run stopped before it wrote anything but run.json (and empty folders)."""
     folder = Path(folder)
-    if not folder.is_dir() or [p.name for p in folder.iterdir()] != ["run.json"]:
+    if not folder.is_dir() or [p for p in folder.rglob("*") if not p.is_dir()] != [folder / "run.json"]:
         return
     if "ended_utc" not in json.loads((folder / "run.json").read_text()):
         shutil.rmtree(folder)

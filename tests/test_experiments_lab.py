@@ -35,6 +35,7 @@ def test_the_start_is_the_experiments_even_where_the_folder_is_made_at_the_end(t
 
 def test_a_run_stopped_before_it_wrote_anything_leaves_no_folder(tmp_path):
     stopped, working, finished = (lab.new_results(tmp_path, argv=["run.py"]) for _ in range(3))
+    (stopped / "runs").mkdir()  # 011 makes its folders first
     (working / "rounds.csv").write_text("a\n")
     lab.finish_results(finished)
     for folder in (stopped, working, finished):
