@@ -5,7 +5,8 @@ fresh process, on the same model (same seed) and the same three input batches:
 
   bare      a plain loop: perf_counter_ns around model(x) under one inference_mode, N calls; nothing else runs;
   profiler  `perfmodel.run_profile` of that one point, exactly as a sweep measures it: the measuring worker
-            process times N calls while the hardware monitor samples (every 50 ms, in its own process).
+            process times N calls while the hardware monitor samples in its own process (every 250 ms on a
+            CPU since 130998d, 50 ms on a GPU; bare+thread below reads every 50 ms).
 
 A third arm shows why the monitor is a process of its own: the bare loop with the monitor's readings
 taken on a thread of the timing process (as the profiler did before), `bare+thread`.
