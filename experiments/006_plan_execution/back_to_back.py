@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 from run import CPU_MODELS, GPU_MODELS, HERE, SHARE, _machine, capacity, hardware_of, log
 
-from experiments.lab import finish_results, new_results, perfmodel
+from experiments.lab import at_least_one, finish_results, new_results, perfmodel
 
 BATCH = {"cpu": 32, "cuda": 128}  # what the planner chose for nearly every plan of run.py
 
@@ -133,7 +133,7 @@ def table(rows: pd.DataFrame) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--rounds", type=at_least_one, default=4)
     ap.add_argument("--deadline", type=float, default=25.0, help="seconds per plan (default: 25)")
     ap.add_argument(
         "--results", type=Path, default=None, help="folder for the results (default: a new one in results/)"
