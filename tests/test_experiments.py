@@ -64,6 +64,12 @@ def test_help_says_what_a_script_does_and_runs_nothing(path):
         ("005_solver_speed/run.py", ["--repeats", "0"]),  # an IndexError once all seeds were solved
         ("010_profiler_overhead/run.py", ["--rounds", "0"]),  # a KeyError after the auto sweeps
         ("006_plan_execution/back_to_back.py", ["--rounds", "0"]),  # a KeyError, and a results folder left
+        ("001_serving_architectures/modes.py", ["--repeats", "0"]),  # 0 of these loops runs nothing to report
+        ("002_efficientnet_input_batch/run.py", ["--repeats", "0"]),
+        ("006_plan_execution/pairing.py", ["--rounds", "0"]),
+        ("007_online_serving/run.py", ["--repeats", "0"]),
+        ("011_deadline_calibration/level.py", ["--repeats", "0"]),
+        ("011_deadline_calibration/against_run.py", ["--runs", "0"]),
         ("011_deadline_calibration/coload.py", ["nosuch"]),  # waited forever for a load that never came
     ],
 )

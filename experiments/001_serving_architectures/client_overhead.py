@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.lab import new_results, perfmodel  # noqa: E402
+from experiments.lab import at_least_one, new_results, perfmodel  # noqa: E402
 from perfmodel.profile.backends.triton_client import random_batches  # noqa: E402
 from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings  # noqa: E402
 from perfmodel.profile.provenance import cpu_name  # noqa: E402
@@ -94,7 +94,7 @@ def main() -> None:
     p.add_argument("--concurrency", default="1,4")
     p.add_argument("--size", type=int, default=64)
     p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--repeats", type=at_least_one, default=5)
     p.add_argument("--seconds", type=float, default=5.0, help="the bare loop's measuring time (after 1 s ramp-up)")
     p.add_argument("--out", help="the JSON to write (default: client_overhead.json in a new folder in results/)")
     args = p.parse_args()

@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.lab import new_results  # noqa: E402
+from experiments.lab import at_least_one, new_results  # noqa: E402
 from perfmodel.models import resolve_model  # noqa: E402
 from perfmodel.profile.backends.triton_process import LocalTritonServer, ServerSettings  # noqa: E402
 from perfmodel.profile.provenance import cpu_name  # noqa: E402
@@ -128,7 +128,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--images", type=int, default=1500)
     parser.add_argument("--batch-sizes", default="1,8,32")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=at_least_one, default=5)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--architectures", default="inprocess,local-server")
     parser.add_argument("--image-dir", default=str(HERE / "images"), help="where the JPEG set is made (git-ignored)")

@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.lab import new_results  # noqa: E402
+from experiments.lab import at_least_one, new_results  # noqa: E402
 from perfmodel.profile.backends.triton_client import (
     ServerConnection,
     ThroughputRule,
@@ -42,7 +42,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cases", nargs="*", default=["tiny@64:1", "tiny@64:4", "resnet50@64:1"])
     p.add_argument("--concurrency", default="1,4")
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--repeats", type=at_least_one, default=5)
     p.add_argument("--max-time", type=float, default=5.0)
     p.add_argument("--out", help="the JSON to write (default: modes.json in a new folder in results/)")
     args = p.parse_args()

@@ -25,7 +25,7 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from experiments.lab import finish_results, new_results  # noqa: E402
+from experiments.lab import at_least_one, finish_results, new_results  # noqa: E402
 from perfmodel.profile import ProfileConfig, StabilityRule, run_profile  # noqa: E402
 from perfmodel.profile.grid import parse_batch_sizes, parse_input_sizes  # noqa: E402
 from perfmodel.schema import load_profile  # noqa: E402
@@ -90,7 +90,7 @@ def main() -> None:
     parser.add_argument("--input-sizes", default="32,64,96,128")
     parser.add_argument("--batch-sizes", default="1,2,4,8,16")
     parser.add_argument("--precision", default="fp32")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=at_least_one, default=3)
     parser.add_argument("--max-time-per-point", type=float, default=5.0)
     parser.add_argument("--tag", default=None, help="file name prefix (default: the device)")
     args = parser.parse_args()

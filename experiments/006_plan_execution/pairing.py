@@ -31,7 +31,7 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from experiments.lab import new_results  # noqa: E402
+from experiments.lab import at_least_one, new_results  # noqa: E402
 
 WAYS = ["1 process", "2 processes", "1 Ray actor", "2 Ray actors"]
 WARMUP_BATCHES = 5
@@ -125,7 +125,7 @@ def main() -> None:
     p.add_argument("--size", type=int, default=64)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--seconds", type=float, default=15.0)
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rounds", type=at_least_one, default=3)
     p.add_argument("--plan", type=Path, help="also time `perfmodel run PLAN --synthetic` (same model, size, batch)")
     p.add_argument("--results", type=Path, help="folder for the results (default: a new one in results/)")
     args = p.parse_args()

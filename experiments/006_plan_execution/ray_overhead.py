@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 import perfmodel  # noqa: E402
-from experiments.lab import new_results  # noqa: E402
+from experiments.lab import at_least_one, new_results  # noqa: E402
 from perfmodel.run import RunOptions, read_run_plan, run_plan  # noqa: E402
 
 SAMPLE_S = 0.25
@@ -160,7 +160,7 @@ def table(frame: pd.DataFrame) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("plan", type=Path)
-    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--runs", type=at_least_one, default=3)
     p.add_argument("--results", type=Path, help="folder for the results (default: a new one in results/)")
     args = p.parse_args()
     args.results = args.results or new_results(HERE)

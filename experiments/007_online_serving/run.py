@@ -51,7 +51,7 @@ ROOT = HERE.parents[1]
 RESULTS = HERE / "results"  # main() sets this run's own folder in it
 sys.path.insert(0, str(ROOT))
 
-from experiments.lab import load_average, new_results  # noqa: E402
+from experiments.lab import at_least_one, load_average, new_results  # noqa: E402
 from experiments.lab import perfmodel as run_perfmodel  # noqa: E402
 from perfmodel.fitting.synthetic import GpuLikeCurve  # noqa: E402
 from perfmodel.profile.backends.triton_stats import executions_by_size, server_times_ms  # noqa: E402
@@ -866,7 +866,7 @@ def main() -> None:
     p.add_argument("--calibration-seconds", type=float, default=10.0, help="per calibration rate (default: 10)")
     p.add_argument("--accuracy-requests", type=int, default=100_000)
     p.add_argument("--curve-slo", default="50ms")
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=at_least_one, default=3)
     p.add_argument(
         "--server-cpus",
         default=None,

@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.lab import finish_results, log, new_results, perfmodel  # noqa: E402
+from experiments.lab import at_least_one, finish_results, log, new_results, perfmodel  # noqa: E402
 
 POINTS = {"resnet50": 64, "efficientnet_b0": 96}
 BATCHES = "8,16,32"
@@ -36,8 +36,8 @@ DEADLINE_S = 10
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--profiles", type=int, default=2, help="profiles per model (default 2)")
-    parser.add_argument("--runs", type=int, default=2, help="runs per point and profile (default 2)")
+    parser.add_argument("--profiles", type=at_least_one, default=2, help="profiles per model (default 2)")
+    parser.add_argument("--runs", type=at_least_one, default=2, help="runs per point and profile (default 2)")
     parser.add_argument("--tables-only", type=Path, metavar="DIR", help="against_run.md from DIR/against_run.csv")
     args = parser.parse_args()
     if args.tables_only:

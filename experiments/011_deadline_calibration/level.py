@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.lab import finish_results, log, new_results, perfmodel  # noqa: E402
+from experiments.lab import at_least_one, finish_results, log, new_results, perfmodel  # noqa: E402
 
 POINTS = {"resnet50": 64, "efficientnet_b0": 96}
 BATCHES = "8,32"
@@ -36,7 +36,7 @@ BATCHES = "8,32"
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=6)
+    parser.add_argument("--repeats", type=at_least_one, default=6)
     parser.add_argument("--tables-only", type=Path, metavar="DIR", help="level.md again from DIR/level.csv")
     args = parser.parse_args()
     if args.tables_only:
