@@ -57,7 +57,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from experiments.lab import finish_results, new_results  # noqa: E402
+from experiments.lab import finish_results, log, new_results  # noqa: E402
 
 CURVE = GpuLikeCurve()
 SIZES = (160, 224, 288)
@@ -378,6 +378,7 @@ def main() -> None:
     args = parser.parse_args()
     out = new_results(HERE, device="cpu")
     load_before = [round(x, 2) for x in os.getloadavg()]
+    log(f"writing to {out}; held-out splits of the real GPU curves and the launch-bound ones")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PerfmodelWarning)
         reference_errors, reference_table = reference_splits()
@@ -386,10 +387,12 @@ def main() -> None:
     errors.to_csv(out / "reference_split_errors.csv", index=False, float_format="%.4g")
     chosen = reference_errors[reference_errors["method"] == "perfmodel (default selection)"]
     worst = chosen.groupby(["curve", "split"])["error_pct"].max().unstack()
+    log("GPUs never profiled: leave one GPU out")
     logo = transfer_logo()
     pd.DataFrame([{k: v for k, v in r.items() if k != "errors_pct"} for r in logo]).to_csv(
         out / "transfer_logo.csv", index=False, float_format="%.4g"
     )
+    log("the synthetic GPU-like curve, the shipped profiles, a loaded predictor's speed")
     results = {
         "machine": f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}",
         "load_before": load_before,
