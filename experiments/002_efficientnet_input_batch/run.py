@@ -25,7 +25,7 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from experiments.lab import at_least_one, finish_results, new_results  # noqa: E402
+from experiments.lab import at_least_one, finish_results, log, new_results  # noqa: E402
 from perfmodel.profile import ProfileConfig, StabilityRule, run_profile  # noqa: E402
 from perfmodel.profile.grid import parse_batch_sizes, parse_input_sizes  # noqa: E402
 from perfmodel.schema import load_profile  # noqa: E402
@@ -45,9 +45,17 @@ def sweep(args) -> pd.DataFrame:
             precision=args.precision,
             rule=StabilityRule(max_time_s=args.max_time_per_point),
         )
-        run_profile(config, out, resume=True)  # resumes an interrupted run, re-uses a finished one
+        run_profile(config, out, on_progress=lambda e, r=repeat: _progress(e, r, args.repeats))
         frames.append(load_profile(out).assign(repeat=repeat))
     return pd.concat(frames, ignore_index=True)
+
+
+def _progress(event, repeat: int, repeats: int) -> None:
+    if event.kind == "point":
+        log(
+            f"repeat {repeat + 1}/{repeats}: {event.input_size} px, batch {event.batch_size} {event.status} "
+            f"({event.done}/{event.total})"
+        )
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
@@ -117,6 +125,7 @@ def main() -> None:
     print(summary.pivot(index="input_size", columns="batch_size", values="memory_mb").round(0).to_string())
     print("\nwarm-up time predictors (permutation importance on a random forest for log warmup_ms):")
     print(importance.head(15).round(4).to_string())
+    print(f"\nwrote {RESULTS}")
 
 
 if __name__ == "__main__":
