@@ -211,8 +211,10 @@ def main() -> None:
     load_after = os.getloadavg()
     table = summarise(rounds)
     earlier = sorted((HERE / "results").glob("*/auto_results.csv"))  # folders sort by date
+    auto_source = "measured in this run"
     if args.skip_auto and earlier:
         autos = pd.read_csv(earlier[-1])
+        auto_source = f"copied from {earlier[-1].relative_to(HERE)} (--skip-auto): not measured in this run"
     else:
         autos = pd.DataFrame([] if args.quick else [time_auto("tiny", 64), time_auto("resnet50", 64)])
     import torch
@@ -239,7 +241,7 @@ def main() -> None:
             "process); `bare+thread`: the bare loop with the monitor's readings on a thread of the timing process "
             "(the earlier design):\n\n"
             + markdown(table)
-            + "\n\n`perfmodel profile --batch-sizes auto` (CPU defaults):\n\n"
+            + f"\n\n`perfmodel profile --batch-sizes auto` (CPU defaults; {auto_source}):\n\n"
             + markdown(autos)
             + "\n"
         )
