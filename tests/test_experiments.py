@@ -62,6 +62,7 @@ def test_help_says_what_a_script_does_and_runs_nothing(path):
         ("004_planning_curves/run.py", ["--deadlines", "10,abc"]),
         ("004_planning_curves/run.py", ["--deadlines", "10", "--input-size", "100"]),  # perfmodel's InputError
         ("005_solver_speed/run.py", ["--repeats", "0"]),  # an IndexError once all seeds were solved
+        ("005_solver_speed/run.py", ["--profile", "nope.csv"]),  # an error line in results.md, minutes later
         ("010_profiler_overhead/run.py", ["--rounds", "0"]),  # a KeyError after the auto sweeps
         ("006_plan_execution/back_to_back.py", ["--rounds", "0"]),  # a KeyError, and a results folder left
         ("001_serving_architectures/modes.py", ["--repeats", "0"]),  # 0 of these loops runs nothing to report

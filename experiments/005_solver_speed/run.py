@@ -170,6 +170,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=at_least_one, default=5)
     parser.add_argument("--profile", help="a profile CSV for the end-to-end `perfmodel plan` timing")
     args = parser.parse_args()
+    if args.profile and not Path(args.profile).is_file():  # found out only at the end, after every case
+        parser.error(f"--profile {args.profile}: no such file; e.g. profiles/cpu-resnet50-torch.csv")
 
     load_before = os.getloadavg()
     t0 = time.perf_counter()
