@@ -41,13 +41,19 @@ def greedy_lower_bound(cap: np.ndarray, avail: np.ndarray, need: int) -> int:
     Valid for every solution of the coupled model, so adding sum_k x_ks >= this bound cuts nothing off,
     and it closes most of the LP gap of the covering knapsack (HiGHS proves optimality ~3x faster).
     """
-    count, left = 0, need
+    return int(greedy_counts(cap, avail, need).sum())
+
+
+def greedy_counts(cap: np.ndarray, avail: np.ndarray, need: int) -> np.ndarray:
+    """GPUs per type that cover `need` images of one class, largest capacity first: the fewest that do
+    (short of `need` where all of them cannot)."""
+    counts, left = np.zeros(len(cap), dtype=np.int64), need
     for k in np.argsort(-cap, kind="stable"):
         if left <= 0 or cap[k] <= 0:
             break
-        use = min(avail[k], math.ceil(left / cap[k]))
-        count, left = count + int(use), left - int(use) * int(cap[k])
-    return count
+        counts[k] = min(avail[k], math.ceil(left / cap[k]))
+        left -= int(counts[k]) * int(cap[k])
+    return counts
 
 
 def min_gpus(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections import Counter
@@ -86,7 +87,7 @@ def _earliest(problem: Problem, columns: Columns, need, avail, weight, fewest: m
     the search gallops down from the window (1, 2, 4, ... steps) and then bisects the last gap. HiGHS is
     asked only where cheaper answers fail: the GPUs already found still cover the images (yes), each
     class's largest-first count sums to more GPUs (no: a lower bound), or there is one class (that count
-    is the answer; HiGHS then runs once, at the end)."""
+    is the answer, and its GPUs the plan's)."""
     steps = 2**_TIE_STEPS
     step = (problem.usable_s - float(np.min(columns.first_finish()))) / steps
     if not step > 0:
@@ -117,9 +118,12 @@ def _earliest(problem: Problem, columns: Columns, need, avail, weight, fewest: m
         good, bad = (middle, bad) if as_few(middle) else (good, middle)
     if best is not None:
         return best
+    # One class: the largest-first count there is no more than fewest's, so it is a fewest-GPU choice too.
     cap = clip(columns.capacity(problem.usable_s - good * step), need)
-    result = milp.min_gpus(cap, need, avail, weight, time_limit=problem.time_limit_s)
-    return result if result is not None and result.objective <= fewest.objective + 1e-9 else fewest
+    (s,) = np.flatnonzero(need > 0)
+    x = np.zeros_like(fewest.x)
+    x[:, s] = milp.greedy_counts(cap[:, s], avail, int(need[s]))
+    return dataclasses.replace(fewest, x=x, images=np.minimum(need, (cap * x).sum(axis=0)).astype(np.int64))
 
 
 def _fewest_at_least(cap: np.ndarray, need: np.ndarray, avail: np.ndarray) -> float:
