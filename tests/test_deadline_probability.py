@@ -472,3 +472,18 @@ def test_a_fit_on_three_batch_sizes_does_not_move_the_plans_median_by_its_one_er
     quantiles = job.plan.annotations["makespan_quantiles_s"]
     assert quantiles["p50"] == pytest.approx(job.plan.makespan_s, rel=0.1)
     assert quantiles["p95"] > 1.2 * job.plan.makespan_s
+
+
+def test_the_normal_cdf_of_the_makespan_is_exact_enough_across_its_range():
+    """log Phi from a table of math.erfc (no scipy on the planning path): within 2e-7 where the table
+    holds, continuous into the asymptotic tail below it, shaped like its input, NaN kept."""
+    from perfmodel.planning.makespan import LOG_CDF_RANGE, log_normal_cdf
+
+    z = np.concatenate([np.linspace(LOG_CDF_RANGE[0], LOG_CDF_RANGE[1], 9_973), [-36.9996, 0.0, 8.9999, 9.0]])
+    exact = np.array([math.log(0.5 * math.erfc(-v / math.sqrt(2))) for v in z])
+    assert np.max(np.abs(log_normal_cdf(z) - exact)) < 2e-7
+    below, at = log_normal_cdf(np.array([LOG_CDF_RANGE[0] - 1e-9, LOG_CDF_RANGE[0]]))
+    assert below == pytest.approx(at, rel=1e-8)
+    assert log_normal_cdf(-60.0) == pytest.approx(-(60.0**2) / 2 - math.log(60 * math.sqrt(2 * math.pi)), rel=1e-6)
+    assert log_normal_cdf(50.0) == 0.0 and log_normal_cdf([[0.0, 1.0]]).shape == (1, 2)
+    assert np.isnan(log_normal_cdf([np.nan])[0])
