@@ -111,10 +111,19 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def source_of(path, error: type[PerfmodelError], hint: str) -> str:
+    """The text of a path given as an argument, or `error` with one sentence where it is none (None, a
+    number, a DataFrame: a caller of the library, not the command line)."""
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise error(f"expected the path of a file, not an object of type {type(path).__name__}: {hint}.") from None
+
+
 def read_bytes(path: str | os.PathLike, error: type[PerfmodelError], hint: str, limit: int | None = None) -> bytes:
     """The bytes of an input file (at most `limit`, default MAX_INPUT_BYTES), or `error` with one sentence:
     what is wrong, and `hint`."""
-    source = os.fspath(path)
+    source = source_of(path, error, hint)
     limit = MAX_INPUT_BYTES if limit is None else limit
     try:
         with open(path, "rb") as f:
@@ -183,7 +192,7 @@ def read_json(path: str | os.PathLike, error: type[PerfmodelError], what: str, h
     Strict JSON only, within bounds: no NaN or Infinity, no number too large for a float or an int64,
     no key twice in one object, no nesting deeper than MAX_JSON_DEPTH, no file over MAX_INPUT_BYTES.
     """
-    source = os.fspath(path)
+    source = source_of(path, error, hint)
     data = read_bytes(path, error, hint)
     try:
         text = data.decode("utf-8-sig")
@@ -254,7 +263,7 @@ def read_csv_text(path: str | os.PathLike, error: type[PerfmodelError], what: st
 
     import pandas as pd
 
-    source = os.fspath(path)
+    source = source_of(path, error, f"give the path of {what}")
     data = read_bytes(path, error, f"give the path of {what}")
     if not data.strip():
         raise error(f"{source} is empty: {what} needs a header row and at least one data row.")

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from perfmodel.errors import ProfileFormatError
-from perfmodel.files import atomic_write_text, read_csv_text
+from perfmodel.errors import InputError, ProfileFormatError
+from perfmodel.files import atomic_write_text, check_writable, read_csv_text, source_of
 from perfmodel.units import GPU_TYPE_NAME, MAX_BATCH_SIZE, MAX_INPUT_SIZE
 
 SCHEMA_VERSION = 1
@@ -449,5 +449,8 @@ def profile_to_csv(df: pd.DataFrame) -> str:
 
 
 def write_profile(df: pd.DataFrame, path: str | os.PathLike) -> None:
-    """Write a profile atomically (temporary file, then rename)."""
+    """Write a profile atomically (temporary file, then rename); InputError if `path` is not a path or cannot
+    be written (a directory, a missing folder)."""
+    source_of(path, InputError, "give the name of the CSV file to write")
+    check_writable(path, flag="the profile's path")
     atomic_write_text(path, profile_to_csv(df))

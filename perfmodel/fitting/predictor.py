@@ -24,7 +24,7 @@ import numpy as np
 
 from perfmodel import __version__
 from perfmodel.errors import InputError, PerfmodelWarning, PredictorFormatError
-from perfmodel.files import atomic_write_text, parse_json, read_json
+from perfmodel.files import atomic_write_text, check_writable, parse_json, read_json, source_of
 from perfmodel.fitting.features import pixels
 from perfmodel.fitting.regressors import _Estimator
 from perfmodel.units import MAX_BATCH_SIZE, MAX_INPUT_SIZE, shown
@@ -540,8 +540,12 @@ class Predictor:
     def save(self, path: str | os.PathLike) -> None:
         """Write the predictor as JSON, atomically (a reader never sees half a file), once its text has been
         read back as Predictor.load reads a file (the same parser and checks): what fit writes, plan reads.
-        PredictorFormatError, and nothing written, if it would be refused."""
-        atomic_write_text(path, self._read_back(os.fspath(path)))
+        PredictorFormatError, and nothing written, if it would be refused; InputError if `path` is not a
+        path or cannot be written (a directory, a missing folder)."""
+        source = source_of(path, InputError, "give the name of the JSON file to write")
+        text = self._read_back(source)
+        check_writable(path, flag="the predictor's path")
+        atomic_write_text(path, text)
 
     def _read_back(self, path: str) -> str:
         source = "the fitted predictor"

@@ -23,8 +23,8 @@ def read_batch_plan(path, online: str) -> dict:
     with one sentence otherwise. `online` says why the reader cannot use an online plan."""
     from perfmodel.planning.context import check_plan_format  # context imports numpy and the solvers
 
-    source = os.fspath(path)
     plan = read_json(path, InputError, "a plan", PLAN_HOW)
+    source = os.fspath(path)
     if isinstance(plan, dict) and plan.get("mode") == "online":
         raise InputError(f"{source} is an online plan (--mode online): {online}.")
     if not isinstance(plan, dict) or not isinstance(plan.get("status"), str):

@@ -75,12 +75,12 @@ class RunPlan:
 
 def read_run_plan(path) -> RunPlan:
     """Read and check a plan; InputError with one sentence for anything that cannot be run."""
-    source = os.fspath(path)
     data = read_batch_plan(
         path,
         online="it sizes a server for a request rate, there is no set of images to run; deploy it with plan "
         "--triton-config, or run a batch plan",
     )
+    source = os.fspath(path)
     if data["status"] == "infeasible":
         reason = data.get("reason") if isinstance(data.get("reason"), str) else "no plan met the deadline"
         raise InputError(
