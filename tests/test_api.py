@@ -43,3 +43,57 @@ def test_writers_refuse_a_path_they_cannot_write(tmp_path):
             perfmodel.write_profile(profile, target)
         one_sentence(caught.value)
     assert [p.name for p in tmp_path.iterdir()] == []
+
+
+PLAN = dict(profiles=[str(CPU_PROFILE)], pool={"cpu": 2}, input_size=64, confidence="none")
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"input_size": 0},  # was planned at the default 224 px
+        {"input_size": 64.5},  # was planned at 64 px
+        {"input_size": "abc"},
+        {"input_size": [64]},
+        {"images": None, "input_size": None, "mix": {64: 3.5}},  # was planned for 3 images
+        {"images": None, "input_size": None, "mix": {64.7: 3}},  # was planned at 64 px
+        {"input_size": None, "mix": [64]},
+        {"pool": ["cpu"]},
+        {"pool": "cpu=2"},
+        {"pool": {3: 1}},
+        {"prices": ["cpu"], "objective": "cost"},
+        {"model": 3},
+        {"model": ["resnet50"]},
+        {"use": ["p50"]},
+        {"profiles": [None]},
+        {"profiles": [pd.DataFrame()]},
+        {"predictors": [3]},
+        {"pol": {"cpu": 2}},
+    ],
+    ids=repr,
+)
+def test_make_plan_refuses_settings_of_the_wrong_type_or_shape(settings, capsys):
+    with pytest.raises(perfmodel.InputError) as caught:
+        settings = {**PLAN, **settings}
+        perfmodel.make_plan(settings.pop("images", 100), 60, **settings)
+    one_sentence(caught.value)
+    assert capsys.readouterr() == ("", "")
+
+
+def test_make_plan_takes_one_source_where_a_list_belongs():
+    one, listed = (
+        perfmodel.make_plan(100, 60, **{**PLAN, "profiles": p}).to_dict() for p in (CPU_PROFILE, PLAN["profiles"])
+    )
+    assert (one["sources"], one["assignments"]) == (listed["sources"], listed["assignments"])
+
+
+def test_make_plan_refuses_a_request_that_is_not_a_plan_request():
+    with pytest.raises(perfmodel.InputError, match="PlanRequest"):
+        perfmodel.make_plan(100, 60, {"pool": {"cpu": 2}})
+
+
+@pytest.mark.parametrize("settings", [{"input_size": 0}, {"input_size": 64.5}, {"pool": ["cpu"]}], ids=repr)
+def test_make_online_plan_refuses_settings_of_the_wrong_type_or_shape(settings):
+    with pytest.raises(perfmodel.InputError) as caught:
+        perfmodel.make_online_plan("40/s", "200ms", **{"profiles": [CPU_PROFILE], "input_size": 64, **settings})
+    one_sentence(caught.value)

@@ -20,7 +20,7 @@ import numpy as np
 import solvers
 from perfmodel import shipped
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
-from perfmodel.planning import drift
+from perfmodel.planning import arguments, drift
 from perfmodel.planning.basis import EXTRAPOLATION_FACTOR, Basis
 from perfmodel.planning.context import Option, PlannedJob, build_context, model_argument, option_of
 from perfmodel.planning.spread import batch_moments, makespan_of, undirected
@@ -123,7 +123,7 @@ def make_plan(
     `annotations` say where its numbers come from) and what it was made of (model, sources, options).
     Raises NoPlanError (exit code 3) when no plan meets the deadline, InputError for bad input.
     """
-    r = dataclasses.replace(request or PlanRequest(), **settings)
+    r = _request(request, settings)
     deadline_s = deadline if isinstance(deadline, (int, float)) else parse_duration(deadline, "--deadline")
     if isinstance(deadline_s, bool) or not 0 < deadline_s <= MAX_SECONDS:
         raise InputError(
@@ -137,7 +137,7 @@ def make_plan(
     for flag, value in (("--model", r.model), ("--backend", r.backend), ("--precision", r.precision)):
         if value is not None and not str(value).strip():
             raise InputError(f"{flag} is empty: name one, or leave {flag} out for every one measured.")
-    if r.use not in LATENCY_COLUMNS:
+    if not isinstance(r.use, str) or r.use not in LATENCY_COLUMNS:
         raise InputError(f"--use must be p50 or p99, not {r.use!r}.")
     if r.mode not in solvers.problem.MODES or r.objective not in solvers.problem.OBJECTIVES:
         raise InputError(
@@ -175,6 +175,29 @@ def make_plan(
         model, model_path, sorted(workload), r.use, margin, profiles, predictors, options, load_s, decode_s
     )
     return PlannedJob(plan, context)
+
+
+def _request(request, settings: dict) -> PlanRequest:
+    """The request with the settings given as keywords, each checked for its type and shape (arguments.py)."""
+    if request is not None and not isinstance(request, PlanRequest):
+        raise InputError(f"request must be a PlanRequest (or None), not an object of type {type(request).__name__}.")
+    known = [f.name for f in dataclasses.fields(PlanRequest)]
+    unknown = [name for name in settings if name not in known]
+    if unknown:
+        raise InputError(
+            f"make_plan has no setting {unknown[0]!r}; the settings are those of PlanRequest: {', '.join(known)}."
+        )
+    r = dataclasses.replace(request or PlanRequest(), **settings)
+    return dataclasses.replace(
+        r,
+        input_size=arguments.input_size(r.input_size),
+        mix=arguments.mix(r.mix),
+        pool=arguments.named_numbers(r.pool, "pool", "{'a100': 8}"),
+        prices=arguments.named_numbers(r.prices, "prices", "{'a100': 2.5}"),
+        profiles=tuple(arguments.sources(r.profiles, "profiles")),
+        predictors=tuple(arguments.sources(r.predictors, "predictors", objects=True)),
+        **{what: arguments.name(getattr(r, what), what) for what in ("model", "backend", "precision")},
+    )
 
 
 def _workload(images, input_size, mix, mode) -> dict[int, int | None]:

@@ -24,6 +24,7 @@ import numpy as np
 from perfmodel import shipped
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
 from perfmodel.files import read_csv_text
+from perfmodel.planning import arguments
 from perfmodel.planning.batch import _load_predictor, _pick_model, pool_counts
 from perfmodel.units import figure, parse_duration, parse_fraction, parse_percentile, parse_rate
 from solvers import InfeasibleProblem, ProblemError, SolverError
@@ -84,10 +85,15 @@ def make_online_plan(
     trace = read_arrivals(arrivals) if isinstance(arrivals, (str, os.PathLike)) else arrivals
     if rate_s is None and trace is None:
         raise InputError("give --rate (e.g. --rate 400/s) or --arrivals FILE: online plans need a request rate.")
-    profiles, predictors = list(profiles), list(predictors)
+    profiles, predictors = arguments.sources(profiles, "profiles"), arguments.sources(predictors, "predictors", True)
     if not profiles and not predictors:
         profiles, predictors = shipped.sources()
-    size = int(input_size or DEFAULT_INPUT_SIZE)
+    size = arguments.input_size(input_size) or DEFAULT_INPUT_SIZE
+    pool = arguments.named_numbers(pool, "pool", "{'a100': 8}")
+    prices = arguments.named_numbers(prices, "prices", "{'a100': 2.5}")
+    model, backend, precision = (
+        arguments.name(v, w) for v, w in ((model, "model"), (backend, "backend"), (precision, "precision"))
+    )
     options = service_options(profiles, predictors, model, size, backend, precision)
     try:
         problem = OnlineProblem(
