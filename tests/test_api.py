@@ -97,3 +97,11 @@ def test_make_online_plan_refuses_settings_of_the_wrong_type_or_shape(settings):
     with pytest.raises(perfmodel.InputError) as caught:
         perfmodel.make_online_plan("40/s", "200ms", **{"profiles": [CPU_PROFILE], "input_size": 64, **settings})
     one_sentence(caught.value)
+
+
+@pytest.mark.parametrize("margin", [-0.5, float("nan")])
+def test_make_plan_refuses_a_margin_outside_0_to_1_under_the_probability_rule(margin):
+    # With the default deadline probability a margin > 0 is refused as a second rule; one below 0 (or NaN)
+    # was ignored without a word, and the plan kept no margin.
+    with pytest.raises(perfmodel.InputError, match="margin"):
+        perfmodel.make_plan(100, 60, **{**PLAN, "confidence": None, "margin": margin})

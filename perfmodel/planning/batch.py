@@ -131,6 +131,8 @@ def make_plan(
             f"not {shown(deadline)}."
         )
     margin = r.margin if isinstance(r.margin, (int, float)) else parse_fraction(r.margin, "--margin")
+    if isinstance(margin, bool) or not 0 <= margin < 1:  # NaN too; the probability rule would ignore it
+        raise InputError(f"the margin must be a fraction in [0, 1), not {shown(r.margin)}.")
     load_s = r.load_time
     if isinstance(r.load_time, str):
         load_s = parse_duration(r.load_time, "--load-time", allow_zero=True)
