@@ -68,7 +68,6 @@ PLAN = dict(profiles=[str(CPU_PROFILE)], pool={"cpu": 2}, input_size=64, confide
         {"profiles": [None]},
         {"profiles": [pd.DataFrame()]},
         {"predictors": [3]},
-        {"pol": {"cpu": 2}},
     ],
     ids=repr,
 )
