@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -13,6 +14,11 @@ import perfmodel
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_PROFILE = ROOT / "profiles" / "cpu-resnet50-torch.csv"
+
+
+@pytest.fixture(scope="module")
+def predictor():
+    return perfmodel.fit(CPU_PROFILE, families=["linear"])
 
 
 def one_sentence(exc: BaseException) -> str:
@@ -32,8 +38,7 @@ def test_readers_refuse_what_is_not_a_path(read, path, capsys):
     assert capsys.readouterr() == ("", "")
 
 
-def test_writers_refuse_a_path_they_cannot_write(tmp_path):
-    predictor = perfmodel.fit(perfmodel.load_profile(CPU_PROFILE).query("input_size == 64"), families=["linear"])
+def test_writers_refuse_a_path_they_cannot_write(predictor, tmp_path):
     profile = perfmodel.load_profile(CPU_PROFILE)
     for target in (None, tmp_path, tmp_path / "missing" / "x.out"):
         with pytest.raises(perfmodel.InputError) as caught:
@@ -104,3 +109,31 @@ def test_make_plan_refuses_a_margin_outside_0_to_1_under_the_probability_rule(ma
     # was ignored without a word, and the plan kept no margin.
     with pytest.raises(perfmodel.InputError, match="margin"):
         perfmodel.make_plan(100, 60, **{**PLAN, "confidence": None, "margin": margin})
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        lambda p: p.latency_ms("abc", 224),
+        lambda p: p.latency_ms({}, 224),
+        lambda p: p.latency_ms(1j, 224),
+        lambda p: p.warmup_ms([1, 2], [64, 128, 224]),  # shapes that do not broadcast
+        lambda p: p.extrapolates("abc", 224),
+        lambda p: p.groups[0].measured_batch_range("abc"),
+        lambda p: p.max_batch(224, memory_budget_mb="abc"),
+        lambda p: p.max_batch(224, memory_budget_mb=[100]),
+        lambda p: p.groups[0].error_quantile("0.9"),
+        lambda p: p.groups[0].error_quantile(0.9, quantity="latency"),  # was None: as if no error was measured
+        lambda p: p.groups[0].error_samples(quantity="latency"),
+    ],
+)
+def test_predictor_queries_refuse_what_is_not_numbers(predictor, query, capsys):
+    with pytest.raises(perfmodel.InputError) as caught:
+        query(predictor)
+    one_sentence(caught.value)
+    assert capsys.readouterr() == ("", "")
+
+
+def test_predictor_answers_an_empty_query_with_an_empty_array(predictor):
+    assert predictor.latency_ms([], 224).shape == (0,)
+    assert predictor.throughput_ips(np.array([], dtype=int), 224).shape == (0,)

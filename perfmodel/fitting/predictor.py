@@ -128,7 +128,7 @@ class GroupPredictor:
     def extrapolates(self, b, s, quantity: str = "latency_ms") -> np.ndarray:
         """True where (b, s) lies outside the region the quantity was fitted on: outside the input sizes
         measured, or outside the batch sizes measured at that input size (see `measured_batch_range`)."""
-        b, s = np.broadcast_arrays(np.asarray(b, dtype=float), np.asarray(s, dtype=float))
+        b, s = _pair(b, s, positive=False)
         sizes, lows, highs = self._region_table(quantity)
         if b.size and b.min() >= lows.max() and b.max() <= highs.min() and s.min() >= sizes[0] and s.max() <= sizes[-1]:
             return np.zeros(b.shape, dtype=bool)  # inside what every measured size covers: no look-up needed
@@ -142,7 +142,7 @@ class GroupPredictor:
         largest); beyond the sizes measured, the nearest size's, its largest batch scaled down by
         image area above the largest size (the same work per call).
         """
-        lo, hi, _ = self._lookup(np.asarray(s, dtype=float), quantity)
+        lo, hi, _ = self._lookup(_numbers(s, "input sizes"), quantity)
         return lo, hi
 
     def _lookup(self, s: np.ndarray, quantity: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -187,6 +187,7 @@ class GroupPredictor:
         return self._errors(beyond, quantity)[0]
 
     def _errors(self, beyond: bool, quantity: str) -> tuple[np.ndarray | None, str]:
+        _check_quantity(quantity)
         report = self.models[quantity].report if quantity in self.models else {}
         if self.transfer is not None:
             errors = self.transfer.get("errors_pct")
@@ -212,7 +213,7 @@ class GroupPredictor:
         quantile of the errors (the largest seen when there are too few to tell), or None when no error
         was measured.
         """
-        if not 0 < confidence < 1:
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
             raise InputError(f"the confidence must lie between 0 and 1 (e.g. 0.99), not {confidence!r}.")
         values, origin = self._errors(beyond, quantity)
         if values is None:
@@ -232,9 +233,12 @@ class GroupPredictor:
         sizes, inverse = np.unique(s, return_inverse=True)
         limit = self._oom_limit(sizes)
         if memory_budget_mb is not None:
-            budget = float(memory_budget_mb)
+            try:
+                budget = float(memory_budget_mb)
+            except (TypeError, ValueError):  # a list, text that is no number: refused below
+                budget = math.nan
             if not (math.isfinite(budget) and budget > 0):
-                raise InputError(f"memory_budget_mb must be a positive number of MiB, not {memory_budget_mb!r}.")
+                raise InputError(f"memory_budget_mb must be a positive number of MiB, not {shown(memory_budget_mb)}.")
             best = self._memory_fit(sizes, budget, limit)
         else:
             best = self._safe_measured(sizes)
@@ -263,8 +267,7 @@ class GroupPredictor:
 
     def _region(self, quantity: str) -> np.ndarray:
         """Rows (input size, smallest batch, largest batch) measured for the quantity, sorted by size."""
-        if quantity not in self.models:
-            raise InputError(f"unknown quantity {quantity!r}; one of {', '.join(QUANTITIES)}.")
+        _check_quantity(quantity, self.models)
         measured = self.models[quantity].report.get("measured")
         if measured:
             return np.array(sorted(measured), dtype=float)
@@ -272,8 +275,7 @@ class GroupPredictor:
         return np.array([[s_lo, b_lo, b_hi], [s_hi, b_lo, b_hi]] if s_hi > s_lo else [[s_lo, b_lo, b_hi]], dtype=float)
 
     def _training_range(self, quantity: str) -> tuple[tuple[float, float], tuple[float, float]]:
-        if quantity not in self.models:
-            raise InputError(f"unknown quantity {quantity!r}; one of {', '.join(QUANTITIES)}.")
+        _check_quantity(quantity, self.models)
         ranges = self.models[quantity].report.get("training_range")
         if ranges is None:
             return (self.batch_sizes[0], self.batch_sizes[-1]), (self.input_sizes[0], self.input_sizes[-1])
@@ -281,7 +283,9 @@ class GroupPredictor:
 
     def _predict(self, quantity: str, b, s) -> np.ndarray:
         estimator = self._model(quantity)
-        b, s = _positive(b, "batch sizes"), _positive(s, "input sizes")
+        b, s = _pair(b, s)
+        if not b.size:
+            return np.zeros(b.shape)
         if np.any(self.extrapolates(b, s, quantity)):
             region = "; ".join(f"{lo:g}-{hi:g} at {size:g} px" for size, lo, hi in self._region(quantity))
             self._warn(f"{quantity} outside the batch sizes measured ({region}) extrapolates")
@@ -469,8 +473,33 @@ def _checked_report(report, quantity: str) -> dict:
     return dict(report)
 
 
+def _check_quantity(quantity, known=QUANTITIES) -> None:
+    if not isinstance(quantity, str) or quantity not in known:
+        raise InputError(f"unknown quantity {shown(quantity)}; one of {', '.join(QUANTITIES)}.")
+
+
+def _numbers(values, what: str) -> np.ndarray:
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"{what} must be numbers (a number, a list or an array), not {shown(values)}.") from None
+
+
+def _pair(b, s, positive: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Batch and input sizes as float arrays of one shape (numpy's broadcasting), each finite and > 0 where
+    `positive`; InputError otherwise."""
+    check = _positive if positive else _numbers
+    b, s = check(b, "batch sizes"), check(s, "input sizes")
+    try:
+        return tuple(np.broadcast_arrays(b, s))
+    except ValueError:
+        raise InputError(
+            f"batch sizes of shape {b.shape} and input sizes of shape {s.shape} do not broadcast to one shape."
+        ) from None
+
+
 def _positive(values, what: str) -> np.ndarray:
-    array = np.asarray(values, dtype=float)
+    array = _numbers(values, what)
     if not np.all(array > 0) or not np.all(np.isfinite(array)):
         raise InputError(f"{what} must be finite numbers > 0.")
     return array
