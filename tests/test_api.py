@@ -137,3 +137,16 @@ def test_predictor_queries_refuse_what_is_not_numbers(predictor, query, capsys):
 def test_predictor_answers_an_empty_query_with_an_empty_array(predictor):
     assert predictor.latency_ms([], 224).shape == (0,)
     assert predictor.throughput_ips(np.array([], dtype=int), 224).shape == (0,)
+
+
+def test_a_predictor_survives_pickling_and_deepcopy(predictor):
+    # multiprocessing, Ray and copy.deepcopy pickle it: "cannot pickle 'mappingproxy' object" before
+    import copy
+    import pickle
+
+    for other in (pickle.loads(pickle.dumps(predictor)), copy.deepcopy(predictor)):
+        assert other.to_json() == predictor.to_json()
+        assert other.latency_ms(8, 224) == predictor.latency_ms(8, 224)
+        assert other.extrapolates([1, 64], 224).tolist() == predictor.extrapolates([1, 64], 224).tolist()
+        with pytest.raises(TypeError):
+            other.groups[0].key["hardware"] = "h100"  # still read-only

@@ -17,7 +17,7 @@ import json
 import math
 import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 
 import numpy as np
@@ -102,6 +102,12 @@ class GroupPredictor:
             else "measured batches only (no memory model), capped below every measured oom",
         }
         return report
+
+    def __reduce__(self):
+        """Pickling (multiprocessing, Ray, copy.deepcopy): the read-only mappings travel as dicts; the cache
+        of look-up tables is rebuilt on first use."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return _group_from_fields, ({k: dict(v) if k in _MAPPINGS and v is not None else v for k, v in values.items()},)
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -395,6 +401,15 @@ class GroupPredictor:
             load_ms=None if load_ms is None else float(load_ms),
             transfer=None if transfer is None else MappingProxyType(transfer),
         )
+
+
+_MAPPINGS = ("key", "models", "provenance", "transfer")  # the fields a GroupPredictor holds read-only
+
+
+def _group_from_fields(values: dict) -> GroupPredictor:
+    return GroupPredictor(
+        **{k: MappingProxyType(v) if k in _MAPPINGS and v is not None else v for k, v in values.items()}
+    )
 
 
 def _is_number(value) -> bool:
