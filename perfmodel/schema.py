@@ -294,6 +294,8 @@ def validate_profile(df: pd.DataFrame, source: str = "profile") -> pd.DataFrame:
 
     Raises ProfileFormatError with one sentence naming the first problem found.
     """
+    if not isinstance(df, pd.DataFrame):
+        raise ProfileFormatError(f"{source} is not a DataFrame but an object of type {type(df).__name__}.")
     if len(df.columns) == 0 or len(df) == 0:
         raise ProfileFormatError(
             f"{source} has no measured points: a profile needs a header row and at least one data row."
@@ -428,7 +430,12 @@ def load_profile(path: str | os.PathLike) -> pd.DataFrame:
 
 
 def load_profiles(paths: Iterable[str | os.PathLike]) -> pd.DataFrame:
-    """Read several profiles and concatenate them (provenance is in every row, so this is safe)."""
+    """Read several profiles and concatenate them (provenance is in every row, so this is safe); one path is
+    a list of one."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if not isinstance(paths, Iterable):
+        raise ProfileFormatError(f"expected a list of profile CSV paths, not an object of type {type(paths).__name__}.")
     frames = [load_profile(p) for p in paths]
     if not frames:
         raise ProfileFormatError("no profile given: name at least one profile CSV.")

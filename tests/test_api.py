@@ -150,3 +150,30 @@ def test_a_predictor_survives_pickling_and_deepcopy(predictor):
         assert other.extrapolates([1, 64], 224).tolist() == predictor.extrapolates([1, 64], 224).tolist()
         with pytest.raises(TypeError):
             other.groups[0].key["hardware"] = "h100"  # still read-only
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda profile: perfmodel.fit(3),
+        lambda profile: perfmodel.fit(None),
+        lambda profile: perfmodel.fit(profile, on_progress=3),
+        lambda profile: perfmodel.fit(profile, target_hardware=3),
+        lambda profile: perfmodel.validate_profile(str(CPU_PROFILE)),
+        lambda profile: perfmodel.load_profiles(3),
+    ],
+)
+def test_fit_and_profiles_refuse_arguments_of_the_wrong_type(call):
+    with pytest.raises(perfmodel.InputError) as caught:
+        call(perfmodel.load_profile(CPU_PROFILE))
+    one_sentence(caught.value)
+
+
+def test_one_name_or_path_where_a_list_belongs_is_a_list_of_one():
+    # they were read letter by letter: "unknown model families l, i, n, e, a, r", "p does not exist"
+    profile = perfmodel.load_profile(CPU_PROFILE)
+    fitted = perfmodel.fit(profile, families="linear")
+    assert {q["family"] for q in fitted.report.values() if "family" in q} <= {"linear", None}
+    assert perfmodel.load_profiles(str(CPU_PROFILE)).equals(profile)
+    with pytest.raises(perfmodel.InputError, match="cannot predict h100"):  # not "no specification for 'h'"
+        perfmodel.fit(profile, families="linear", target_hardware="h100")

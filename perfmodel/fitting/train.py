@@ -12,7 +12,7 @@ import hashlib
 import os
 import platform
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
 
@@ -72,7 +72,10 @@ def fit(
         profiled is left out of the fit and its measurements check the prediction; the other hardware
         is fitted as usual.
     """
-    families = tuple(families)
+    families = _names(families, "families")
+    for name, callback in (("on_progress", on_progress), ("on_total", on_total)):
+        if callback is not None and not callable(callback):
+            raise InputError(f"{name} must be a function (or None), not an object of type {type(callback).__name__}.")
     unknown = [f for f in families if f not in FAMILIES]
     if unknown or not families:
         raise InputError(
@@ -85,7 +88,7 @@ def fit(
     frame = frame.copy()
     for column in keys:  # a missing extra key (a profile without that column) groups as "" not NaN
         frame[column] = frame[column].map(lambda v: "" if _missing(v) else v).astype(str)
-    specs, targets = _specs_for([str(t) for t in target_hardware], gpu_specs)
+    specs, targets = _specs_for([str(t) for t in _names(target_hardware, "target_hardware")], gpu_specs)
     by_group = [
         (_group_key(keys, values), rows) for values, rows in frame.groupby(keys, sort=True) if values[0] not in targets
     ]
@@ -178,9 +181,25 @@ def _transfer(
     return tuple(groups), {"targets": targets, "gpu_specs": str(gpu_specs or DEFAULT_TABLE), "skipped": notes}
 
 
+def _names(value, what: str) -> tuple:
+    """families or target_hardware: one name, or a list of them (None: none)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, Iterable) or isinstance(value, Mapping):
+        raise InputError(f"{what} must be a name or a list of names, not an object of type {type(value).__name__}.")
+    return tuple(value)
+
+
 def _read(profiles: Profiles) -> tuple[pd.DataFrame, list[dict]]:
     if isinstance(profiles, (str, os.PathLike, pd.DataFrame)):
         profiles = [profiles]
+    if not isinstance(profiles, Iterable) or isinstance(profiles, (bytes, Mapping)):
+        raise InputError(
+            f"profiles must be a profile CSV path, a DataFrame, or a list of them, not an object of type "
+            f"{type(profiles).__name__}."
+        )
     frames, sources = [], []
     for i, item in enumerate(profiles):
         if isinstance(item, pd.DataFrame):
