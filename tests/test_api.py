@@ -177,3 +177,20 @@ def test_one_name_or_path_where_a_list_belongs_is_a_list_of_one():
     assert perfmodel.load_profiles(str(CPU_PROFILE)).equals(profile)
     with pytest.raises(perfmodel.InputError, match="cannot predict h100"):  # not "no specification for 'h'"
         perfmodel.fit(profile, families="linear", target_hardware="h100")
+
+
+@pytest.mark.parametrize(
+    "query, unit",
+    [
+        ("latency_ms", "milliseconds"),
+        ("latency_p99_ms", "milliseconds"),
+        ("warmup_ms", "milliseconds"),
+        ("memory_mb", "MiB"),
+        ("throughput_ips", "per second"),
+        ("max_batch", "MiB"),
+        ("extrapolates", "measured"),
+    ],
+)
+def test_every_query_says_its_unit_in_its_docstring(query, unit):
+    for cls in (perfmodel.Predictor, perfmodel.GroupPredictor):
+        assert unit in (getattr(cls, query).__doc__ or ""), f"{cls.__name__}.{query}"

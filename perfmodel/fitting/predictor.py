@@ -112,21 +112,30 @@ class GroupPredictor:
     # --- queries -------------------------------------------------------------------------------
 
     def latency_ms(self, b, s) -> np.ndarray:
-        """Median latency of one call of batch b at input size s, in milliseconds."""
+        """Median latency of one call of batch b (images) at input size s (pixels per side), in milliseconds.
+
+        b and s: numbers or arrays, broadcast together; returns float64 of their shape (a numpy float for
+        two numbers, which json.dumps takes; an array's .tolist() for JSON). A query outside the region
+        measured is answered and emits one PerfmodelWarning (see `extrapolates`). InputError for sizes
+        that are not finite numbers > 0, or shapes that do not broadcast; InputError if the profile had
+        no figures for the quantity (warm-up, memory or p99 may be missing).
+        """
         return self._predict("latency_ms", b, s)
 
     def latency_p99_ms(self, b, s) -> np.ndarray:
+        """99th-percentile latency of one call of batch b at input size s, in milliseconds (as latency_ms)."""
         return self._predict("latency_p99_ms", b, s)
 
     def warmup_ms(self, b, s) -> np.ndarray:
-        """Time of the first call at batch b on a freshly loaded model."""
+        """Time of the first call at batch b on a freshly loaded model, in milliseconds (as latency_ms)."""
         return self._predict("warmup_ms", b, s)
 
     def memory_mb(self, b, s) -> np.ndarray:
+        """Peak device memory serving batch b at input size s, weights included, in MiB (as latency_ms)."""
         return self._predict("memory_mb", b, s)
 
     def throughput_ips(self, b, s) -> np.ndarray:
-        """Images per second: b / latency."""
+        """Images per second: b / latency_ms(b, s) x 1000 (as latency_ms)."""
         b = _positive(b, "batch sizes")
         with np.errstate(divide="ignore"):
             return b / self._predict("latency_ms", b, s) * 1000.0
@@ -228,7 +237,9 @@ class GroupPredictor:
         return {"fraction": fraction, "errors": int(len(values)), "origin": f"{quantity} of {self.name}: {origin}"}
 
     def max_batch(self, s, memory_budget_mb: float | None = None) -> np.ndarray:
-        """The largest batch that fits at input size s (int array; 0 when not even one image fits).
+        """The largest batch that fits at input size s (pixels per side; int64 array of s's shape, 0 when not
+        even one image fits); memory_budget_mb in MiB. InputError for sizes or a budget that are not
+        finite numbers > 0.
 
         Without a budget: the larger of the batches known safe from the measurements and of what the
         memory model predicts fits in the most memory a measured point used; never at or above a batch
@@ -565,6 +576,7 @@ class Predictor:
 
     @property
     def report(self) -> dict:
+        """The error report of the predictor's only group (see GroupPredictor.report)."""
         return self._single().report
 
     # --- JSON ------------------------------------------------------------------------------------
@@ -650,3 +662,10 @@ class Predictor:
             "give the path of a predictor JSON file from `perfmodel fit`",
         )
         return cls.from_dict(data, os.fspath(path))
+
+
+for _query in ("latency_ms", "latency_p99_ms", "warmup_ms", "memory_mb", "throughput_ips", "max_batch", "extrapolates"):
+    getattr(Predictor, _query).__doc__ = (
+        f"GroupPredictor.{_query} of the predictor's only group; InputError if it holds several (choose one "
+        f"with select).\n\n{getattr(GroupPredictor, _query).__doc__}"
+    )
