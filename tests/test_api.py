@@ -194,3 +194,9 @@ def test_one_name_or_path_where_a_list_belongs_is_a_list_of_one():
 def test_every_query_says_its_unit_in_its_docstring(query, unit):
     for cls in (perfmodel.Predictor, perfmodel.GroupPredictor):
         assert unit in (getattr(cls, query).__doc__ or ""), f"{cls.__name__}.{query}"
+
+
+def test_select_refuses_a_key_it_does_not_know(predictor):
+    assert predictor.select(hardware="cpu", architecture="inprocess") == predictor.groups
+    with pytest.raises(TypeError, match="hardwar"):  # it returned (), as if there were no such group
+        predictor.select(hardwar="cpu")

@@ -542,7 +542,15 @@ class Predictor:
         return f"Predictor({len(self.groups)} group(s): {', '.join(g.name for g in self.groups)})"
 
     def select(self, hardware=None, model=None, backend=None, precision=None, **extra) -> tuple[GroupPredictor, ...]:
-        """The groups matching every key given (None matches anything)."""
+        """The groups matching every key given (None matches anything); the other keys are architecture,
+        protocol, mode and concurrency. A key of another name is a TypeError, as a misspelt keyword is
+        (it matched nothing, so a typo read as "no such group")."""
+        unknown = [k for k in extra if k not in EXTRA_KEY_COLUMNS]
+        if unknown:
+            raise TypeError(
+                f"select() got an unexpected key {unknown[0]!r}; the keys are "
+                f"{', '.join(KEY_COLUMNS + EXTRA_KEY_COLUMNS)}."
+            )
         wanted = {"hardware": hardware, "model": model, "backend": backend, "precision": precision, **extra}
         wanted = {k: v for k, v in wanted.items() if v is not None}
         return tuple(g for g in self.groups if all(k in g.key and str(g.key[k]) == str(v) for k, v in wanted.items()))
