@@ -14,12 +14,19 @@ Pyomo is imported on first use: it takes most of a second, and `import solvers` 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from solvers.errors import SolverFailure, SolverTimeLimit
+
+# Pyomo's HiGHS interface silences the solver's log by redirecting file descriptors 1 and 2 of the whole
+# process while it solves. Two solves at once (a scheduler planning in threads) undo each other's
+# redirection: HiGHS's log reached stdout, a thread died on a closed descriptor, or the process hung.
+# So one solve at a time; a solve takes milliseconds.
+_HIGHS_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True, eq=False)
@@ -273,16 +280,17 @@ def _run(m, rel_gap: float, time_limit: float, relaxation: bool = False):
     from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
     from pyomo.contrib.solver.solvers.highs import Highs
 
-    t0 = time.perf_counter()
-    results = Highs().solve(
-        m,
-        load_solutions=False,
-        raise_exception_on_nonoptimal_result=False,
-        rel_gap=rel_gap,
-        time_limit=time_limit,
-        solver_options={"solve_relaxation": relaxation},
-    )
-    call_s = time.perf_counter() - t0
+    with _HIGHS_LOCK:
+        t0 = time.perf_counter()
+        results = Highs().solve(
+            m,
+            load_solutions=False,
+            raise_exception_on_nonoptimal_result=False,
+            rel_gap=rel_gap,
+            time_limit=time_limit,
+            solver_options={"solve_relaxation": relaxation},
+        )
+        call_s = time.perf_counter() - t0
     condition = results.termination_condition
     if condition in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
         return None, call_s

@@ -4,11 +4,15 @@ deep inside; results survive pickling; nothing is printed."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import repo_env
 
 import perfmodel
 
@@ -200,3 +204,34 @@ def test_select_refuses_a_key_it_does_not_know(predictor):
     assert predictor.select(hardware="cpu", architecture="inprocess") == predictor.groups
     with pytest.raises(TypeError, match="hardwar"):  # it returned (), as if there were no such group
         predictor.select(hardwar="cpu")
+
+
+PLANS_IN_THREADS = textwrap.dedent(
+    """
+    import json, sys, warnings
+    from concurrent.futures import ThreadPoolExecutor
+    import perfmodel
+    warnings.simplefilter("ignore")
+
+    def job(n):
+        settings = dict(pool={"cpu": 2}, profiles=[sys.argv[1]], input_size=64, confidence="none")
+        return json.dumps(perfmodel.make_plan(100 + 100 * (n % 3), 30, **settings).to_dict()["assignments"])
+
+    serial = [job(n) for n in range(12)]
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(job, range(12))) == serial
+    """
+)
+
+
+def test_plans_made_in_threads_at_once_print_nothing_and_agree():
+    # Pyomo silences HiGHS by redirecting the process's stdout and stderr during a solve: solves in threads
+    # at once printed HiGHS's log, killed a thread on a closed descriptor ("lost sys.stderr") or hung.
+    done = subprocess.run(
+        [sys.executable, "-c", PLANS_IN_THREADS, str(CPU_PROFILE)],
+        env=repo_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
