@@ -235,3 +235,10 @@ def test_plans_made_in_threads_at_once_print_nothing_and_agree():
         timeout=120,
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+@pytest.mark.parametrize("data", [{}, [], {"key": {"hardware": "cpu"}}, "x"], ids=repr)
+def test_a_damaged_group_is_a_predictor_format_error(data):
+    with pytest.raises(perfmodel.PredictorFormatError) as caught:  # was KeyError or TypeError
+        perfmodel.GroupPredictor.from_dict(data)
+    one_sentence(caught.value)

@@ -366,7 +366,15 @@ class GroupPredictor:
 
     @classmethod
     def from_dict(cls, data: dict) -> GroupPredictor:
-        """The group a to_dict() wrote, every value checked (the file may come from anyone)."""
+        """The group a to_dict() wrote, every value checked (the file may come from anyone):
+        PredictorFormatError in one sentence otherwise."""
+        try:
+            return cls._from_dict(data)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise PredictorFormatError(f"a group is not one that fit writes ({_damage(exc)}).") from None
+
+    @classmethod
+    def _from_dict(cls, data: dict) -> GroupPredictor:
         key = {str(k): v for k, v in data["key"].items()}
         missing = [k for k in KEY_COLUMNS if not isinstance(key.get(k), str)]
         if missing:
@@ -421,6 +429,10 @@ def _group_from_fields(values: dict) -> GroupPredictor:
     return GroupPredictor(
         **{k: MappingProxyType(v) if k in _MAPPINGS and v is not None else v for k, v in values.items()}
     )
+
+
+def _damage(exc: Exception) -> str:
+    return f"missing field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
 
 
 def _is_number(value) -> bool:
@@ -652,9 +664,8 @@ class Predictor:
         except PredictorFormatError as exc:
             raise PredictorFormatError(f"{source} is a damaged predictor: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            what = f"missing field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
             raise PredictorFormatError(
-                f"{source} is a damaged predictor ({what}); fit it again with `perfmodel fit`."
+                f"{source} is a damaged predictor ({_damage(exc)}); fit it again with `perfmodel fit`."
             ) from None
         if not groups:
             raise PredictorFormatError(f"{source} holds no groups; fit it again with `perfmodel fit`.")
