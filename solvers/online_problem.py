@@ -146,12 +146,12 @@ class OnlineProblem:
             )
         if not (_number(self.percentile) and 0 < self.percentile < 100):
             raise ProblemError(f"the percentile must lie strictly between 0 and 100, not {self.percentile!r}.")
-        if isinstance(self.request_size, bool) or int(self.request_size) != self.request_size or self.request_size < 1:
+        if not _number(self.request_size) or int(self.request_size) != self.request_size or self.request_size < 1:
             raise ProblemError(f"the request size must be a whole number of images >= 1, not {self.request_size!r}.")
         object.__setattr__(self, "request_size", int(self.request_size))
         rate = self.rate_per_s
         if self.arrivals_s is not None:
-            trace = np.asarray(self.arrivals_s, dtype=float).ravel()
+            trace = _floats(self.arrivals_s, "the arrival times")
             if len(trace) < 2 or not np.all(np.isfinite(trace)) or np.any(np.diff(trace) < 0) or trace[-1] <= trace[0]:
                 raise ProblemError("the arrival trace needs at least two finite, sorted times spanning more than 0 s.")
             trace = trace - trace[0]
@@ -166,7 +166,7 @@ class OnlineProblem:
         _check_rate(rate, "the rate")
         object.__setattr__(self, "rate_per_s", float(rate))
         if self.delays_s is not None:
-            delays = tuple(float(d) for d in self.delays_s)
+            delays = tuple(_floats(self.delays_s, "max_queue_delay candidates").tolist())
             if not delays or not all(math.isfinite(d) and d >= 0 for d in delays):
                 raise ProblemError("max_queue_delay candidates must be finite numbers of seconds >= 0.")
             if min(delays) >= self.slo_s:
@@ -176,6 +176,8 @@ class OnlineProblem:
                     "delays well below the SLO."
                 )
             object.__setattr__(self, "delays_s", delays)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
+            raise ProblemError(f"the seed must be a whole number, not {self.seed!r}.")
         if not (_number(self.margin) and 0 <= self.margin < MAX_MARGIN):
             raise ProblemError(
                 f"the margin must be a fraction >= 0 and below {MAX_MARGIN:g} (e.g. 0.1: every batch "
@@ -229,3 +231,11 @@ def _number(value) -> bool:
         and isinstance(value, (int, float, np.integer, np.floating))
         and math.isfinite(value)
     )
+
+
+def _floats(values, what: str) -> np.ndarray:
+    """Numbers as a flat float array, or ProblemError (text, None, nested objects)."""
+    try:
+        return np.asarray(values, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise ProblemError(f"{what} must be numbers of seconds, not {str(values)[:40]}.") from None

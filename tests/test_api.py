@@ -242,3 +242,15 @@ def test_a_damaged_group_is_a_predictor_format_error(data):
     with pytest.raises(perfmodel.PredictorFormatError) as caught:  # was KeyError or TypeError
         perfmodel.GroupPredictor.from_dict(data)
     one_sentence(caught.value)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"max_queue_delays": ["x"]}, {"rate": None, "arrivals": [0.1, 0.2, "x"]}, {"seed": "x"}, {"request_size": "x"}],
+    ids=repr,
+)
+def test_make_online_plan_refuses_what_is_not_numbers(settings):
+    settings = {"rate": "40/s", "profiles": [CPU_PROFILE], "input_size": 64, **settings}
+    with pytest.raises(perfmodel.InputError) as caught:  # was ValueError or TypeError from numpy or the simulation
+        perfmodel.make_online_plan(settings.pop("rate"), "200ms", **settings)
+    one_sentence(caught.value)
