@@ -99,7 +99,7 @@ def _earliest(problem: Problem, columns: Columns, need, avail, weight, fewest: m
         """Whether as few GPUs as `fewest` cover the images k steps before the window (kept in `best`)."""
         nonlocal best
         cap = clip(columns.capacity(problem.usable_s - k * step), need)
-        if best is not None and ((cap * best.x).sum(axis=0) >= need).all():
+        if best is not None and ((cap.astype(float) * best.x).sum(axis=0) >= need).all():  # float: no overflow
             return True
         if _fewest_at_least(cap, need, avail) > fewest.objective + 1e-9:
             return False
@@ -123,7 +123,8 @@ def _earliest(problem: Problem, columns: Columns, need, avail, weight, fewest: m
     (s,) = np.flatnonzero(need > 0)
     x = np.zeros_like(fewest.x)
     x[:, s] = milp.greedy_counts(cap[:, s], avail, int(need[s]))
-    return dataclasses.replace(fewest, x=x, images=np.minimum(need, (cap * x).sum(axis=0)).astype(np.int64))
+    images = np.minimum(need, (cap.astype(float) * x).sum(axis=0)).astype(np.int64)
+    return dataclasses.replace(fewest, x=x, images=images)
 
 
 def _fewest_at_least(cap: np.ndarray, need: np.ndarray, avail: np.ndarray) -> float:
