@@ -22,12 +22,18 @@ def gpu_specs_table() -> Path:
 
 
 def profiles_folder() -> Path | None:
-    """The shipped profiles: installed with the package, else those of the checkout perfmodel runs from."""
+    """The shipped profiles: those of the checkout perfmodel runs from, else those installed with it.
+
+    The checkout comes first so that code run from a second checkout (a git worktree, PYTHONPATH=...)
+    reads its own data, not that of the checkout the editable install points at.
+    """
+    root = Path(__file__).resolve().parents[1]
+    checkout = root / "profiles" if (root / "pyproject.toml").is_file() else None
     try:
         installed = Path(str(files(PROFILES_PACKAGE)))
     except ModuleNotFoundError:  # run from a checkout that was never installed
         installed = None
-    for folder in (installed, Path(__file__).resolve().parents[1] / "profiles"):
+    for folder in (checkout, installed):
         if folder is not None and folder.is_dir():
             return folder
     return None
