@@ -8,11 +8,8 @@
 (matplotlib) load when first used, so a scheduler that only queries predictors stays light.
 """
 
-from perfmodel.lazy import lazy_getattr
-
-__version__ = "0.2.0"  # the one place; pyproject.toml reads it
-
-from perfmodel.errors import (  # noqa: E402
+from perfmodel._version import __version__
+from perfmodel.errors import (
     BackendError,
     DeviceError,
     InfeasibleError,
@@ -22,7 +19,8 @@ from perfmodel.errors import (  # noqa: E402
     PredictorFormatError,
     ProfileFormatError,
 )
-from perfmodel.fitting import GroupPredictor, Predictor, fit  # noqa: E402
+from perfmodel.fitting import GroupPredictor, Predictor, fit
+from perfmodel.lazy import lazy_getattr
 
 # Exported names whose modules are heavy: imported on first access (PEP 562).
 _LAZY = {

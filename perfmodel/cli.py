@@ -11,7 +11,8 @@ import os
 import re
 import sys
 
-from perfmodel import __version__, console, exit_codes
+from perfmodel import console, exit_codes
+from perfmodel._version import __version__
 from perfmodel.commands import fit, import_, plan, profile, report, run
 from perfmodel.commands.common import formatter
 from perfmodel.errors import PerfmodelError

@@ -9,8 +9,12 @@ class PerfmodelError(Exception):
     exit_code = exit_codes.FAILURE
 
 
-class InputError(PerfmodelError):
-    """Bad input from the user: an argument, a file, a model name."""
+class InputError(PerfmodelError, ValueError):
+    """Bad input from the user: an argument, a file, a model name.
+
+    A ValueError too, as scikit-learn's and the solvers' errors are, so that `except ValueError` in a
+    caller's code catches a wrong value given to perfmodel.
+    """
 
     exit_code = exit_codes.BAD_INPUT
 

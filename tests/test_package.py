@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import json
 import os
@@ -80,3 +81,14 @@ def test_a_target_install_plans_from_another_directory_with_the_shipped_data(tmp
 def _mkdir(path: Path) -> Path:
     path.mkdir(parents=True)
     return path
+
+
+def test_input_errors_are_value_errors_and_the_version_is_a_leaf():
+    import perfmodel._version
+
+    assert isinstance(perfmodel.InputError("bad"), ValueError)
+    assert isinstance(perfmodel.ProfileFormatError("bad"), ValueError)
+    assert perfmodel.__version__ == perfmodel._version.__version__
+    tree = ast.parse(Path(perfmodel._version.__file__).read_text())
+    # a leaf: any module may import it without climbing back up to the package root
+    assert not [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]

@@ -22,7 +22,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from perfmodel import __version__
+from perfmodel._version import __version__
 from perfmodel.errors import InputError, PerfmodelWarning, PredictorFormatError
 from perfmodel.files import atomic_write_text, check_writable, parse_json, read_json, source_of
 from perfmodel.fitting.features import pixels
@@ -370,6 +370,8 @@ class GroupPredictor:
         PredictorFormatError in one sentence otherwise."""
         try:
             return cls._from_dict(data)
+        except PredictorFormatError:  # already one sentence (and a ValueError, caught below otherwise)
+            raise
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise PredictorFormatError(f"a group is not one that fit writes ({_damage(exc)}).") from None
 

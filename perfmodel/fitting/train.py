@@ -19,7 +19,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from perfmodel import __version__
+from perfmodel._version import __version__
 from perfmodel.errors import InputError, PerfmodelWarning
 from perfmodel.fitting.predictor import (
     EXTRA_KEY_COLUMNS,

@@ -8,7 +8,7 @@ import re
 
 import psutil
 
-from perfmodel import __version__
+from perfmodel._version import __version__
 from perfmodel.schema import SCHEMA_VERSION
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from perfmodel import __version__
+from perfmodel._version import __version__
 from perfmodel.errors import InputError
 from perfmodel.files import atomic_write_bytes, atomic_write_text, check_not_input, check_path
 from perfmodel.report import tables

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perfmodel import __version__
+from perfmodel._version import __version__
 from perfmodel.errors import BackendError, InputError, PerfmodelError
 from perfmodel.models import resolve_model
 from perfmodel.profile.affinity import pinned_apart_from

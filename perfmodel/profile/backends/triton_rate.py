@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfmodel import __version__
+from perfmodel._version import __version__
 from perfmodel.errors import BackendError, InputError, PerfmodelError
 from perfmodel.models import resolve_model
 from perfmodel.profile.backends.triton_client import (
