@@ -95,8 +95,25 @@ def test_a_gpu_of_another_type_than_the_earlier_calls_is_refused(tmp_path):
     (seed / "h100-resnet50.state").write_text("torch-fp16\n")
     done = campaign("efficientnet_b0", str(tmp_path / "out"), seed=seed, timeout=120, CAMPAIGN_HARDWARE="h200")
     assert done.returncode == 2, done.stderr
-    assert "the earlier calls ran on h100: name the same machine kind in every call" in done.stderr
+    assert f"but {seed} holds the files of h100: each GPU type has its own folder" in done.stderr
     assert not list((tmp_path / "out").iterdir())
+    # The same for an OUT that another GPU type's call left on the machine.
+    done = campaign("efficientnet_b0", str(seed), timeout=120, CAMPAIGN_HARDWARE="h200")
+    assert done.returncode == 2 and "holds the files of h100" in done.stderr
+
+
+def test_each_gpu_type_resumes_from_its_own_results_folder(tmp_path):
+    """No CAMPAIGN_SEED: an H100's call reads results/h100 only (the H200's files stay out of it)."""
+    results = tmp_path / "results"
+    for hw in ("h100", "h200"):
+        (results / hw).mkdir(parents=True)
+        source = HERE / "results" / hw / f"{hw}-resnet50-torch-fp16.csv"
+        (results / hw / source.name).write_bytes(source.read_bytes())
+    out = tmp_path / "out"
+    done = campaign("fit", str(out), timeout=300, CAMPAIGN_HARDWARE="h100", CAMPAIGN_RESULTS=str(results))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(p.name for p in out.iterdir()) == ["h100-resnet50-fit.txt", "h100-resnet50.json"]
+    assert {g.key["hardware"] for g in Predictor.load(out / "h100-resnet50.json").groups} == {"h100"}
 
 
 def test_usage_is_shown_for_a_wrong_step():

@@ -11,12 +11,13 @@
 #   campaign.sh validate         OUT   plans for one GPU executed with `perfmodel run --synthetic`
 #   campaign.sh dry-run         [OUT]  the session on the CPU, tiny model, tiny grid (a few minutes)
 #
-# OUT is one folder for every step. A step first copies in what earlier calls left in SEED (default:
-# experiments/008_gpu_campaign/results, where the files of each call are committed), so a call that was
-# cut off resumes: profiles with --resume, and sub-steps listed in OUT/<hw>-<step>.state are skipped.
-# Each call stops itself cleanly before CAMPAIGN_BUDGET_S seconds (default 540) and exits 3 when work is
-# left: run the same step again. Exit 2: this machine cannot run the campaign (the message says why),
-# e.g. a GPU of another type than the earlier calls' (their files would not fit together). With
+# OUT is one folder for every step, of one GPU type. A step first copies in what earlier calls on this GPU
+# type left in SEED (default: experiments/008_gpu_campaign/results/<hw>, e.g. results/h100, where each
+# type's files are committed; CAMPAIGN_RESULTS names another root, CAMPAIGN_SEED one folder), so a call
+# that was cut off resumes: profiles with --resume, and sub-steps listed in OUT/<hw>-<step>.state are
+# skipped. Each call stops itself cleanly before CAMPAIGN_BUDGET_S seconds (default 540) and exits 3 when
+# work is left: run the same step again. Exit 2: this machine cannot run the campaign (the message says
+# why), e.g. an OUT or SEED that holds another GPU type's files (they would not fit together). With
 # CAMPAIGN_BUNDLE=FILE.tgz, OUT is packed into that one file after every part of a session (a device call
 # brings back at most 8 files).
 set -euo pipefail
@@ -39,10 +40,11 @@ case "$STEP" in
   dry-run) OUT="${2:-}" ;;
   *) usage ;;
 esac
-SEED="${CAMPAIGN_SEED:-$HERE/results}"
+RESULTS="${CAMPAIGN_RESULTS:-$HERE/results}"  # one folder per GPU type below it: SEED is RESULTS/<hw>
 # Relative paths are the caller's: make them absolute before moving to the repository's root.
 [[ -n "$OUT" ]] && { mkdir -p "$OUT" && OUT="$(cd "$OUT" && pwd)" || die "cannot make the folder $OUT."; }
-[[ -d "$SEED" ]] && SEED="$(cd "$SEED" && pwd)"
+[[ -d "$RESULTS" ]] && RESULTS="$(cd "$RESULTS" && pwd)"
+if [[ -n "${CAMPAIGN_SEED:-}" && -d "$CAMPAIGN_SEED" ]]; then CAMPAIGN_SEED="$(cd "$CAMPAIGN_SEED" && pwd)"; fi
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 cd "$ROOT"
 
@@ -117,21 +119,27 @@ EOF
 )" || die "cannot ask torch for the GPU's name."
   [[ -n "$HW" ]] && return
   if [[ "$STEP" == fit ]]; then  # fitting needs no GPU: take the hardware of the profiles found
-    HW="$(for dir in "$OUT" "$SEED"; do compgen -G "$dir/*-*-torch-*.csv" || true; done | xargs -r -n1 basename \
-          | cut -d- -f1 | sort -u)"
+    HW="$(for dir in "$OUT" "${CAMPAIGN_SEED:-}"; do [[ -n "$dir" ]] && compgen -G "$dir/*-*-torch-*.csv" || true; done \
+          | xargs -r -n1 basename | cut -d- -f1 | sort -u)"
     [[ -n "$HW" && "$HW" != *$'\n'* ]] && return
     die "fit: name the hardware of the profiles to fit, e.g. CAMPAIGN_HARDWARE=h100 (found: ${HW:-none})."
   fi
   die "torch sees no CUDA GPU here; on a CPU, run: campaign.sh dry-run"
 }
 
-same_hardware_as_before() {  # every call on one GPU type: fit and validate take one hardware's files
-  local before
-  before="$(for f in "$SEED"/*-*.state "$SEED"/*-*-torch-*.csv; do [[ -f "$f" ]] && basename "$f" | cut -d- -f1; done \
-            | sort -u | grep -vxF "$HW" | tr '\n' ' ')" || true
-  [[ -z "$before" ]] && return
-  compgen -G "$SEED/$HW-*" >/dev/null && return  # this type has files too: the campaign was on it already
-  die "this machine's GPU is a(n) $HW, but the earlier calls ran on ${before% }: name the same machine kind in every call (nvidia-h100-x1), or set CAMPAIGN_SEED to a folder of its own for this GPU."
+hardware_in() {  # the GPU types whose files (<hw>-....csv, .state, .json, .jsonl, .txt) are in folder $1
+  local f
+  for f in "$1"/*-*.{csv,state,json,jsonl,txt}; do [[ -f "$f" ]] && basename "$f" | cut -d- -f1; done | sort -u
+}
+
+one_hardware_per_folder() {  # OUT and SEED hold this GPU type's files only: an H100's and an H200's never mix
+  local dir others
+  for dir in "$OUT" "$SEED"; do
+    [[ -d "$dir" ]] || continue
+    others="$(hardware_in "$dir" | grep -vxF "$HW" | tr '\n' ' ')" || true
+    [[ -z "$others" ]] && continue
+    die "this machine's GPU is a(n) $HW, but $dir holds the files of ${others% }: each GPU type has its own folder (results/<hw>); give this one an OUT of its own (and CAMPAIGN_SEED, if you set it, of the same type)."
+  done
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -376,12 +384,13 @@ if [[ "$DRY" == 1 ]]; then
     OUT="$(mktemp -d "${TMPDIR:-/tmp}/perfmodel-campaign-XXXXXX")"
     trap 'rm -rf "$OUT"' EXIT
   fi
-  [[ -n "${CAMPAIGN_SEED:-}" ]] || SEED=/nonexistent  # a dry run never resumes from the committed GPU results
+  [[ -n "${CAMPAIGN_RESULTS:-}" ]] || RESULTS=/nonexistent  # a dry run never resumes from the committed GPU results
 fi
 set_grid
 check_features
 detect_hardware
-[[ "$DRY" == 1 || "$STEP" == fit ]] || same_hardware_as_before
+SEED="${CAMPAIGN_SEED:-$RESULTS/$HW}"
+one_hardware_per_folder
 if [[ "$DRY" == 1 ]]; then
   run_step session
   say "dry run: finished (what it left out, and why, is said above)"
