@@ -83,6 +83,11 @@ def _unreadable_model(tmp_path: Path) -> str:
         (_tiny("--precision", "tf32"), "--precision tf32"),
         (_tiny("--max-time-per-point", "nan"), "--max-time-per-point: must be a positive number"),
         (_tiny("--max-time-per-point", "inf"), "--max-time-per-point: must be a positive number"),
+        (_tiny("--max-time-short-calls", "0"), "--max-time-short-calls: must be a positive number of seconds"),
+        (
+            _tiny("--max-time-per-point", "1", "--max-time-short-calls", "0.5"),
+            "is less than --max-time-per-point (1 s): it gives short calls more time, not less",
+        ),
         (_tiny("--max-call-ms", "-1"), "--max-call-ms: must be a positive number of milliseconds"),
         (_tiny("--memory-limit-mb", "0"), "--memory-limit-mb: must be a positive number of MiB"),
         (_tiny("--threads", "0"), "--threads: must be a positive whole number"),

@@ -17,7 +17,14 @@ from perfmodel.files import atomic_write_text
 from perfmodel.profile.grid import parse_batch_sizes, parse_input_sizes
 from perfmodel.profile.provenance import hardware_key
 from perfmodel.profile.search import search_batch_sizes, search_points_bound
-from perfmodel.profile.timing import LatencySummary, StabilityRule, measure_latency, median_ci_rel, pool_processes
+from perfmodel.profile.timing import (
+    LatencySummary,
+    StabilityRule,
+    measure_latency,
+    median_ci_ranks,
+    median_ci_rel,
+    pool_processes,
+)
 
 
 class FakeClock:
@@ -55,6 +62,44 @@ def test_noisy_calls_hit_the_caps_and_say_unstable():
     assert summary.samples == 5
 
 
+def test_a_long_steady_call_is_known_from_six_samples():
+    slow = FakeClock([400.0, 400.2, 399.9])  # 0.4 s per call, steady: the floor, and an interval from it
+    summary = measure_latency(slow.call, StabilityRule(max_time_s=1.0), slow.tick)
+    assert summary.samples == 6 and summary.stable and summary.ci_rel < 0.001
+
+
+def test_short_noisy_calls_get_the_short_calls_time_and_long_ones_do_not():
+    rng = np.random.default_rng(2)
+    short = list(rng.uniform(1, 3, size=997))  # 1-3 ms: 20 fit in 0.1 s many times over
+    rule = StabilityRule(rel_ci=0.001, max_time_s=0.1, short_calls_time_s=0.4)
+    clock = FakeClock(short)
+    plain = measure_latency(clock.call, replace(rule, short_calls_time_s=None), clock.tick)
+    clock = FakeClock(short)
+    longer = measure_latency(clock.call, rule, clock.tick)
+    assert 40 <= plain.samples <= 60 and 180 <= longer.samples <= 220  # 0.1 s, then 0.4 s of 2 ms calls
+    assert longer.ci_rel < plain.ci_rel
+    steady = FakeClock([2.0])  # short but steady: known to rel_ci at min_samples, no more time
+    assert measure_latency(steady.call, rule, steady.tick).samples == rule.min_samples
+    slow = FakeClock(list(rng.uniform(300, 500, size=50)))  # long and noisy: fewer than 20 fit, no more time
+    assert measure_latency(slow.call, rule, slow.tick).samples == rule.floor_samples
+
+
+def binomial_coverage(n: int, k: int) -> float:
+    """P(x_(k) <= median <= x_(n+1-k)) for n samples of a continuous distribution (1-based ranks)."""
+    return 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2**n
+
+
+@given(st.integers(min_value=1, max_value=400))
+def test_median_interval_ranks_are_the_narrowest_that_hold_95_percent(n):
+    ranks = median_ci_ranks(n)
+    if n < 6:
+        assert ranks is None and binomial_coverage(n, 1) < 0.95
+        return
+    lo, hi = ranks
+    k = lo + 1
+    assert hi == n - k and binomial_coverage(n, k) >= 0.95 > binomial_coverage(n, k + 1)
+
+
 def test_summary_statistics_match_numpy():
     x = np.random.default_rng(1).lognormal(0, 0.3, 500)
     s = LatencySummary.from_samples(x, 0.01)
@@ -69,6 +114,8 @@ def test_stability_rule_rejects_nonsense():
         StabilityRule(rel_ci=0)
     with pytest.raises(ValueError):
         StabilityRule(min_samples=5, max_samples=4)
+    with pytest.raises(ValueError):
+        StabilityRule(max_time_s=1.0, short_calls_time_s=0.5)
 
 
 def fake_measure(fits_up_to: int, ms_per_image: float = 1.0, fail_at: int | None = None):

@@ -181,6 +181,15 @@ def add_parser(sub) -> None:
         help="stop sampling a point after this many seconds (default: 10)",
     )
     p.add_argument(
+        "--max-time-short-calls",
+        type=positive("seconds"),
+        default=None,
+        metavar="S",
+        help="a point whose calls are short (20 or more fit in --max-time-per-point) and whose median is not "
+        "known to +-1%% by then may sample up to this long: launch-bound batches on a GPU are noisy, large "
+        "ones steady (default: --max-time-per-point)",
+    )
+    p.add_argument(
         "--call-timeout",
         type=positive("seconds"),
         default=300.0,
@@ -299,6 +308,12 @@ def run(args) -> int:
     from perfmodel.profile.grid import parse_batch_sizes, parse_input_sizes
 
     triton = _triton_options(args)
+    if args.max_time_short_calls is not None and args.max_time_short_calls < args.max_time_per_point:
+        raise InputError(
+            f"--max-time-short-calls ({args.max_time_short_calls:g} s) is less than --max-time-per-point "
+            f"({args.max_time_per_point:g} s): it gives short calls more time, not less; make it at least that, "
+            "or leave it out."
+        )
     config = ProfileConfig(
         model=args.model,
         device=args.device,
@@ -317,7 +332,7 @@ def run(args) -> int:
         processes=args.processes,
         drift_probe_s=_drift_probe(args),
         hardware=args.hardware,
-        rule=StabilityRule(max_time_s=args.max_time_per_point),
+        rule=StabilityRule(max_time_s=args.max_time_per_point, short_calls_time_s=args.max_time_short_calls),
         max_batch_size=args.max_batch_size,
         max_call_ms=args.max_call_ms,
         search_tolerance=args.search_tolerance,
@@ -379,7 +394,7 @@ def run(args) -> int:
     if new_points and all(s == "error" for s in new_points):
         first = df.loc[df["status"] == "error", "error"].iloc[-1]
         raise PerfmodelError(f"no point could be measured; the last error was: {first}")
-    _warn_unstable(df, args.max_time_per_point)
+    _warn_unstable(df, config.rule)
     _warn_late_sender(df)
     if args.json:
         console.print_json({"out": args.out, "rows": console.clean_for_json(df.to_dict("records"))})
@@ -519,7 +534,7 @@ def _warn_late_sender(df, limit_ms: float = 10.0) -> None:
         )
 
 
-def _warn_unstable(df, max_time_s: float) -> None:
+def _warn_unstable(df, rule) -> None:
     """One line for all points whose median did not settle (a busy machine), not one per point."""
     if "stable" not in df.columns:
         return
@@ -529,8 +544,10 @@ def _warn_unstable(df, max_time_s: float) -> None:
         worst = unstable["latency_ci_rel"].max() if "latency_ci_rel" in unstable.columns else float("nan")
         console.note(
             f"warning: {len(unstable)} of {len(ok)} point(s) did not reach a median known to +-1% "
-            f"(worst +-{worst:.1%}) within {max_time_s:g} s; the machine may be busy "
-            "(see the load_avg_1m column), or allow more time with --max-time-per-point."
+            f"(worst +-{worst:.1%}) within {rule.max_time_s:g} s"
+            + (f" ({rule.longest_s:g} s for short calls)" if rule.longest_s > rule.max_time_s else "")
+            + "; the machine may be busy (see the load_avg_1m column), or allow more time with "
+            "--max-time-per-point (--max-time-short-calls for short calls)."
         )
 
 

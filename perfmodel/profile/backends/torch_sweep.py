@@ -53,7 +53,7 @@ def estimate(config: ProfileConfig) -> Estimate:
     else:
         points = len(config.batch_sizes) * len(config.input_sizes)
         fresh = sum(config.fresh_warmup(b) for b in config.batch_sizes) * len(config.input_sizes)
-    per_point_s = config.rule.max_time_s + PER_POINT_OVERHEAD_S
+    per_point_s = config.rule.longest_s + PER_POINT_OVERHEAD_S
     bound = config.batch_sizes is None  # the search's points are an upper bound
     return Estimate(points, bound, per_point_s, fresh, probe_s=config.probe_s, processes=config.processes)
 
@@ -336,7 +336,7 @@ class _TorchSweep:
             "rule": asdict(rule),
         }
         # A backstop only: the worker's own watchdog reports a stuck call after --call-timeout.
-        return request, rule.max_time_s + (rule.warmup_calls + 3) * self.config.call_timeout_s + 60
+        return request, rule.longest_s + (rule.warmup_calls + 3) * self.config.call_timeout_s + 60
 
     def _steady(self, batch_size: int, input_size: int, timed_first_call: bool, memory_limit: float | None) -> dict:
         if self.measuring is None or not self.measuring.is_alive():
