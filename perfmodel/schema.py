@@ -86,6 +86,10 @@ RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "throughput_ips",
     "load_ms",
     "warmup_method",
+    "warmup_includes",  # what the first call did besides running: compile, cudnn-autotune, graph-capture (+run)
+    "compile_cache",  # torch.compile's cache at the first call: fresh (empty, the process's own) or process
+    "compile_graphs",  # graphs the first call compiled (one per batch shape)
+    "compile_ms",  # the part of warmup_ms spent compiling (Dynamo's timer)
     "architecture",
     "protocol",
     "mode",
@@ -138,6 +142,7 @@ INTEGER_COLUMNS = frozenset(
         "samples",
         "concurrency",
         "processes",
+        "compile_graphs",
         "threads",
         "alongside",
         "schema_version",
@@ -153,6 +158,8 @@ TEXT_COLUMNS = frozenset(
         "precision",
         "status",
         "warmup_method",
+        "warmup_includes",
+        "compile_cache",
         "architecture",
         "protocol",
         "mode",
@@ -191,6 +198,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "concurrency": (1, 65_536),
     "samples": (1, 1e9),
     "processes": (1, 1024),
+    "compile_graphs": (1, 1e6),
     "threads": (1, 65_536),
     "alongside": (1, 1024),  # workers running beside the measured one (0: alone)
     "schema_version": (1, 1e6),
@@ -204,6 +212,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
             "latency_mean_ms",
             "latency_min_ms",
             "load_ms",
+            "compile_ms",
             "server_queue_ms",
             "server_compute_ms",
             "server_request_ms",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import math
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -20,12 +21,31 @@ from perfmodel.errors import DeviceError, InputError
 from perfmodel.models import ModelSpec, build_model
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+# torch.compile's modes perfmodel measures. reduce-overhead and max-autotune capture CUDA graphs of their own
+# on a GPU (Inductor's cudagraph trees); on a CPU, max-autotune tunes its C++ GEMM templates and
+# reduce-overhead would be the default mode under another name, so it is refused there.
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+_GRAPHING_MODES = ("reduce-overhead", "max-autotune")
 # Below this size per batch the steady state rotates between three input batches, so that no cache
 # flatters the numbers; a larger batch is larger than any cache, and holding three of them would move
 # the out-of-memory boundary, so it uses one (see TorchRunner.input_count).
 ROTATE_BELOW_MB = 256.0
 # The optional parts of a backend name, in the order TorchOptions.backend_name writes them.
 _BACKEND_PARTS = (("channels-last", "channels_last"), ("compile", "compile"), ("cuda-graphs", "cuda_graphs"))
+
+
+@dataclass(frozen=True)
+class CompileCounts:
+    """torch.compile's running totals in one process (TorchRunner.compile_counts)."""
+
+    graphs: int  # graphs compiled (one per batch shape when nothing recompiles)
+    seconds: float  # time spent compiling (Dynamo's timer; NaN where this torch lacks it)
+    graph_skips: int  # graphs for which Inductor gave up its CUDA graphs (reduce-overhead, max-autotune)
+
+    def since(self, before: CompileCounts) -> CompileCounts:
+        return CompileCounts(
+            self.graphs - before.graphs, self.seconds - before.seconds, self.graph_skips - before.graph_skips
+        )
 
 
 @dataclass(frozen=True)
@@ -38,8 +58,23 @@ class TorchOptions:
     compile: bool = False
     cuda_graphs: bool = False
     threads: int | None = None  # intra-op threads; None leaves torch's default
+    compile_mode: str = "default"  # torch.compile's mode (COMPILE_MODES), with compile
 
     def __post_init__(self):
+        if self.compile_mode not in COMPILE_MODES:
+            raise InputError(f"unknown compile mode {self.compile_mode!r}: choose one of {', '.join(COMPILE_MODES)}.")
+        if self.compile_mode != "default" and not self.compile:
+            raise InputError(f"compile mode {self.compile_mode} is a mode of torch.compile: add --compile.")
+        if self.compile and self.compile_mode == "reduce-overhead" and not self.device.startswith("cuda"):
+            raise InputError(
+                "--compile reduce-overhead is torch.compile with CUDA graphs, for CUDA devices; on a CPU it would "
+                "be the default mode under another name: use --compile (default) or --compile max-autotune."
+            )
+        if self.cuda_graphs and self.compile_mode in _GRAPHING_MODES:
+            raise InputError(
+                f"--compile {self.compile_mode} captures CUDA graphs of its own: leave --cuda-graphs out (or use "
+                "--compile default with --cuda-graphs)."
+            )
         if self.precision not in PRECISIONS:
             raise InputError(f"unknown precision {self.precision!r}: choose one of {', '.join(PRECISIONS)}.")
         if self.precision == "tf32" and not self.device.startswith("cuda"):
@@ -53,8 +88,28 @@ class TorchOptions:
 
     @property
     def backend_name(self) -> str:
-        """The profile's `backend` column: torch, torch-compile, torch-channels-last-cuda-graphs ..."""
-        return "-".join(["torch", *(part for part, flag in _BACKEND_PARTS if getattr(self, flag))])
+        """The profile's `backend` column: torch, torch-compile, torch-compile-max-autotune,
+        torch-channels-last-cuda-graphs ... (a compile mode other than default follows `compile`)."""
+        parts = ["torch"]
+        for part, flag in _BACKEND_PARTS:
+            if getattr(self, flag):
+                parts.append(part)
+                if flag == "compile" and self.compile_mode != "default":
+                    parts.append(self.compile_mode)
+        return "-".join(parts)
+
+    @property
+    def warmup_includes(self) -> str:
+        """What the first call at a batch size does besides running the model (the profile's
+        `warmup_includes`): compile (Dynamo and Inductor, for this shape), cudnn-autotune (cudnn.benchmark
+        on CUDA), graph-capture (three eager calls, the capture, then the replay), then run."""
+        cuda = self.device.startswith("cuda")
+        steps = [
+            ("compile", self.compile),
+            ("cudnn-autotune", cuda),
+            ("graph-capture", cuda and (self.cuda_graphs or (self.compile and self.compile_mode in _GRAPHING_MODES))),
+        ]
+        return "+".join([name for name, done in steps if done] + ["run"])
 
     @classmethod
     def from_backend(cls, backend: str, **kwargs) -> TorchOptions:
@@ -66,9 +121,10 @@ class TorchOptions:
         return cls(**kwargs, **flags)
 
 
-def parse_backend(backend: str) -> dict[str, bool] | None:
-    """{channels_last, compile, cuda_graphs} of a backend name TorchOptions.backend_name writes; None otherwise."""
-    rest, flags = backend, {}
+def parse_backend(backend: str) -> dict | None:
+    """{channels_last, compile, cuda_graphs, compile_mode} of a backend name TorchOptions.backend_name
+    writes; None otherwise."""
+    rest, flags = backend, {"compile_mode": "default"}
     if not (rest == "torch" or rest.startswith("torch-")):
         return None
     rest = rest[len("torch") :]
@@ -76,14 +132,32 @@ def parse_backend(backend: str) -> dict[str, bool] | None:
         flags[flag] = rest.startswith(f"-{part}")
         if flags[flag]:
             rest = rest[len(part) + 1 :]
+            if flag == "compile":
+                mode = next((m for m in _GRAPHING_MODES if rest.startswith(f"-{m}")), None)
+                if mode is not None:
+                    flags["compile_mode"], rest = mode, rest[len(mode) + 1 :]
     return flags if rest == "" else None
 
 
+def _backends() -> tuple[str, ...]:
+    names = []
+    for channels_last, cuda_graphs in itertools.product((False, True), repeat=2):
+        for compile_mode in (None, *COMPILE_MODES):
+            if cuda_graphs and compile_mode in _GRAPHING_MODES:
+                continue
+            options = TorchOptions(
+                "cuda",
+                channels_last=channels_last,
+                compile=compile_mode is not None,
+                cuda_graphs=cuda_graphs,
+                compile_mode=compile_mode or "default",
+            )
+            names.append(options.backend_name)
+    return tuple(names)
+
+
 # Every backend name the in-process PyTorch backend can write into a profile, so every one a plan can name.
-BACKENDS = tuple(
-    TorchOptions("cuda", channels_last=a, compile=b, cuda_graphs=c).backend_name
-    for a, b, c in itertools.product((False, True), repeat=3)
-)
+BACKENDS = _backends()
 
 
 def check_device(device: str) -> str:
@@ -136,6 +210,12 @@ class TorchRunner:
             tf32 = options.precision == "tf32"
             torch.backends.cuda.matmul.allow_tf32 = tf32
             torch.backends.cudnn.allow_tf32 = tf32
+        if options.compile:
+            # Imported here, as torch is, before any clock starts (2 s on a CPU): a module import, not a load.
+            import torch._dynamo
+
+            # Each batch size is its own static shape: one graph each, and enough room for a sweep's.
+            torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
         self.baseline_rss_mb = memory.rss_mb()  # before the model: CPU memory counts from here
         self.model = None
         self.load_ms: float | None = None
@@ -150,13 +230,33 @@ class TorchRunner:
             if self.options.channels_last:
                 model = model.to(memory_format=torch.channels_last)
             if self.options.compile:
-                # Each batch size is its own static shape; allow enough recompilations for a sweep.
-                torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
-                model = torch.compile(model, dynamic=False)
+                model = self._compiled(model)
             self.sync()
         self.model = model
         self.load_ms = (time.perf_counter() - t0) * 1e3
         return self.load_ms
+
+    def _compiled(self, model):
+        """torch.compile, lazily: it compiles at the first call of each batch shape (the warm-up). Static
+        shapes (dynamic=False), one graph per shape (fullgraph=True: a graph break fails the point, rather
+        than timing a model that runs partly eager)."""
+        mode = self.options.compile_mode
+        return self.torch.compile(model, dynamic=False, fullgraph=True, mode=None if mode == "default" else mode)
+
+    def compile_counts(self) -> CompileCounts | None:
+        """What torch.compile did in this process so far, from Dynamo's and Inductor's own counters; None
+        without --compile. The differences around a call say what that call compiled."""
+        if not self.options.compile:
+            return None
+        from torch._dynamo import utils
+
+        try:  # a private timer (torch 2.1 to 2.13 at least): without it the seconds are unknown, not zero
+            seconds = float(utils.calculate_time_spent().get("entire_frame_compile", 0.0))
+        except Exception:
+            seconds = math.nan
+        return CompileCounts(
+            int(utils.counters["stats"]["unique_graphs"]), seconds, int(utils.counters["inductor"]["cudagraph_skips"])
+        )
 
     def sync(self) -> None:
         if self.is_cuda:

@@ -79,6 +79,13 @@ def _unreadable_model(tmp_path: Path) -> str:
         (_tiny("--batch-sizes", "1,,2"), "--batch-sizes needs whole numbers"),
         (_tiny("--input-sizes", "-5"), "not a positive whole number"),
         (_tiny("--cuda-graphs"), "--cuda-graphs needs a CUDA device"),
+        (_tiny("--compile", "reduce-overhead"), "--compile reduce-overhead is torch.compile with CUDA graphs"),
+        (_tiny("--compile", "max-autotune", "--cuda-graphs"), "captures CUDA graphs of its own"),
+        (_tiny("--compile", "fastest"), "invalid choice: 'fastest'"),
+        (
+            _tiny("--backend", "triton", "--compile", "max-autotune", "--batch-sizes", "1"),
+            "--compile max-autotune is for the in-process backend",
+        ),
         (_tiny("--precision", "fp8"), "invalid choice: 'fp8'"),
         (_tiny("--precision", "tf32"), "--precision tf32"),
         (_tiny("--max-time-per-point", "nan"), "--max-time-per-point: must be a positive number"),

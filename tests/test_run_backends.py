@@ -3,6 +3,7 @@ from its profiles can pick) is one `perfmodel run` executes, and the worker runs
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pandas as pd
@@ -14,7 +15,7 @@ from perfmodel.errors import InputError
 from perfmodel.planning.batch import make_plan
 from perfmodel.run.planfile import read_run_plan
 from perfmodel.run.worker import RunWorker, WorkerSpec, check_runnable
-from perfmodel.torch_runner import BACKENDS, TorchOptions, parse_backend
+from perfmodel.torch_runner import BACKENDS, COMPILE_MODES, TorchOptions, parse_backend
 
 
 def profile(path, options: dict[tuple[str, str], float], hardware: str = "h100"):
@@ -51,16 +52,37 @@ def planned(tmp_path, options, images=2000, deadline_s=2.0):
 
 def test_every_backend_name_the_profiler_writes_is_one_run_reads_back():
     names = set()
-    for channels_last in (False, True):
-        for compile_ in (False, True):
-            for graphs in (False, True):
-                o = TorchOptions("cuda", channels_last=channels_last, compile=compile_, cuda_graphs=graphs)
-                names.add(o.backend_name)
-                again = TorchOptions.from_backend(o.backend_name, device="cuda")
-                assert (again.channels_last, again.compile, again.cuda_graphs) == (channels_last, compile_, graphs)
-    assert names == set(BACKENDS)
-    for wrong in ("triton-grpc", "torch-", "torch-fast", "torch-compile-channels-last", "tensorrt", "torchx"):
+    for channels_last, compile_, graphs in itertools.product((False, True), repeat=3):
+        for mode in COMPILE_MODES if compile_ else ("default",):
+            if graphs and mode != "default":
+                continue  # refused: those modes capture CUDA graphs of their own
+            o = TorchOptions(
+                "cuda", channels_last=channels_last, compile=compile_, cuda_graphs=graphs, compile_mode=mode
+            )
+            names.add(o.backend_name)
+            again = TorchOptions.from_backend(o.backend_name, device="cuda")
+            assert again == o
+    assert names == set(BACKENDS) and len(BACKENDS) == 12
+    assert TorchOptions.from_backend("torch-channels-last-compile-max-autotune").compile_mode == "max-autotune"
+    for wrong in (
+        "triton-grpc",
+        "torch-",
+        "torch-fast",
+        "torch-compile-channels-last",
+        "torch-max-autotune",
+        "torch-compile-fastest",
+        "tensorrt",
+        "torchx",
+    ):
         assert parse_backend(wrong) is None
+    with pytest.raises(InputError, match="captures CUDA graphs of its own"):
+        TorchOptions.from_backend("torch-compile-max-autotune-cuda-graphs", device="cuda")
+
+
+def test_a_plan_with_reduce_overhead_is_refused_on_a_cpu():
+    with pytest.raises(InputError, match="needs a CUDA device \\(CUDA graphs\\)"):
+        check_runnable("torch-compile-reduce-overhead", "fp16", "cpu", "cpu#0")
+    check_runnable("torch-compile-max-autotune", "fp32", "cpu", "cpu#0")  # max-autotune runs on a CPU
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

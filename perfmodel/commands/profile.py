@@ -85,7 +85,16 @@ def add_parser(sub) -> None:
         help="fp32 is true fp32 (TF32 off); tf32: fp32 tensors, TF32 tensor-core math (CUDA) (default: fp32)",
     )
     p.add_argument("--channels-last", action="store_true", help="run in channels-last memory format")
-    p.add_argument("--compile", action="store_true", help="torch.compile the model (compilation counts as warm-up)")
+    p.add_argument(
+        "--compile",
+        nargs="?",
+        const="default",
+        choices=["default", "reduce-overhead", "max-autotune"],
+        metavar="MODE",
+        help="torch.compile the model, in MODE: default, reduce-overhead or max-autotune (both with CUDA graphs "
+        "of their own, CUDA only for reduce-overhead); one static graph per batch size, compiled by the first "
+        "call (the warm-up) in a fresh cache (default mode: default)",
+    )
     p.add_argument("--cuda-graphs", action="store_true", help="replay a captured CUDA graph per batch size (CUDA only)")
     p.add_argument(
         "--warmup",
@@ -323,7 +332,8 @@ def run(args) -> int:
         input_sizes=parse_input_sizes(args.input_sizes),
         precision=args.precision,
         channels_last=args.channels_last,
-        compile=args.compile,
+        compile=args.compile is not None,
+        compile_mode=args.compile or "default",
         cuda_graphs=args.cuda_graphs,
         warmup=args.warmup,
         fresh_warmup_at=args.fresh_warmup_at,

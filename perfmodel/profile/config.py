@@ -27,6 +27,7 @@ class ProfileConfig:
     precision: str = "fp32"
     channels_last: bool = False
     compile: bool = False
+    compile_mode: str = "default"  # torch.compile's mode (torch_runner.COMPILE_MODES), with compile
     cuda_graphs: bool = False
     warmup: str = "fresh-process"
     fresh_warmup_at: tuple[int, ...] | None = None  # fresh-process warm-up only at these batch sizes; None: every point

@@ -181,12 +181,20 @@ class Worker:
         extra = None if runner.is_cuda or limit is None else limit - runner.used_memory_mb()
         with memory.data_limit(extra), runner.inference():
             call = self.watchdog.guard(runner.bind(runner.inputs(b, s, count=1)))
+            before = runner.compile_counts()
             t0 = time.perf_counter()
             call(0)
             warmup_ms = (time.perf_counter() - t0) * 1e3
+            first = runner.compile_counts()
             call(1)
             call(2)
-        return {"status": "ok", "warmup_ms": warmup_ms, "memory_mb": runner.peak_memory_mb()}
+        out = {"status": "ok", "warmup_ms": warmup_ms, "memory_mb": runner.peak_memory_mb()}
+        if before is None:
+            return out
+        problem = _compile_problem(
+            runner, first.since(before), runner.compile_counts().since(first), "in the calls after the first"
+        )
+        return problem or {**out, **_compile_columns(first.since(before))}
 
     def _steady(self, request: dict) -> dict:
         """One point's steady state: latency distribution, throughput and the memory of serving one batch.
@@ -205,6 +213,13 @@ class Worker:
         extra = None if limit is None or runner.is_cuda else limit - runner.used_memory_mb()
         count = runner.input_count(b, s, request.get("memory_budget_mb") or runner.device_memory_mb())
         out: dict = {}
+        counts = {"start": runner.compile_counts()}
+
+        def on_steady() -> None:  # after the untimed calls: from here on, nothing may compile
+            counts["timed"] = runner.compile_counts()
+            if not graphs:
+                runner.reset_peak()
+
         try:
             with memory.data_limit(extra), runner.inference():
                 call = self.watchdog.guard(runner.bind(runner.inputs(b, s, count)))
@@ -212,9 +227,17 @@ class Worker:
                     t0 = time.perf_counter()
                     call(0)
                     out["warmup_ms"] = (time.perf_counter() - t0) * 1e3
-                summary = measure_latency(
-                    call, StabilityRule(**request["rule"]), on_steady=None if graphs else runner.reset_peak
+                    counts["first"] = runner.compile_counts()
+                summary = measure_latency(call, StabilityRule(**request["rule"]), on_steady=on_steady)
+            if counts["start"] is not None:
+                first = counts.get("first", counts["timed"]).since(counts["start"])
+                problem = _compile_problem(
+                    runner, first, runner.compile_counts().since(counts["timed"]), "while the point was timed"
                 )
+                if problem:
+                    return problem
+                if "first" in counts:
+                    out.update(_compile_columns(first))
             rotation_only = count if graphs and count > 1 else count - 1
             out.update(summary.columns())
             out["memory_mb"] = max(0.0, runner.peak_memory_mb() - rotation_only * runner.batch_mb(b, s))
@@ -297,6 +320,37 @@ class Worker:
             thread.join()
             self._loop = None
             self.runner.release()
+
+
+def _compile_columns(first) -> dict:
+    """The profile columns of what a first call compiled: its graphs and the part of warmup_ms spent compiling."""
+    return {
+        "compile_graphs": first.graphs,
+        "compile_ms": first.seconds * 1e3 if first.seconds == first.seconds else None,
+    }
+
+
+def _compile_problem(runner, first, later, when: str) -> dict | None:
+    """A failed answer when torch.compile did not do what the row would claim: it compiled again after the
+    first call (`later`, `when`: while timing, or in a fresh worker's calls after its first), or, in a mode
+    with CUDA graphs, Inductor gave them up; None when all is as it should be."""
+    mode = runner.options.compile_mode
+    if later.graphs:
+        return {
+            "status": "failed",
+            "kind": "error",
+            "error": f"torch.compile compiled {later.graphs} more graph(s) {when}, so the point's times would "
+            "include compilation: the model's guards fail on repeated calls of one batch shape "
+            "(run with TORCH_LOGS=recompiles to see why)",
+        }
+    if runner.is_cuda and mode in ("reduce-overhead", "max-autotune") and (first.graph_skips or later.graph_skips):
+        return {
+            "status": "failed",
+            "kind": "error",
+            "error": f"torch.compile --compile {mode} gave up its CUDA graphs for this model, so the row would "
+            "not be what it says (run with TORCH_LOGS=perf_hints to see why)",
+        }
+    return None
 
 
 def _compile_cache() -> str | None:

@@ -65,12 +65,13 @@ class WorkerSpec:
 
 def check_runnable(backend: str, precision: str, device: str, where: str) -> None:
     """InputError (one sentence) when a planned backend and precision cannot run on `device`, before
-    anything starts: CUDA graphs and TF32 need a CUDA device."""
+    anything starts: CUDA graphs (ours or torch.compile's reduce-overhead) and TF32 need a CUDA device."""
     from perfmodel.torch_runner import TorchOptions
 
     options = TorchOptions.from_backend(backend, device="cuda", precision=precision)
-    if device == "cpu" and (options.cuda_graphs or precision == "tf32"):
-        what = "CUDA graphs" if options.cuda_graphs else "TF32 math"
+    graphs = options.cuda_graphs or options.compile_mode == "reduce-overhead"
+    if device == "cpu" and (graphs or precision == "tf32"):
+        what = "CUDA graphs" if graphs else "TF32 math"
         raise InputError(
             f"{where} runs {backend} {precision}, which needs a CUDA device ({what}): run it with --device "
             "cuda, or re-plan with a --backend and --precision a CPU runs."

@@ -77,7 +77,13 @@ class _TorchSweep:
         self.is_cuda = self.device.startswith("cuda")
         threads = config.threads if config.threads is not None else (None if self.is_cuda else 1)
         self.options = TorchOptions(
-            self.device, config.precision, config.channels_last, config.compile, config.cuda_graphs, threads
+            self.device,
+            config.precision,
+            config.channels_last,
+            config.compile,
+            config.cuda_graphs,
+            threads,
+            compile_mode=config.compile_mode,
         )
         check_alongside(config.alongside, threads or 1, self.is_cuda)
         self.memory_limit = (
@@ -115,6 +121,7 @@ class _TorchSweep:
             self.fixed = {
                 **self.identity,
                 "warmup_method": c.warmup,
+                "warmup_includes": self.options.warmup_includes,
                 "threads": self.loaded["threads"],
                 "alongside": c.alongside,
                 **({"processes": c.processes} if c.processes > 1 else {}),  # K = 1: the columns of before
@@ -252,6 +259,7 @@ class _TorchSweep:
             if first["status"] != "ok":
                 return self._failed(row, first, batch_size, input_size)
             row["warmup_ms"] = first["warmup_ms"]
+            row.update(self._compile_columns(first, "fresh"))
             if not self.is_cuda:
                 row["memory_mb"] = first["memory_mb"]
         else:
@@ -281,7 +289,20 @@ class _TorchSweep:
         if fresh and not self.is_cuda:
             steady.pop("memory_mb")
         row.update(steady)
+        if c.warmup == "in-process":
+            row.update(self._compile_columns(steady, "process"))
         return row, None
+
+    def _compile_columns(self, reply: dict, cache: str) -> dict:
+        """What the timed first call compiled (graphs, ms) and from which cache: `fresh`, the empty one of a
+        fresh worker, or `process`, the measuring worker's, which holds what earlier points compiled."""
+        if not self.options.compile:
+            return {}
+        return {
+            "compile_cache": cache,
+            "compile_graphs": reply.get("compile_graphs"),
+            "compile_ms": reply.get("compile_ms"),
+        }
 
     def _failed(self, row: dict, reply: dict, batch_size: int, input_size: int) -> tuple[dict, str | None]:
         """The row of a failed point. OOM, a size limit, and an OOM in disguise after a smaller batch
