@@ -11,25 +11,71 @@ import os
 import re
 import sys
 
-from perfmodel import console, exit_codes
+from perfmodel import console, exit_codes, readers
 from perfmodel._version import __version__
-from perfmodel.commands import fit, import_, plan, profile, report, run
+from perfmodel.commands import fit, import_, inputs, plan, profile, report, run
 from perfmodel.commands.common import formatter
-from perfmodel.errors import PerfmodelError
+from perfmodel.errors import InputError, PerfmodelError
+
+_NO_VALUE_ACTIONS = (argparse._HelpAction, argparse._VersionAction)  # --help, --version: nothing to record
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (exit code 2), not a usage dump, and a value
     that starts with '-' (--deadline -5s, --mix -64=100) reaches its option's parser, which says what
-    is wrong with it, instead of being taken for an unknown option."""
+    is wrong with it, instead of being taken for an unknown option.
+
+    It records which flags the user typed (readers.given: `--margin 0` is asked for, though 0 is the
+    default) and reads every text flag (commands/inputs.py) with readers.text as it parses."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         # argparse takes only '-5' and '-.5' for negative numbers (values); '-5s', '-5%', '-1e3' too.
         self._negative_number_matcher = re.compile(r"^-\.?[0-9]")
 
+    def parse_known_args(self, args=None, namespace=None):
+        # A flag left out is absent from the namespace while parsing (default SUPPRESS), so that one typed at
+        # its default value is still seen as typed; the defaults are filled in afterwards.
+        flags = [
+            a
+            for a in self._actions
+            if a.option_strings and a.default is not argparse.SUPPRESS and not isinstance(a, _NO_VALUE_ACTIONS)
+        ]
+        defaults = {a: a.default for a in flags}
+        for action in flags:
+            action.default = argparse.SUPPRESS
+        try:
+            namespace, extras = super().parse_known_args(args, namespace)
+        finally:
+            for action, default in defaults.items():
+                action.default = default
+        typed = {a.dest for a in flags if hasattr(namespace, a.dest)}
+        for action in flags:
+            if action.dest not in typed:
+                default = defaults[action]
+                setattr(
+                    namespace,
+                    action.dest,
+                    action.type(default) if isinstance(default, str) and callable(action.type) else default,
+                )
+        setattr(namespace, readers.GIVEN, frozenset(typed) | getattr(namespace, readers.GIVEN, frozenset()))
+        self._read_text(namespace, [a for a in flags if a.dest in typed])
+        return namespace, extras
+
+    def _read_text(self, namespace, typed) -> None:
+        """Every text flag the user typed (commands/inputs.py), read by readers.text: printable, bounded."""
+        classes = inputs.ARGUMENTS.get(self.prog.split()[-1], {})
+        for action in typed:
+            name = inputs.name_of(action)
+            value = getattr(namespace, action.dest)
+            if classes.get(name) == inputs.TEXT and isinstance(value, str):
+                try:
+                    setattr(namespace, action.dest, readers.text(value, name))
+                except InputError as exc:
+                    self.error(str(exc))
+
     def error(self, message: str) -> None:  # type: ignore[override]
-        console.error(f"{message} (see '{self.prog} --help')")
+        console.error(f"{message.rstrip('.')} (see '{self.prog} --help')")
         sys.exit(exit_codes.BAD_INPUT)
 
 

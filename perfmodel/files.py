@@ -1,5 +1,5 @@
-"""Files in and out: atomic writes (a reader never sees a half-written file, a crash never leaves one),
-outputs that never overwrite an input, and input files read with bounds (size, nesting, numbers)."""
+"""Files in and out: atomic writes (a reader never sees a half-written file, a crash never leaves one) and
+input files read with bounds (size, nesting, numbers). Which output paths may be written: readers.py."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ import json
 import os
 import tempfile
 import warnings
-from collections.abc import Iterable
 from pathlib import Path
 
-from perfmodel.errors import InputError, PerfmodelError
+from perfmodel.errors import PerfmodelError
 
 # What any file we read may hold: our own files are a few MiB, nest ~10 deep and hold numbers far
 # inside these limits; anything beyond is refused in one sentence before it can exhaust memory,
@@ -18,67 +17,6 @@ from perfmodel.errors import InputError, PerfmodelError
 MAX_INPUT_BYTES = 64 * 2**20
 MAX_JSON_DEPTH = 64
 MAX_INTEGER_DIGITS = 18  # |n| < 10**18 < 2**63: an int64 holds it
-
-
-def check_path(path: str | os.PathLike, flag: str = "--out") -> Path:
-    """A path the user gave: not empty (which would mean the current directory), no NUL byte."""
-    text = os.fspath(path)
-    if not text.strip():
-        raise InputError(f"{flag} is empty: give a path.")
-    if "\0" in text:
-        raise InputError(f"{flag} {text!r} holds a NUL byte, which no file name can.")
-    return Path(text)
-
-
-def check_writable(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = (), flag: str = "--out") -> Path:
-    """Fail early, before any work, if `path` cannot be written or is one of the command's `inputs`."""
-    check_path(path, flag)
-    check_not_input(path, inputs, flag)
-    path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise InputError(f"{path} is a directory: give a file name to write to.")
-    if path.exists() and not path.is_file():  # /dev/null, a pipe: the atomic rename would replace the device itself
-        raise InputError(f"{path} is not a regular file: give a file name to write to.")
-    if not parent.is_dir():
-        raise InputError(f"cannot write {path}: the directory {parent} does not exist.")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise InputError(f"cannot write {path}: the file is read-only.")
-    try:  # the real test (os.access is optimistic for root and for special file systems)
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: cannot create files in {parent} ({exc.strerror or exc}).") from None
-    return path
-
-
-def check_not_input(
-    path: str | os.PathLike,
-    inputs: Iterable[str | os.PathLike],
-    what: str = "--out",
-    fix: str = "choose another output file",
-) -> None:
-    """Refuse to write `path` when it is one of `inputs`: the same file (device and inode), whatever the
-    spelling (./x.csv, a symbolic link, a hard link)."""
-    target = _identity(path)
-    if target is None:  # does not exist yet, so it is nobody's input
-        return
-    for source in inputs:
-        if _identity(source) == target:
-            same = "" if os.fspath(source) == os.fspath(path) else f" (the same file as {os.fspath(source)})"
-            raise InputError(
-                f"{what} {os.fspath(path)} is one of this command's inputs{same}: writing it would "
-                f"destroy the input; {fix}."
-            )
-
-
-def _identity(path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):  # missing, unreadable, or a name with a NUL byte
-        return None
-    return st.st_dev, st.st_ino
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:

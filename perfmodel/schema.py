@@ -10,14 +10,14 @@ from __future__ import annotations
 import io
 import math
 import os
-import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from perfmodel.errors import InputError, ProfileFormatError
-from perfmodel.files import atomic_write_text, check_writable, read_csv_text, source_of
+from perfmodel.files import atomic_write_text, read_csv_text, source_of
+from perfmodel.readers import decimal, output_file, shown
 from perfmodel.units import GPU_TYPE_NAME, MAX_BATCH_SIZE, MAX_INPUT_SIZE
 
 SCHEMA_VERSION = 1
@@ -246,8 +246,6 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "server_busy_share": (0.0, 100.0),  # a share, over 1 only with several model instances
 }
 DEFAULT_BOUND = (0.0, 1e15)  # a numeric column without an entry above
-# A number cell, whole: ASCII digits, an optional sign, point and exponent. Not '4\x002', '1_000', 'inf' or '٤'.
-_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def _where(source: str, row: int, column: str) -> str:
@@ -255,21 +253,22 @@ def _where(source: str, row: int, column: str) -> str:
 
 
 def _check_names(df: pd.DataFrame, source: str) -> None:
-    """The hardware key is what --pool and --price name, so it must be a GPU type name; model and
-    backend are printed in tables and figures, so they may hold no control character."""
+    """The hardware key is what --pool and --price name, so it must be a GPU type name; model, backend,
+    source and device_name are printed in tables, plans and figures, so they may hold no control character
+    (readers.text: an escape sequence would recolour a terminal)."""
     bad = ~df["hardware"].map(lambda v: bool(GPU_TYPE_NAME.fullmatch(v)))
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise ProfileFormatError(
-            f"{_where(source, i, 'hardware')}: {_shown(df['hardware'].iloc[i])} is not a GPU type name "
+            f"{_where(source, i, 'hardware')}: {shown(df['hardware'].iloc[i])} is not a GPU type name "
             "(letters, digits, '_', '-', '.'), which --pool and --price could name."
         )
-    for column in ("model", "backend"):
+    for column in [c for c in ("model", "backend", "source", "device_name") if c in df.columns]:
         bad = ~df[column].map(str.isprintable)
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
             raise ProfileFormatError(
-                f"{_where(source, i, column)}: {_shown(df[column].iloc[i])} holds a control character."
+                f"{_where(source, i, column)}: {shown(df[column].iloc[i])} holds a control character."
             )
 
 
@@ -288,12 +287,13 @@ def _convert_numbers(df: pd.DataFrame, source: str) -> pd.DataFrame:
             text = cell.strip(" \t")
             if not text:
                 continue
-            if not _NUMBER_RE.fullmatch(text):
+            value = decimal(text)  # ASCII digits, a sign, point and exponent: not '4\x002', '1_000', 'inf' or '٤'
+            if value is None:
                 raise ProfileFormatError(
-                    f"{_where(source, i, column)}: {_shown(text)} is not a number; "
+                    f"{_where(source, i, column)}: {shown(text)} is not a number; "
                     "write a plain number (digits, a point, an exponent) or leave the cell empty."
                 )
-            values[i] = float(text)
+            values[i] = value
         out[column] = values
     return out
 
@@ -410,11 +410,6 @@ def _plain(value: float) -> str:
     return f"{int(value):,}" if value == int(value) else f"{value:g}"
 
 
-def _shown(text: str, limit: int = 40) -> str:
-    """A cell for a message: quoted, control characters escaped, long ones cut."""
-    return repr(text if len(text) <= limit else text[:limit] + "...")
-
-
 def _is_missing(value: object) -> bool:
     # pd.NA: an empty cell of a nullable column (Int64, and pandas 3's strings) as map() hands it over.
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
@@ -468,5 +463,5 @@ def write_profile(df: pd.DataFrame, path: str | os.PathLike) -> None:
     """Write a profile atomically (temporary file, then rename); InputError if `path` is not a path or cannot
     be written (a directory, a missing folder)."""
     source_of(path, InputError, "give the name of the CSV file to write")
-    check_writable(path, flag="the profile's path")
+    output_file(path, "the profile's path")
     atomic_write_text(path, profile_to_csv(df))

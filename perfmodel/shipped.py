@@ -8,10 +8,12 @@ Run from a checkout without installing (PYTHONPATH=checkout), the checkout's pro
 
 from __future__ import annotations
 
+import os
+import warnings
 from importlib.resources import files
 from pathlib import Path
 
-from perfmodel.errors import InputError
+from perfmodel.errors import InputError, PerfmodelWarning
 
 PROFILES_PACKAGE = "perfmodel._profiles"
 
@@ -44,16 +46,33 @@ def sources() -> tuple[list[Path], list[Path]]:
 
     The shipped predictors (profiles/*.json and profiles/reference/*.json) if there are any, else the
     shipped profiles: this project's own (profiles/*.csv: its CPU, for CPU pools, and an H200) and the
-    published GPU measurements (profiles/reference/*.csv). A profiles/ folder in the working directory comes first.
+    published GPU measurements (profiles/reference/*.csv). A profiles/ folder in the working directory comes
+    first, with a warning that says so where it is not the shipped one.
     """
-    for base in (Path.cwd() / "profiles", profiles_folder()):
+    shipped, local = profiles_folder(), Path.cwd() / "profiles"
+    for base in (local, shipped):
         if base is None:
             continue
         folders = (base, base / "reference")
         predictors = [p for folder in folders for p in sorted(folder.glob("*.json"))]
         profiles = [p for folder in folders for p in sorted(folder.glob("*.csv"))]
+        if (predictors or profiles) and base is local and not _same_folder(local, shipped):
+            warnings.warn(
+                f"planning on the {len(predictors) or len(profiles)} file(s) in {local}, the working directory's "
+                "profiles folder, in place of the data shipped with perfmodel; name the profiles or predictors "
+                "to plan on, or run from another folder.",
+                PerfmodelWarning,
+                stacklevel=2,
+            )
         if predictors:
             return [], predictors
         if profiles:
             return profiles, []
     raise InputError("no profiles found in profiles/: give --profile FILE or --predictor FILE.")
+
+
+def _same_folder(a: Path, b: Path | None) -> bool:
+    try:
+        return b is not None and os.path.samefile(a, b)
+    except OSError:
+        return False

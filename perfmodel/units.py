@@ -11,8 +11,9 @@ import re
 from decimal import Decimal
 
 from perfmodel.errors import InputError
+from perfmodel.readers import UNSIGNED as _NUMBER
+from perfmodel.readers import shown, whole_number  # shown: also named from here by many modules
 
-_NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
 _DURATION = re.compile(rf"([-+]?)\s*({_NUMBER})\s*(ms|s|sec|m|min|h|hr)?")
 _SECONDS = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hr": 3600.0, None: 1.0}
 _COUNT = re.compile(r"([-+]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([kKMG])?")
@@ -25,15 +26,6 @@ MAX_SECONDS = 10 * 365.25 * 24 * 3600  # ten years
 MAX_INPUT_SIZE = 65_536  # pixels per side
 MAX_BATCH_SIZE = 2**20  # images per call
 MAX_PRICE = 1e6  # per GPU-hour
-
-
-def shown(value, limit: int = 40) -> str:
-    """A value for a message: text quoted with control characters escaped, anything else as Python
-    writes it; either cut short when long."""
-    if not isinstance(value, str):
-        text = repr(value)
-        return text if len(text) <= limit else text[:limit] + "..."
-    return repr(value if len(value) <= limit else value[:limit] + "...")
 
 
 def figure(value: float) -> str:
@@ -207,13 +199,13 @@ def parse_prices(text: str) -> dict[str, float]:
 
 
 def parse_input_size(text, what: str = "input size") -> int:
-    raw = str(text).strip()
-    if not re.fullmatch(r"[0-9]{1,9}", raw) or not 1 <= int(raw) <= MAX_INPUT_SIZE:
+    try:
+        return whole_number(str(text), what, low=1, high=MAX_INPUT_SIZE)
+    except InputError:
         raise InputError(
             f"{what} {shown(text)} is not an image side in pixels (a whole number from 1 to "
             f"{MAX_INPUT_SIZE:,}, e.g. 224)."
-        )
-    return int(raw)
+        ) from None
 
 
 def parse_mix(text: str, images: int | None = None, maximum: int | None = None) -> dict[int, int]:

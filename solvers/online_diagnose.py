@@ -113,7 +113,7 @@ def _ms(seconds: float) -> str:
 
 
 def _pct(p: float) -> str:
-    text = f"{p:g}"
+    text = f"{p:g}" if float(f"{p:g}") == p else repr(float(p))  # 99.9999999, never rounded to 100
     return text + (
         "st"
         if text.endswith("1") and not text.endswith("11")

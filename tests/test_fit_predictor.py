@@ -92,7 +92,7 @@ def test_loading_and_querying_imports_neither_torch_nor_scikit_learn(saved):
     [
         ("not json at all", "not JSON"),
         ("[1, 2]", "not a perfmodel predictor"),
-        ('{"format": "perfmodel-predictor", "schema_version": 99, "groups": []}', "schema version 99"),
+        ('{"format": "perfmodel-predictor", "schema_version": 99, "groups": []}', "schema_version 99"),
         ('{"format": "perfmodel-predictor", "schema_version": 1}', "missing field 'groups'"),
     ],
 )

@@ -95,14 +95,14 @@ def test_predictor_load_raises_predictor_format_error(tmp_path, text):
 
 
 def test_outputs_are_regular_files_never_devices(tmp_path):
-    from perfmodel.files import check_writable
+    from perfmodel.readers import output_file
 
     if os.path.exists("/dev/null"):
         with pytest.raises(InputError, match="not a regular file"):
-            check_writable("/dev/null")  # the atomic rename would replace the device node (as root)
+            output_file("/dev/null")  # the atomic rename would replace the device node (as root)
     os.mkfifo(tmp_path / "pipe")
     with pytest.raises(InputError, match="not a regular file"):
-        check_writable(tmp_path / "pipe")
+        output_file(tmp_path / "pipe")
 
 
 # --- profiles ------------------------------------------------------------------------------------------
@@ -274,8 +274,8 @@ def _changed(data, change):
             lambda g, d: g["quantities"]["latency_ms"]["model"]["fitted"].update(knots_y=["a", "b"]),
             "other than numbers",
         ),
-        (lambda g, d: d.update(schema_version="1"), "schema_version '\"1\"', which is not a whole number"),
-        (lambda g, d: d.update(schema_version=3), "schema version 3, but this perfmodel"),
+        (lambda g, d: d.update(schema_version="1"), 'schema_version "1", which is text'),
+        (lambda g, d: d.update(schema_version=3), "predictor schema_version 3, but this perfmodel reads versions 1, 2"),
     ],
 )
 def test_damaged_predictors_are_refused_in_one_sentence(predictor_dict, change, words):

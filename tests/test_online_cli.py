@@ -431,4 +431,4 @@ def test_triton_config_under_a_file_is_refused(profile, tmp_path, capsys):
         ]
     )
     err = capsys.readouterr().err
-    assert code == 2 and "is a file, not a folder" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "is a file, not a directory" in err and len(err.strip().splitlines()) == 1

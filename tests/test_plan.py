@@ -465,7 +465,7 @@ def test_a_plan_of_cpu_workers_says_when_they_were_measured_with_fewer_running(t
 
 @pytest.mark.parametrize(
     "ci, margin, noted",
-    [(None, "0%", False), (0.04, "0%", False), (0.20, "0%", True), (0.20, "25%", False), (float("nan"), "0%", False)],
+    [(None, None, False), (0.04, None, False), (0.20, None, True), (0.20, "25%", False), (float("nan"), None, False)],
 )
 def test_a_plan_says_when_a_planned_batch_time_was_measured_loosely(tmp_path, capsys, ci, margin, noted):
     path = tmp_path / "p.csv"
@@ -484,7 +484,7 @@ def test_a_plan_says_when_a_planned_batch_time_was_measured_loosely(tmp_path, ca
                 "batch_size": a["batch_size"],
                 "median_ci_rel": ci,
                 "margin": d["margin"],
-                "counted": margin == "0%",  # the default plans for a probability, which counts the interval
+                "counted": margin is None,  # the default plans for a probability, which counts the interval
             }
         ]
         if noted
@@ -501,11 +501,10 @@ def test_a_plan_says_when_a_planned_batch_time_was_measured_loosely(tmp_path, ca
         str(path),
         "--input-size",
         "64",
-        "--margin",
-        margin,
+        *(["--margin", margin] if margin else []),
     )
     assert code == 0 and ("within +-20% only" in err) == noted
-    assert ("the deadline probability counts it" in err) == (noted and margin == "0%")
+    assert ("the deadline probability counts it" in err) == (noted and margin is None)
 
 
 @pytest.mark.integration  # a fresh interpreter: what a plan imports

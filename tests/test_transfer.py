@@ -265,8 +265,8 @@ def test_target_hardware_is_read_in_any_case_and_an_empty_one_is_refused(tmp_pat
     assert {g.hardware for g in Predictor.load(out).groups if g.transfer} == {"h100"}
     predictor = perfmodel.fit(TENSORFLOW, families=("roofline",), target_hardware=["V100"])
     assert not [g for g in predictor.groups if g.hardware == "v100" and g.transfer is None]  # left out, as v100
-    for empty in ("", "h100,", " "):
+    for empty, words in (("", "is empty"), ("h100,", "holds an empty GPU name"), (" ", "is empty")):
         out.unlink(missing_ok=True)
         assert main([*args, empty]) == 2 and not out.exists()
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and "--target-hardware holds an empty GPU name" in err[0]
+        assert len(err) == 1 and f"--target-hardware {words}" in err[0]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 
 
 def formatter(prog: str) -> argparse.HelpFormatter:
@@ -11,21 +10,21 @@ def formatter(prog: str) -> argparse.HelpFormatter:
 
 
 def positive(unit: str, whole: bool = False, allow_zero: bool = False):
-    """An argparse type: a finite number above zero (or 0 too, `allow_zero`; a whole one if `whole`), else one
-    clear sentence."""
+    """An argparse type: a finite number above zero (or 0 too, `allow_zero`; a whole one if `whole`), read by
+    perfmodel.readers (ASCII digits only), else one clear sentence."""
+    from perfmodel.errors import InputError
+    from perfmodel.readers import number, shown, whole_number
+
     what = "a positive whole number" if whole else f"a positive number of {unit}"
     if allow_zero:
         what = "a whole number, 0 or more" if whole else f"a number of {unit}, 0 or more"
 
     def parse(text: str):
         try:
-            if whole and not text.strip().isascii():  # int() would read '٣' as 3
-                raise ValueError(text)
-            value = int(text) if whole else float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}") from None
-        if not (math.isfinite(value) and (value >= 0 if allow_zero else value > 0)):
-            raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}")
-        return value
+            if whole:
+                return whole_number(text, "", low=0 if allow_zero else 1)
+            return number(text, "", low=0.0) if allow_zero else number(text, "", above=0.0)
+        except InputError:
+            raise argparse.ArgumentTypeError(f"must be {what}, not {shown(text)}") from None
 
     return parse

@@ -56,7 +56,6 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from perfmodel.files import check_writable
     from perfmodel.fitting.report import (
         MAX_BATCH_HEADERS,
         REPORT_LEGEND,
@@ -69,6 +68,7 @@ def run(args) -> int:
         transfer_note,
     )
     from perfmodel.fitting.train import fit
+    from perfmodel.readers import output_file
 
     if args.gpu_specs is not None and args.target_hardware is None:
         from perfmodel.errors import InputError
@@ -76,7 +76,7 @@ def run(args) -> int:
         raise InputError(
             "--gpu-specs is the table --target-hardware predicts from: add --target-hardware, or leave it out."
         )
-    check_writable(args.out, inputs=args.profiles)
+    output_file(args.out, "--out", args.profiles)
     families = [f.strip() for f in args.families.split(",") if f.strip()]
     with console.progress("fitting") as update:
         count, total = [0], [None]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from perfmodel import console, exit_codes
 from perfmodel.commands.common import formatter
 
@@ -71,8 +69,8 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from perfmodel.errors import InputError
-    from perfmodel.files import check_writable
     from perfmodel.importers import ImportSettings, import_profile
+    from perfmodel.readers import output_file
     from perfmodel.schema import write_profile
     from perfmodel.units import parse_input_size
 
@@ -82,7 +80,7 @@ def run(args) -> int:
     ):
         if value is not None and args.format != fmt:  # it would do nothing: say so rather than ignore it
             raise InputError(f"{flag} is for {fmt} files only; it does nothing for {args.format}: leave it out.")
-    check_writable(args.out, inputs=args.files)
+    output_file(args.out, "--out", args.files)
     settings = ImportSettings(
         hardware=args.hardware,
         model=args.model,
@@ -118,15 +116,9 @@ def run(args) -> int:
 
 
 def _batch_sizes(text: str | None) -> tuple[int, ...]:
-    from perfmodel.errors import InputError
-    from perfmodel.units import MAX_BATCH_SIZE, shown
+    from perfmodel.readers import whole_numbers
+    from perfmodel.units import MAX_BATCH_SIZE
 
     if text is None:
         return ()
-    items = [part.strip() for part in text.split(",")]
-    if not all(re.fullmatch(r"[0-9]{1,7}", part) and 1 <= int(part) <= MAX_BATCH_SIZE for part in items):
-        raise InputError(
-            f"--batch-size takes one whole number from 1 to {MAX_BATCH_SIZE:,} per file, separated by "
-            f"commas, e.g. 1,8,32; not {shown(text)}."
-        )
-    return tuple(int(part) for part in items)
+    return whole_numbers(text, "--batch-size", high=MAX_BATCH_SIZE, example="1,8,32 (one per file)")

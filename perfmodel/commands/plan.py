@@ -104,7 +104,8 @@ def add_parser(sub) -> None:
         default="0",
         metavar="PCT",
         help="safety margin, e.g. 5%% (default: 0); batch modes: a fixed rule instead of --confidence, finish "
-        "by deadline x (1 - margin); online: the SLO holds with every batch's server time that much longer",
+        "by deadline x (1 - margin), --margin 0 included; online: the SLO holds with every batch's server time "
+        "that much longer",
     )
     p.add_argument(
         "--load-time",
@@ -134,7 +135,6 @@ def add_parser(sub) -> None:
     p.add_argument("--max-batches", metavar="N", help="at most N batches per GPU, the first included")
     p.add_argument(
         "--gap",
-        type=float,
         metavar="REL",
         help="relative optimality gap the solver may stop at (default: 0, or 1e-4 for cost)",
     )
@@ -161,6 +161,16 @@ def run_mode(args) -> int:
     return run(args)
 
 
+def _confidence(text: str | None):
+    """--confidence as make_plan takes it: None, 'none'/'off', or a number (read here, so that a message names
+    the flag)."""
+    from perfmodel.readers import number
+
+    if text is None or text.strip().lower() in ("none", "off"):
+        return text
+    return number(text, "--confidence", example="0.95 (a probability), or 'none' for a fixed rule")
+
+
 def run(args) -> int:
     from perfmodel.errors import InputError
     from perfmodel.planning.basis import notes
@@ -175,6 +185,7 @@ def run(args) -> int:
         summary,
     )
     from perfmodel.planning.context import PLAN_FORMAT, PLAN_SCHEMA_VERSION, describe
+    from perfmodel.readers import given, number, shown
     from perfmodel.units import parse_count, parse_duration, parse_input_size, parse_mix, parse_pool, parse_prices
 
     images = None if args.images is None else parse_count(args.images, "--images", maximum=MAX_IMAGES)
@@ -183,8 +194,9 @@ def run(args) -> int:
     )
     if max_batches is not None and max_batches < 1:
         raise InputError("--max-batches must be a whole number >= 1 (the first batch counts).")
-    if args.gap is not None and not 0 <= args.gap < 1:
-        raise InputError("--gap must be a fraction in [0, 1), e.g. 1e-4.")
+    gap = None if args.gap is None else number(args.gap, "--gap", low=0, example="1e-4")
+    if gap is not None and not gap < 1:
+        raise InputError(f"--gap {shown(args.gap)} must be a fraction below 1, e.g. 1e-4.")
     try:
         plan = make_plan(
             images=images,
@@ -197,7 +209,7 @@ def run(args) -> int:
             model=args.model,
             mode=args.mode,
             objective=args.objective,
-            margin=args.margin,
+            margin=args.margin if given(args, "margin") else None,  # --margin 0 typed: the fixed rule
             use=args.use,
             load_time=args.load_time,
             decode=args.decode_time,
@@ -205,10 +217,10 @@ def run(args) -> int:
             prices=None if args.price is None else parse_prices(args.price),
             backend=args.backend,
             precision=args.precision,
-            gap=args.gap,
+            gap=gap,
             time_limit=parse_duration(args.time_limit, "--time-limit"),
             extrapolate=args.extrapolate,
-            confidence=args.confidence,
+            confidence=_confidence(args.confidence),
         )
     except NoPlanError as exc:
         if args.json:

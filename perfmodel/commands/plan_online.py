@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from perfmodel import console
 
 ONLINE_EXAMPLES = """online serving (--mode online):
@@ -22,7 +20,7 @@ GPU runs Triton's dynamic batcher; latency = queueing + batching delay + batch s
 (a machine whose speed drifts); the p50/p99 it predicts are those at the profiled speed.
 """
 
-# Flags of the batch modes, with the value they have when not given.
+# Flags of the batch modes, with the value they have when not given (readers.given says whether one was typed).
 BATCH_ONLY = {
     "images": None,
     "mix": None,
@@ -88,9 +86,15 @@ def add_arguments(p) -> None:
 
 
 def wrong_mode_flags(args) -> list[str]:
-    """The flags given that belong to the other kind of plan."""
+    """The flags given that belong to the other kind of plan (at any value: `--use p50` is typed too)."""
+    from perfmodel.readers import given
+
     other = BATCH_ONLY if args.mode == "online" else ONLINE_ONLY
-    return [f"--{name.replace('_', '-')}" for name, default in other.items() if getattr(args, name, default) != default]
+    return [
+        f"--{name.replace('_', '-')}"
+        for name, default in other.items()
+        if given(args, name) or getattr(args, name, default) != default
+    ]
 
 
 def run_online(args) -> int:
@@ -105,6 +109,7 @@ def run_online(args) -> int:
         triton_header,
         triton_settings,
     )
+    from perfmodel.readers import plain, whole_number
     from perfmodel.units import (
         MAX_BATCH_SIZE,
         parse_duration,
@@ -113,7 +118,6 @@ def run_online(args) -> int:
         parse_pool,
         parse_prices,
         parse_rate,
-        shown,
     )
 
     if args.slo is None:
@@ -125,13 +129,7 @@ def run_online(args) -> int:
         ]
     request_size = 1
     if args.request_size is not None:
-        text = str(args.request_size).strip()
-        if not re.fullmatch(r"[0-9]{1,9}", text) or not 1 <= int(text) <= MAX_BATCH_SIZE:
-            raise InputError(
-                f"--request-size {shown(args.request_size)} is not a whole number of images from 1 to "
-                f"{MAX_BATCH_SIZE:,}."
-            )
-        request_size = int(text)
+        request_size = whole_number(args.request_size, "--request-size", high=MAX_BATCH_SIZE, unit="images")
     triton_dir = None
     if args.triton_config is not None:
         from perfmodel.planning.triton_config import check_target
@@ -202,7 +200,7 @@ def run_online(args) -> int:
         slowed = ", ".join(f"{a.hardware} {a.slowed_s * 1000:.3g} ms" for a in plan.assignments)
         console.note(
             f"those are at the profile's speed; with every batch {percent(plan.margin)} slower, "
-            f"p{plan.percentile:g}: {slowed} (the SLO {plan.slo_s * 1000:g} ms)."
+            f"p{plain(plan.percentile)}: {slowed} (the SLO {plan.slo_s * 1000:g} ms)."
         )
     for line in lines(drift, plan.margin):
         console.note(line)

@@ -18,6 +18,7 @@ from pathlib import Path
 from perfmodel import shipped
 from perfmodel.errors import InputError
 from perfmodel.files import read_csv_text
+from perfmodel.readers import NOT_A_NUMBER, decimal, shown
 
 DEFAULT_TABLE = shipped.gpu_specs_table()
 COLUMNS = (
@@ -123,11 +124,10 @@ def _number(text: str | None, where: str, column: str, optional: bool) -> float 
     text = (text or "").strip()
     if text == "" and optional:
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"{where}: {text[:40]!r} is not a number.") from None
+    value = decimal(text)  # ASCII digits: float() would read '٣٣٥٠' and '3_350'
+    if value is None:
+        raise InputError(f"{where}: {shown(text)} is not a number: write {NOT_A_NUMBER}.")
     low, high, unit = BOUNDS[column]
     if not (math.isfinite(value) and low <= value <= high):
-        raise InputError(f"{where}: {text[:40]!r} is outside the plausible {low:,g} to {high:,g} {unit}.")
+        raise InputError(f"{where}: {shown(text)} is outside the plausible {low:,g} to {high:,g} {unit}.")
     return value

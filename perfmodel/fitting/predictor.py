@@ -24,9 +24,10 @@ import numpy as np
 
 from perfmodel._version import __version__
 from perfmodel.errors import InputError, PerfmodelWarning, PredictorFormatError
-from perfmodel.files import atomic_write_text, check_writable, parse_json, read_json, source_of
+from perfmodel.files import atomic_write_text, parse_json, read_json, source_of
 from perfmodel.fitting.features import pixels
 from perfmodel.fitting.regressors import _Estimator
+from perfmodel.readers import output_file, version
 from perfmodel.units import MAX_BATCH_SIZE, MAX_INPUT_SIZE, shown
 
 FORMAT = "perfmodel-predictor"
@@ -622,7 +623,7 @@ class Predictor:
         path or cannot be written (a directory, a missing folder)."""
         source = source_of(path, InputError, "give the name of the JSON file to write")
         text = self._read_back(source)
-        check_writable(path, flag="the predictor's path")
+        output_file(path, "the predictor's path")
         atomic_write_text(path, text)
 
     def _read_back(self, path: str) -> str:
@@ -648,18 +649,9 @@ class Predictor:
                 f'{source} is JSON but not a perfmodel predictor (no "format": "{FORMAT}"); '
                 "make one with `perfmodel fit`."
             )
-        version = data.get("schema_version")
-        if isinstance(version, bool) or not isinstance(version, int):
-            raise PredictorFormatError(
-                f"{source} has the schema_version {shown(json.dumps(version))}, which is not a "
-                f"whole number (this perfmodel writes {SCHEMA_VERSION}); fit it again with `perfmodel fit`."
-            )
-        if version not in READABLE_VERSIONS:
-            raise PredictorFormatError(
-                f"{source} has predictor schema version {version}, but this perfmodel "
-                f"{__version__} reads versions {', '.join(map(str, READABLE_VERSIONS))}; "
-                "fit it again with `perfmodel fit`."
-            )
+        hint = "fit it again with `perfmodel fit`"
+        if version(data, source, "predictor", READABLE_VERSIONS, hint, PredictorFormatError) is None:
+            raise PredictorFormatError(f"{source} has no schema_version, which every predictor file has; {hint}.")
         try:
             groups = tuple(GroupPredictor.from_dict(g) for g in data["groups"])
             provenance = dict(data.get("provenance", {}))

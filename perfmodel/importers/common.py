@@ -17,6 +17,7 @@ import pandas as pd
 
 from perfmodel.errors import ProfileFormatError
 from perfmodel.files import read_csv_text
+from perfmodel.readers import NOT_A_NUMBER, UNSIGNED, shown, text
 from perfmodel.schema import PRECISIONS
 
 LATENCY_FROM = ("auto", "p50", "throughput", "mean")
@@ -41,6 +42,9 @@ class ImportSettings:
     device_name: str | None = None
 
     def __post_init__(self) -> None:
+        for name in ("hardware", "model", "backend", "source", "model_config", "device_name"):
+            if getattr(self, name) is not None:  # echoed into the profile, its tables and plans
+                object.__setattr__(self, name, text(getattr(self, name), name, error=ProfileFormatError))
         if self.latency_from not in LATENCY_FROM:
             raise ProfileFormatError(
                 f"--latency-from must be one of {', '.join(LATENCY_FROM)}, not {self.latency_from!r}."
@@ -67,7 +71,9 @@ def read_text_csv(path: str | os.PathLike, what: str) -> pd.DataFrame:
     return frame.apply(lambda column: column.str.strip())
 
 
-_NUMBER_WITH_UNIT = re.compile(r"^([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z/%µ]*)$")
+# A number (readers.UNSIGNED: ASCII digits, so '١٠٠' is none) and an optional unit; 1,234.5 is read without commas.
+_NUMBER_WITH_UNIT = re.compile(rf"([-+]?{UNSIGNED})\s*([A-Za-z/%µ]*)")
+_THOUSANDS = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
 
 
 def number(
@@ -88,11 +94,13 @@ def number(
         if optional:
             return math.nan
         raise ProfileFormatError(f"{where(path, row, column)} is empty; it needs a number.")
-    match = _NUMBER_WITH_UNIT.match(text.replace(",", "") if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", text) else text)
+    match = _NUMBER_WITH_UNIT.fullmatch(text.replace(",", "") if _THOUSANDS.fullmatch(text) else text)
     unit = match.group(2) if match else ""
     if match is None or (unit and unit.lower() not in {u.lower() for u in units}):
-        expected = f" (optionally followed by {' or '.join(units)})" if units else ""
-        raise ProfileFormatError(f"{where(path, row, column)}: {text!r} is not a number{expected}.")
+        expected = f", optionally followed by {' or '.join(units)}" if units else ""
+        raise ProfileFormatError(
+            f"{where(path, row, column)}: {shown(text)} is not a number: write {NOT_A_NUMBER}{expected}."
+        )
     value = float(match.group(1))
     if not math.isfinite(value) or value < 0 or (positive and value == 0):
         raise ProfileFormatError(

@@ -24,6 +24,7 @@ from perfmodel.planning import arguments, drift
 from perfmodel.planning.basis import EXTRAPOLATION_FACTOR, Basis
 from perfmodel.planning.context import Option, PlannedJob, build_context, model_argument, option_of
 from perfmodel.planning.spread import batch_moments, makespan_of, undirected
+from perfmodel.readers import number, plain, switch
 from perfmodel.units import MAX_SECONDS, figure, parse_count, parse_duration, parse_fraction, shown, spoken_list
 
 # The most images (in all) and GPUs (of one type) a plan may hold: beyond them the solver's
@@ -91,7 +92,7 @@ class PlanRequest:
     model: str | None = None
     mode: str = "soft"
     objective: str = "gpus"
-    margin: float | str = 0.0
+    margin: float | str | None = None  # None: not given (0, and the confidence rule); 0 given: the fixed rule
     use: str = "p50"
     load_time: float | str | None = None
     decode: float | str | None = None
@@ -119,7 +120,7 @@ def make_plan(
     up to its max_batch). `confidence` is the probability that the whole plan finishes by the deadline
     (default 0.95; 0.5 the median plan): the plan is the cheapest whose makespan distribution
     (planning/makespan.py) meets it; 'none' plans on the fixed rule alone (the margin, p50 or p99), as
-    does a `margin` > 0 or use='p99' given without a confidence. Returns a PlannedJob: the solver's Plan (whose
+    does a `margin` given (0 included) or use='p99' without a confidence. Returns a PlannedJob: the solver's Plan (whose
     `annotations` say where its numbers come from) and what it was made of (model, sources, options).
     Raises NoPlanError (exit code 3) when no plan meets the deadline, InputError for bad input.
     """
@@ -130,7 +131,8 @@ def make_plan(
             f"the deadline must be a number of seconds > 0 and at most {MAX_SECONDS:,.0f} (10 years), "
             f"not {shown(deadline)}."
         )
-    margin = r.margin if isinstance(r.margin, (int, float)) else parse_fraction(r.margin, "--margin")
+    margin = 0.0 if r.margin is None else r.margin  # None: not given, so the confidence rule decides
+    margin = margin if isinstance(margin, (int, float)) else parse_fraction(margin, "--margin")
     if isinstance(margin, bool) or not 0 <= margin < 1:  # NaN too; the probability rule would ignore it
         raise InputError(f"the margin must be a fraction in [0, 1), not {shown(r.margin)}.")
     load_s = r.load_time
@@ -154,8 +156,8 @@ def make_plan(
     profiles, predictors = list(r.profiles), list(r.predictors)
     if not profiles and not predictors:
         profiles, predictors = shipped.sources()
-    target = _check_confidence(r.confidence, margin, r.use)
-    basis = Basis(extrapolate=bool(r.extrapolate), probability=target is not None)
+    target = _check_confidence(r.confidence, r.margin is not None, r.use)
+    basis = Basis(extrapolate=switch(r.extrapolate, "extrapolate"), probability=target is not None)
     model, model_path = model_argument(r.model)
     options, model = _gather(profiles, predictors, model, sorted(workload), r, basis)
     decode_s = _with_decode(options, r.decode, basis)
@@ -214,33 +216,24 @@ def _workload(images, input_size, mix, mode) -> dict[int, int | None]:
     return {int(input_size or DEFAULT_INPUT_SIZE): count}
 
 
-def _check_confidence(confidence, margin: float, use: str) -> float | None:
-    """The deadline probability to plan for, or None for the fixed rule (a margin, p50 or p99)."""
-    if isinstance(confidence, str):
-        if confidence.strip().lower() in ("none", "off"):
-            return None
-        try:
-            confidence = float(confidence)
-        except ValueError:
-            raise InputError(
-                f"--confidence takes a probability from {MIN_CONFIDENCE} to {MAX_CONFIDENCE} (e.g. 0.95) or "
-                f"'none', not {confidence!r}."
-            ) from None
+def _check_confidence(confidence, margin_given: bool, use: str) -> float | None:
+    """The deadline probability to plan for, or None for the fixed rule (a margin given, even 0; or p99)."""
+    if isinstance(confidence, str) and confidence.strip().lower() in ("none", "off"):
+        return None
     if confidence is None:  # the default: a probability, unless a fixed rule was asked for
-        return None if margin > 0 or use == "p99" else DEFAULT_CONFIDENCE
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
-        raise InputError(f"--confidence takes a probability such as 0.95, or 'none'; not {confidence!r}.")
-    if not MIN_CONFIDENCE <= confidence <= MAX_CONFIDENCE:
+        return None if margin_given or use == "p99" else DEFAULT_CONFIDENCE
+    value = number(confidence, "confidence", example="0.95 (a probability), or 'none' for a fixed rule")
+    if not MIN_CONFIDENCE <= value <= MAX_CONFIDENCE:
         raise InputError(
             f"--confidence must lie from {MIN_CONFIDENCE} (the median plan) to {MAX_CONFIDENCE}, not "
-            f"{confidence:g}; e.g. --confidence 0.95."
+            f"{confidence.strip() if isinstance(confidence, str) else plain(value)}; e.g. --confidence 0.95."
         )
-    if margin > 0 or use == "p99":
+    if margin_given or use == "p99":
         raise InputError(
             "give either --confidence (a probability of meeting the deadline) or a fixed rule (--margin, "
             "--use p99), not both."
         )
-    return float(confidence)
+    return value
 
 
 def _solve(problem: solvers.Problem, time_limit: float) -> solvers.Plan:

@@ -203,16 +203,12 @@ def check_plan_format(data: dict, source: str, hint: str) -> None:
     """Refuse a JSON that says it is something else, or a plan of a newer schema than this perfmodel reads.
     Plans written before the format key existed have neither key and are accepted."""
     from perfmodel.errors import InputError
+    from perfmodel.readers import version
 
     fmt = data.get("format", PLAN_FORMAT)
     if fmt != PLAN_FORMAT:
         raise InputError(f"{source} is a {fmt!r} file, not a plan; {hint}.")
-    version = data.get("schema_version", PLAN_SCHEMA_VERSION)
-    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= PLAN_SCHEMA_VERSION:
-        raise InputError(
-            f"{source} has plan schema_version {version!r}, but this perfmodel reads version "
-            f"{PLAN_SCHEMA_VERSION}; {hint}."
-        )
+    version(data, source, "plan", range(1, PLAN_SCHEMA_VERSION + 1), hint)
 
 
 SPREAD_NAMES = {  # spread_by_source_s's keys, said for people

@@ -26,6 +26,7 @@ from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, Perfmo
 from perfmodel.files import read_csv_text
 from perfmodel.planning import arguments
 from perfmodel.planning.batch import _load_predictor, _pick_model, pool_counts
+from perfmodel.readers import plain, switch
 from perfmodel.units import figure, parse_duration, parse_fraction, parse_percentile, parse_rate
 from solvers import InfeasibleProblem, ProblemError, SolverError
 from solvers.online_solution import percent
@@ -105,7 +106,7 @@ def make_online_plan(
             objective,
             arrivals_s=trace,
             delays_s=None if max_queue_delays is None else list(max_queue_delays),
-            simulate=simulate,
+            simulate=switch(simulate, "simulate"),
             seed=seed,
             input_size=size,
             margin=share,
@@ -327,7 +328,7 @@ def online_summary(plan: OnlinePlan) -> str:
         margin = f"; margin {percent(plan.margin)}: holds the SLO with every batch {percent(plan.margin)} slower"
     line = (
         f"{gpus}: {figure(plan.rate_per_s)} requests/s within {format_seconds(plan.slo_s)} for "
-        f"{plan.percentile:g}% of them (up to {figure(plan.capacity_per_s)}/s{margin})"
+        f"{plain(plan.percentile)}% of them (up to {figure(plan.capacity_per_s)}/s{margin})"
     )
     if plan.request_size > 1:
         line += f", {plan.request_size} images per request"
@@ -390,7 +391,7 @@ def triton_settings(plan: OnlinePlan, cpu_types: Iterable[str] = ("cpu",)) -> di
 def triton_header(plan: OnlinePlan) -> str:
     margin = f", margin {percent(plan.margin)}" if plan.margin else ""
     lines = [
-        f"perfmodel plan --mode online: {plan.rate_per_s:,.6g} requests/s, p{plan.percentile:g} <= "
+        f"perfmodel plan --mode online: {plan.rate_per_s:,.6g} requests/s, p{plain(plan.percentile)} <= "
         f"{plan.slo_s * 1000:g} ms{margin}, {plan.request_size} image(s) per request."
     ]
     for a in plan.assignments:

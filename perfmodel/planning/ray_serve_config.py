@@ -27,7 +27,8 @@ import os
 from dataclasses import dataclass
 
 from perfmodel.errors import InputError
-from perfmodel.files import atomic_write_text, check_writable, read_json
+from perfmodel.files import atomic_write_text, read_json
+from perfmodel.readers import output_file
 
 FORMAT = "perfmodel-ray-serve"
 SCHEMA_VERSION = 1
@@ -84,7 +85,7 @@ def ray_serve_settings(plan, cpu_types=("cpu",)) -> dict[str, ServeSettings]:
 
 def check_target(path: str | os.PathLike, inputs=()) -> None:
     """Fail before planning if the file cannot be written or is one of the inputs."""
-    check_writable(path, inputs, "--ray-serve-config")
+    output_file(path, "--ray-serve-config", inputs)
 
 
 def write_settings(path: str | os.PathLike, settings: dict[str, ServeSettings], header: str) -> None:

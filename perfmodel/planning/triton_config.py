@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfmodel.errors import InputError
-from perfmodel.files import atomic_write_text, check_path
+from perfmodel.files import atomic_write_text
+from perfmodel.readers import output_folder
 
 CONFIG = "config.pbtxt"
 KINDS = ("KIND_GPU", "KIND_CPU")
@@ -65,27 +66,13 @@ def targets(directory: Path, names: list[str]) -> dict[str, Path]:
 
 def check_target(directory: str | os.PathLike, protected=()) -> Path:
     """Fail before any work if DIR cannot take the configs (not a directory, read-only, one of the inputs)."""
-    path = check_path(directory, "--triton-config")
-    if path.exists() and not path.is_dir():
-        raise InputError(f"--triton-config {path} is a file: give the model's directory in the model repository.")
-    parent = path
-    while not parent.exists() and parent != parent.parent:  # folders still missing are made when writing
-        parent = parent.parent
-    if not parent.is_dir():
-        raise InputError(f"--triton-config {path}: {parent} is a file, not a folder.")
-    if not os.access(parent, os.W_OK):
-        raise InputError(f"--triton-config {path}: cannot write in {parent}.")
+    path = output_folder(directory, "--triton-config", protected, writes=(CONFIG, "configs/*.pbtxt"))
     # what the plan writes into (several types: DIR/configs/), of the wrong kind, would fail after solving
     if (path / "configs").exists() and not (path / "configs").is_dir():
         raise InputError(
             f"--triton-config {path}: {path / 'configs'} is a file, where a plan for several GPU types writes "
             "one config per type: move it away, or give another directory."
         )
-    if (path / CONFIG).is_dir():
-        raise InputError(f"--triton-config {path}: {path / CONFIG} is a folder, not a model configuration.")
-    for config in (path / CONFIG, *(path / "configs").glob("*.pbtxt")):
-        if config.exists() and any(_same(config, Path(p)) for p in protected):
-            raise InputError(f"--triton-config would write over {config}, which is one of this command's inputs.")
     return path
 
 
@@ -177,10 +164,3 @@ def _model_config():
     except ImportError:
         raise InputError("reading a Triton config.pbtxt needs tritonclient: pip install 'perfmodel[triton]'.") from None
     return model_config_pb2
-
-
-def _same(a: Path, b: Path) -> bool:
-    try:
-        return a.exists() and b.exists() and os.path.samefile(a, b)
-    except OSError:
-        return False

@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
-from perfmodel.errors import InputError
+from perfmodel.readers import whole_numbers
 from perfmodel.units import MAX_BATCH_SIZE, MAX_INPUT_SIZE
 
 
 def parse_positive_ints(text: str, option: str, example: str, largest: int = MAX_BATCH_SIZE) -> tuple[int, ...]:
-    """'1,2,4' -> (1, 2, 4), sorted and without repeats, each 1 to `largest`; InputError for anything else."""
-    items = [item.strip() for item in str(text).split(",")]
-    if not text or not str(text).strip() or any(item == "" for item in items):
-        raise InputError(f"{option} needs whole numbers separated by commas, e.g. {example}; got {text!r}.")
-    values = []
-    for item in items:
-        if not re.fullmatch(r"[0-9]{1,12}", item) or int(item) < 1:  # ASCII digits only: int() takes any script's
-            raise InputError(f"{option}: {item!r} is not a positive whole number; write e.g. {example}.")
-        if int(item) > largest:
-            raise InputError(
-                f"{option}: {item} is more than {largest:,}, the most perfmodel measures; write e.g. {example}."
-            )
-        values.append(int(item))
-    return tuple(sorted(set(values)))
+    """'1,2,4' -> (1, 2, 4), sorted and without repeats, each 1 to `largest` (readers.whole_numbers)."""
+    return tuple(sorted(set(whole_numbers(text, option, high=largest, example=example))))
 
 
 def parse_batch_sizes(text: str) -> tuple[int, ...] | None:

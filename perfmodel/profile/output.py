@@ -11,7 +11,7 @@ import os
 import pandas as pd
 
 from perfmodel.errors import InputError
-from perfmodel.files import check_writable
+from perfmodel.readers import output_file
 from perfmodel.schema import POINT_KEY, REQUIRED_COLUMNS, load_profile, validate_profile, write_profile
 
 # Settings that must match to resume: otherwise two kinds of measurement would share one curve.
@@ -22,7 +22,7 @@ ABSENT_MEANS = {"alongside": "0", "processes": "1"}
 
 class ProfileOutput:
     def __init__(self, path: str | os.PathLike, resume: bool):
-        self.path = check_writable(path)
+        self.path = output_file(path)
         self.existing: pd.DataFrame | None = None
         if self.path.exists():
             if not resume:

@@ -11,7 +11,8 @@ import pandas as pd
 
 from perfmodel._version import __version__
 from perfmodel.errors import InputError
-from perfmodel.files import atomic_write_bytes, atomic_write_text, check_not_input, check_path
+from perfmodel.files import atomic_write_bytes, atomic_write_text
+from perfmodel.readers import output_folder
 from perfmodel.report import tables
 from perfmodel.report.content import Figure, Section
 from perfmodel.report.groups import SOURCE, layout
@@ -119,14 +120,10 @@ def _unique(sections: list[Section]) -> tuple[Section, ...]:
     return tuple(out)
 
 
-def _check_out_dir(out: Path, inputs=()) -> None:
+def _check_out_dir(out, inputs=()) -> Path:
     """--out is a directory (or will be), and none of the files a report writes there (report.html,
-    *.png) is one of its inputs."""
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out} is a file: give a directory to write the report into.")
-    if out.is_dir():
-        for existing in [*out.glob("*.png"), out / PAGE]:
-            check_not_input(existing, inputs, "the report's file", "choose another --out directory")
+    *.png) is a folder or one of its inputs."""
+    return output_folder(out, "--out", inputs, writes=("*.png", PAGE))
 
 
 def write_report(sections: tuple[Section, ...], out_dir, inputs: list[str]) -> Report:
@@ -159,7 +156,7 @@ def make_report(profiles=(), predictors=(), plan=None, out_dir=".", run=None) ->
     if not profiles and not predictors and plan is None and run is None:
         raise InputError("nothing to report: give at least one profile CSV, a --predictor, a --plan or a --run.")
     inputs = profiles + predictors + [os.fspath(p) for p in (plan, run) if p is not None]
-    _check_out_dir(check_path(out_dir), inputs)  # before the work of drawing
+    _check_out_dir(out_dir, inputs)  # before the work of drawing
     profile = read_profiles(profiles)
     loaded = read_predictors(predictors)
     plan_data = read_plan(plan)

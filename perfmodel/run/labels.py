@@ -19,7 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 from perfmodel.errors import InputError, PerfmodelError
-from perfmodel.files import atomic_write_bytes, check_writable
+from perfmodel.files import atomic_write_bytes
+from perfmodel.readers import output_file
 
 ROW_COLUMNS = ("path", "class", "score", "worker", "batch")  # what a worker's result gives
 COLUMNS = (*ROW_COLUMNS, "plan", "inputs")
@@ -49,7 +50,7 @@ def check_out(path) -> Path:
         raise InputError(f"--out {path}: write labels to a .csv or .parquet file.")
     if path.suffix.lower() == ".parquet":
         _parquet_engine()
-    return check_writable(path)
+    return output_file(path)
 
 
 def _parquet_engine() -> None:
