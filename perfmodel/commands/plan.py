@@ -240,6 +240,8 @@ def run(args) -> int:
         console.table(None, PLAN_COLUMNS, plan_rows(plan))
     for line in notes(plan.annotations):
         console.note(line)
+    for chosen in plan.annotations.get("option_choice", []):
+        console.note(chosen["why"])
     console.note(
         f"finish = load + warm-up (the first batch) + (batches - 1) x batch time; Pyomo built the model in "
         f"{plan.build_time_s * 1000:.1f} ms, HiGHS solved it in {plan.solver_time_s * 1000:.1f} ms."

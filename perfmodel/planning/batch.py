@@ -20,7 +20,7 @@ import numpy as np
 import solvers
 from perfmodel import shipped
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
-from perfmodel.planning import arguments, drift
+from perfmodel.planning import arguments, choice, drift
 from perfmodel.planning.basis import EXTRAPOLATION_FACTOR, Basis
 from perfmodel.planning.context import Option, PlannedJob, build_context, model_argument, option_of
 from perfmodel.planning.spread import batch_moments, makespan_of, undirected
@@ -174,6 +174,9 @@ def make_plan(
         plan, distribution = _plan_for_probability(solve_at, basis, deadline_s, target, len(workload) == 1)
     _warn_unmeasured_warmup(basis, plan)
     annotations = {**basis.to_dict(plan), **deadline_keys(distribution, deadline_s, target)}
+    annotations["option_choice"] = choice.explain(
+        plan, {(k, s): o.candidates(s) for k, o in options.items() for s in workload}
+    )
     plan = dataclasses.replace(plan, annotations=annotations)
     context = build_context(
         model, model_path, sorted(workload), r.use, margin, profiles, predictors, options, load_s, decode_s
