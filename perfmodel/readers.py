@@ -175,12 +175,13 @@ def shown(value, limit: int = 40) -> str:
 
 
 def text(value, what: str, *, limit: int = MAX_TEXT, error: type[InputError] = InputError) -> str:
-    """Free text that perfmodel echoes to terminals, files and reports, as given (spaces around it removed):
-    not empty, printable, at most `limit` characters. An escape sequence ('\\x1b[31m') would recolour or
+    """Free text that perfmodel echoes to terminals, files and reports, as given (spaces around it removed; no
+    other white space, a newline is refused wherever it is): not empty, printable, at most `limit`
+    characters. An escape sequence ('\\x1b[31m') would recolour or
     rewrite a terminal; a newline would split a table row or a CSV cell."""
     if not isinstance(value, str):
         raise error(f"{what} must be text, not an object of type {type(value).__name__}.")
-    stripped = value.strip()
+    stripped = value.strip(" ")
     if not stripped:
         raise error(f"{what} is empty: give some text, or leave it out.")
     odd = next((c for c in stripped if not c.isprintable()), None)

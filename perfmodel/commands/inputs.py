@@ -28,7 +28,7 @@ ARGUMENTS: dict[str, dict[str, str]] = {
         "--input-sizes": NUMBER,
         "--precision": CHOICE,
         "--channels-last": SWITCH,
-        "--compile": SWITCH,
+        "--compile": CHOICE,  # a torch.compile mode, or none for the default one
         "--cuda-graphs": SWITCH,
         "--warmup": CHOICE,
         "--fresh-warmup-at": NUMBER,

@@ -315,7 +315,9 @@ def run(args) -> int:
     from perfmodel.profile import ProfileConfig, StabilityRule, estimate_profile, run_profile
     from perfmodel.profile.config import duration_text
     from perfmodel.profile.grid import parse_batch_sizes, parse_input_sizes
+    from perfmodel.readers import output_file
 
+    output_file(args.out, "--out")  # before the model is built or a server started (the sweep checks it again)
     triton = _triton_options(args)
     if args.max_time_short_calls is not None and args.max_time_short_calls < args.max_time_per_point:
         raise InputError(

@@ -104,9 +104,13 @@ def _sigterm_as_interrupt():
 
 
 def run(args) -> int:
+    from perfmodel.errors import InputError
+    from perfmodel.readers import given
     from perfmodel.run.execute import RunOptions, run_plan
     from perfmodel.run.planfile import read_run_plan
 
+    if args.synthetic and given(args, "decode_threads"):  # even at 1, the default: typed, so never ignored
+        raise InputError("--decode-threads needs --images: random inputs are not decoded.")
     plan = read_run_plan(args.plan)
     options = RunOptions(
         images=args.images,
