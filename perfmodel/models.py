@@ -57,8 +57,20 @@ def model_file_problem(path: str) -> str | None:
     return None
 
 
-def build_model(spec: ModelSpec, seed: int = 0):
-    """Return the model as a torch.nn.Module (eval mode, on the CPU, float32)."""
+def import_model_code(spec: ModelSpec):
+    """Import the code that builds the model (torchvision for its architectures), once per process:
+    TorchRunner.start does it before the load is timed, as a serving process does when it starts."""
+    if spec.path is None and spec.name != "tiny":
+        from perfmodel._torchvision import import_torchvision
+
+        return import_torchvision()
+    return None
+
+
+def build_model(spec: ModelSpec, seed: int = 0, device="cpu"):
+    """Return the model as a torch.nn.Module (eval mode, float32) built on `device`: its random weights
+    are initialised there, from `seed`. On "meta" nothing is allocated or initialised (the weights are
+    to be assigned from a file); a TorchScript file is read straight to `device`."""
     import torch
 
     torch.manual_seed(seed)
@@ -66,15 +78,16 @@ def build_model(spec: ModelSpec, seed: int = 0):
         try:
             with warnings.catch_warnings():  # torch 2.13 deprecates TorchScript; users still have such files
                 warnings.simplefilter("ignore", DeprecationWarning)
-                model = torch.jit.load(spec.path, map_location="cpu")
+                model = torch.jit.load(spec.path, map_location=device)
         except Exception as exc:  # torch raises several kinds for a file that is not TorchScript
             raise InputError(f"cannot load {spec.path} as a TorchScript model: {_load_failure(exc)}.") from None
-    elif spec.name == "tiny":
-        model = _tiny_cnn_class()()
-    else:
-        from perfmodel._torchvision import import_torchvision
-
-        model = getattr(import_torchvision().models, spec.name)(weights=None)
+        return model.eval()
+    with torch.device(device):
+        model = (
+            _tiny_cnn_class()()
+            if spec.name == "tiny"
+            else getattr(import_model_code(spec).models, spec.name)(weights=None)
+        )
     return model.eval()
 
 

@@ -85,6 +85,13 @@ RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "stable",
     "throughput_ips",
     "load_ms",
+    # A fresh process's time until its first call returned, in parts (docs/profile.md, "Where the load goes"):
+    "start_python_ms",  # the interpreter and perfmodel's imports
+    "start_import_ms",  # torch and the model's code (torchvision)
+    "start_device_ms",  # the device's context
+    "load_build_ms",  # load_ms = load_build_ms + load_weights_ms
+    "load_weights_ms",
+    "cold_start_ms",  # the whole: start_* + load_ms + warmup_ms + the messages between them
     "warmup_method",
     "warmup_includes",  # what the first call did besides running: compile, cudnn-autotune, graph-capture (+run)
     "compile_cache",  # torch.compile's cache at the first call: fresh (empty, the process's own) or process
@@ -213,6 +220,12 @@ BOUNDS: dict[str, tuple[float, float]] = {
             "latency_min_ms",
             "load_ms",
             "compile_ms",
+            "start_python_ms",
+            "start_import_ms",
+            "start_device_ms",
+            "load_build_ms",
+            "load_weights_ms",
+            "cold_start_ms",
             "server_queue_ms",
             "server_compute_ms",
             "server_request_ms",

@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from perfmodel import memory
+from perfmodel import loading, memory
 from perfmodel.errors import DeviceError, InputError
-from perfmodel.models import ModelSpec, build_model
+from perfmodel.models import ModelSpec, import_model_code
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 # torch.compile's modes perfmodel measures. reduce-overhead and max-autotune capture CUDA graphs of their own
@@ -186,8 +186,13 @@ class TorchRunner:
     """One loaded model on one device, ready to time."""
 
     def __init__(self, spec: ModelSpec, options: TorchOptions, seed: int = 0):
+        t0 = time.perf_counter()
         import torch
 
+        import_model_code(spec)  # part of a process's start, as torch is: never inside the load's time
+        if options.compile:
+            import torch._dynamo  # the same: a module import (2 s on a CPU), not a load
+        self.import_ms = (time.perf_counter() - t0) * 1e3  # ~0 where they were imported before
         self.torch = torch
         self.spec = spec
         self.options = options
@@ -211,29 +216,44 @@ class TorchRunner:
             torch.backends.cuda.matmul.allow_tf32 = tf32
             torch.backends.cudnn.allow_tf32 = tf32
         if options.compile:
-            # Imported here, as torch is, before any clock starts (2 s on a CPU): a module import, not a load.
-            import torch._dynamo
-
             # Each batch size is its own static shape: one graph each, and enough room for a sweep's.
             torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
         self.baseline_rss_mb = memory.rss_mb()  # before the model: CPU memory counts from here
         self.model = None
+        self.start_parts: dict[str, float] | None = None
         self.load_ms: float | None = None
+        self.load_parts: dict[str, float] = {}
         self._graphs: dict[tuple, Callable] = {}  # forward's captured graphs, by input shape
 
-    def load(self) -> float:
-        """Build the model and move it to the device; return the time it took in ms."""
+    def start(self) -> dict[str, float]:
+        """Open the device, once: with the imports of __init__, what a process pays before its first load
+        ({start_import_ms, start_device_ms}; perfmodel/loading.py). CPU memory counts from after it."""
+        if self.start_parts is None:
+            self.start_parts = {"start_import_ms": self.import_ms, "start_device_ms": loading.open_device(self.device)}
+            self.baseline_rss_mb = memory.rss_mb()
+        return self.start_parts
+
+    def load(self, weights: str | None = None) -> float:
+        """Build the model on the device, with the weights of the file `weights` (a state_dict) or random
+        ones; return the time it took in ms, whose parts go to `load_parts` ({load_build_ms,
+        load_weights_ms}). Starts the process first if `start` was not called (not timed here)."""
         torch = self.torch
+        self.start()
         t0 = time.perf_counter()
         with self._flushing():  # torch's CPU thread pool, if it starts here, inherits the setting
-            model = build_model(self.spec, self.seed).to(self.device, self.dtype)
+            model = loading.build(self.spec, self.device, self.seed, weights)
+            self.sync()
+            t1 = time.perf_counter()
+            model = loading.place_weights(model, self.spec, self.device, self.dtype, weights)
             if self.options.channels_last:
                 model = model.to(memory_format=torch.channels_last)
             if self.options.compile:
                 model = self._compiled(model)
             self.sync()
+        t2 = time.perf_counter()
         self.model = model
-        self.load_ms = (time.perf_counter() - t0) * 1e3
+        self.load_parts = {"load_build_ms": (t1 - t0) * 1e3, "load_weights_ms": (t2 - t1) * 1e3}
+        self.load_ms = (t2 - t0) * 1e3
         return self.load_ms
 
     def _compiled(self, model):

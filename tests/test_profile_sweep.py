@@ -61,10 +61,22 @@ def test_processes_measure_each_point_in_fresh_workers_and_resume(tmp_path, tiny
             run_profile(tiny_config(batch_sizes=(1, 2, 4), processes=k), out, resume=True)
 
 
-def test_fresh_process_warmup_is_recorded(tmp_path, tiny_config):
-    df = run_profile(tiny_config(batch_sizes=(2,), warmup="fresh-process"), tmp_path / "p.csv")
-    assert df.loc[0, "warmup_method"] == "fresh-process"
-    assert df.loc[0, "warmup_ms"] > 0 and df.loc[0, "load_ms"] > 0
+def test_fresh_process_warmup_is_recorded_with_the_parts_of_its_load(tmp_path, tiny_config):
+    config = tiny_config(batch_sizes=(1, 2), warmup="fresh-process", fresh_warmup_at=(1,))
+    df = run_profile(config, tmp_path / "p.csv")
+    fresh, other = df.iloc[0], df.iloc[1]
+    assert fresh["warmup_method"] == "fresh-process"
+    assert fresh["warmup_ms"] > 0 and fresh["load_ms"] > 0
+    start = ("start_python_ms", "start_import_ms", "start_device_ms")
+    parts = (*start, "load_build_ms", "load_weights_ms", "cold_start_ms")
+    assert all(fresh[c] > 0 for c in parts if c != "start_device_ms") and fresh["start_device_ms"] >= 0  # a CPU
+    assert fresh["load_build_ms"] + fresh["load_weights_ms"] == pytest.approx(fresh["load_ms"], rel=1e-6)
+    # The fresh process's time until its first call returned is its parts' sum, but for the messages
+    # between profiler and worker and the first call's input batch.
+    total = sum(fresh[c] for c in start) + fresh["load_ms"] + fresh["warmup_ms"]
+    assert 0.8 * fresh["cold_start_ms"] <= total <= fresh["cold_start_ms"], fresh[[*parts, "load_ms", "warmup_ms"]]
+    # A row without a fresh process has none: its load_ms is the measuring worker's.
+    assert all(np.isnan(other[c]) for c in parts) and other["load_ms"] > 0
 
 
 def test_interrupted_sweep_keeps_finished_points_and_resume_completes(tmp_path, tiny_config):

@@ -297,7 +297,7 @@ def test_a_weights_file_torch_cannot_read_is_named_plainly(tmp_path):
     """torch.load says 'pop from empty list' for a CSV, and advises an unsafe load for a whole model."""
     import torch
 
-    from perfmodel.run.worker import weights_failure
+    from perfmodel.loading import weights_failure
 
     def failure(path):
         with pytest.raises(Exception) as raised:

@@ -154,8 +154,12 @@ class Worker:
         from perfmodel.profile.provenance import torch_provenance
         from perfmodel.torch_runner import TorchOptions, TorchRunner
 
+        # The interpreter and perfmodel's own imports are done; torch's and the model's come next. The
+        # clock is time.monotonic(), the same in every process of the machine.
+        began_at = time.monotonic()
         options = TorchOptions(**request["options"])
         self.runner = TorchRunner(ModelSpec(**request["model"]), options, request["seed"])
+        parts = self.runner.start()
         limit = request.get("device_memory_limit_mb")
         if limit is not None and self.runner.is_cuda:  # a smaller GPU than this one: the allocator's cap
             torch = self.runner.torch
@@ -165,6 +169,8 @@ class Worker:
         return {
             "status": "ok",
             "load_ms": load_ms,
+            "parts": {**parts, **self.runner.load_parts},
+            "began_at": began_at,
             "threads": self.runner.torch.get_num_threads(),
             "provenance": torch_provenance(options.device),
             "compile_cache": _compile_cache(),
@@ -354,8 +360,10 @@ def _compile_problem(runner, first, later, when: str) -> dict | None:
 
 
 def _compile_cache() -> str | None:
-    """Where torch.compile keeps its caches in this process (the worker's own folder, see worker_process.py)."""
-    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+    """Where torch.compile keeps its caches in this process (the worker's own folder, see worker_process.py).
+    None for a worker without a folder of its own: TORCHINDUCTOR_CACHE_DIR may still be set, by torchvision's
+    import of torch._dynamo, here or in the parent, and importing Inductor to read it took 6-7 s."""
+    if SCRATCH_ENV not in os.environ:
         return None
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 

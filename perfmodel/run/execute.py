@@ -29,7 +29,7 @@ from perfmodel.run.result import LostWorker, RunResult, WorkerRun, batches_done,
 from perfmodel.run.shares import batches, split, synthetic_batches
 from perfmodel.run.worker import WorkerSpec, check_runnable
 
-READY_TIMEOUT_S = 300.0  # actors started (a process each, torch imported)
+READY_TIMEOUT_S = 300.0  # actors started (a process each, torch and the model's code imported, the device opened)
 LOAD_TIMEOUT_S = 900.0  # every model loaded
 POLL_S = 0.25
 # A worker that stops answering is lost with its node when the cluster reports that node dead within this
@@ -296,6 +296,7 @@ class _Execution:
                 pending[a.run.remote()] = w
             for w, t in zip(runs, _get_all(loads, LOAD_TIMEOUT_S, "loading the models")):
                 w.load = (t["start"] - self.t0, t["end"] - self.t0)
+                w.load_parts = t.get("parts", {})
             self.on_event(RunEvent("phase", "running", elapsed_s=self.elapsed()))
             self._stream(pending)
         except KeyboardInterrupt:

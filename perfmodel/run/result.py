@@ -41,6 +41,8 @@ class WorkerRun:
     niceness: int | None = None  # its scheduling priority (Ray's default for workers is 15)
     device: str = ""
     load: tuple[float, float] | None = None  # start, end
+    # The parts of its process's start (before the clock) and of its load, in ms, named as the profile's columns.
+    load_parts: dict[str, float] = field(default_factory=dict)
     batches: list[dict] = field(default_factory=list)  # the worker's records, times from the clock's start
     status: str = "running"  # running, done, died, interrupted
     error: str = ""
@@ -117,6 +119,7 @@ class WorkerRun:
             "batches_done": len(self.batches),
             "images_done": self.images_done,
             "load_s": _pair(p.load_s, load),
+            "load_parts_ms": self.load_parts or None,
             "warmup_s": _pair(p.warmup_s, warmup),
             "batch_s": _pair(p.latency_s, self.steady_batch()),
             "finish_s": _pair(p.finish_s, self.finish),

@@ -30,21 +30,6 @@ PREFETCH = 2  # batches decoded ahead of the one running
 SEND_EVERY_S = 0.5
 
 
-def weights_failure(path: str, exc: Exception) -> str:
-    """Why torch.load refused a weights file, in a clause: torch's own text is 'pop from empty list' for a
-    CSV, or advice to load unsafely (weights_only=False) for a file holding pickled objects."""
-    import pickle
-    import zipfile
-
-    from perfmodel.run.cluster import first_line
-
-    if not zipfile.is_zipfile(path):  # torch.save writes a zip archive (since torch 1.6); older ones load
-        return "it is not a file written by torch.save"
-    if isinstance(exc, pickle.UnpicklingError):
-        return "it holds pickled objects besides tensors, e.g. a whole model saved with torch.save(model)"
-    return first_line(exc)
-
-
 @dataclass(frozen=True)
 class WorkerSpec:
     """How one worker runs its model."""
@@ -111,7 +96,7 @@ class SharedBatches:
 
 class RunWorker:
     def __init__(self, spec: WorkerSpec):
-        import torch  # imported here, before the clock starts: the plan's load time does not include it
+        import torch
 
         from perfmodel.models import ModelSpec
         from perfmodel.torch_runner import TorchOptions, TorchRunner
@@ -122,6 +107,8 @@ class RunWorker:
             spec.backend, device=spec.device, precision=spec.precision, threads=spec.threads
         )
         self.runner = TorchRunner(ModelSpec(spec.model, spec.model_path), options, spec.seed)
+        # Imports and the device's context before the clock starts: the plan's load time does not include them.
+        self.runner.start()
         self.pool = ThreadPoolExecutor(max(1, spec.decode_threads), thread_name_prefix="decode")
         self.pending: deque = deque()
         self.source = None
@@ -143,12 +130,10 @@ class RunWorker:
         self, input_size: int, batches=None, queue=None, worker: int = 0, synthetic_batch: int | None = None
     ) -> dict:
         """Build the model (and its weights) on the device, then start decoding the first batches.
-        Returns the load's start and end (time.time(), seconds)."""
+        Returns the load's start and end (time.time(), seconds) and the parts, in ms, of its process's start
+        (before the clock) and of the load."""
         start = time.time()
-        self.runner.load()
-        if self.spec.weights:
-            self._load_weights(self.spec.weights)
-        self.runner.sync()
+        self.runner.load(self.spec.weights)
         end = time.time()
         self.input_size = input_size
         self.source = SharedBatches(queue, worker) if queue is not None else LocalBatches(worker, batches or [])
@@ -161,26 +146,7 @@ class RunWorker:
             self.synthetic = runner.inputs(synthetic_batch, input_size, count)
         for _ in range(PREFETCH):
             self._prefetch()
-        return {"start": start, "end": end}
-
-    def _load_weights(self, path: str) -> None:
-        from perfmodel.run.cluster import first_line
-
-        torch = self.torch
-        try:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as exc:  # not a torch file, or one that needs pickled code
-            raise InputError(
-                f"cannot read the weights {path} ({weights_failure(path, exc)}): give a state_dict saved with "
-                "torch.save(model.state_dict(), path)."
-            ) from None
-        if not isinstance(state, dict):
-            raise InputError(f"the weights {path} are not a state_dict (a dict of tensors).")
-        model = getattr(self.runner.model, "_orig_mod", self.runner.model)  # torch.compile wraps the module
-        try:
-            model.load_state_dict(state)
-        except RuntimeError as exc:
-            raise InputError(f"the weights {path} do not fit {self.spec.model}: {first_line(exc)}.") from None
+        return {"start": start, "end": end, "parts": {**self.runner.start_parts, **self.runner.load_parts}}
 
     def _prefetch(self) -> None:
         ticket = self.source.take()

@@ -260,6 +260,7 @@ class _TorchSweep:
                 return self._failed(row, first, batch_size, input_size)
             row["warmup_ms"] = first["warmup_ms"]
             row.update(self._compile_columns(first, "fresh"))
+            row.update(first["parts"])
             if not self.is_cuda:
                 row["memory_mb"] = first["memory_mb"]
         else:
@@ -381,7 +382,9 @@ class _TorchSweep:
             return extra.request(request, backstop, "--call-timeout")
 
     def _fresh_warmup(self, batch_size: int, input_size: int) -> dict:
-        """A fresh worker: load the model, time the first call at this batch size, exit."""
+        """A fresh worker: load the model, time the first call at this batch size, exit. The answer has
+        the parts of the fresh process's time until its first call returned (the profile's `start_*`,
+        `load_*` and `cold_start_ms` columns; docs/profile.md, "Where the load goes")."""
         deadline = time.monotonic() + self.config.worker_timeout_s
         with WorkerProcess(own_compile_cache=self.config.compile) as fresh:
             loaded = fresh.request(self._load_request(), self.config.worker_timeout_s, "--worker-timeout")
@@ -394,4 +397,10 @@ class _TorchSweep:
                 "memory_limit_mb": self.memory_limit,
             }
             first = fresh.request(request, max(1.0, deadline - time.monotonic()), "--worker-timeout")
-        return {**first, "load_ms": loaded["load_ms"]}
+            answered = time.monotonic()
+        parts = {
+            "start_python_ms": (loaded["began_at"] - fresh.started_at) * 1e3,
+            **loaded["parts"],
+            "cold_start_ms": (answered - fresh.started_at) * 1e3,
+        }
+        return {**first, "load_ms": loaded["load_ms"], "parts": parts}
