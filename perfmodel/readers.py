@@ -76,12 +76,13 @@ def number(
     high: float | None = None,
     above: float | None = None,
     example: str = "",
+    text: bool = True,
     error: type[InputError] = InputError,
 ) -> float:
-    """A finite number: text in ASCII digits, or an int or float (not a bool) from a caller of the library;
-    at least `low`, more than `above`, at most `high` where given."""
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise error(f"{what} must be a number{_eg(example)}, not an object of type {type(value).__name__}.")
+    """A finite number: text in ASCII digits, or an int or float (not a bool) from a caller of the library or
+    a JSON file (text=False: there "3" is text, not a number); at least `low`, more than `above`, at most
+    `high` where given."""
+    _check_kind(value, what, "a number", example, text, error)
     parsed = decimal(value) if isinstance(value, str) else float(value)
     if parsed is None:
         raise error(f"{what} {shown(value)} is not a number: write {NOT_A_NUMBER}{_eg(example)}.")
@@ -104,15 +105,16 @@ def whole_number(
     high: int | None = None,
     unit: str = "",
     example: str = "",
+    text: bool = True,
     error: type[InputError] = InputError,
 ) -> int:
-    """A whole number in ASCII digits (or a Python int, or a float that is whole), within `low` to `high`."""
+    """A whole number in ASCII digits (or a Python int, or a float that is whole), within `low` to `high`;
+    text=False for a JSON value, where "3" is text."""
     kind = (
         "a positive whole number" if low == 1 else "a whole number" if low is None else f"a whole number, {low} or more"
     )
     kind += f" of {unit}" if unit else ""
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise error(f"{what} must be {kind}{_eg(example)}, not an object of type {type(value).__name__}.")
+    _check_kind(value, what, kind, example, text, error)
     parsed = None
     if isinstance(value, float) and value.is_integer():
         parsed = int(value)
@@ -127,6 +129,13 @@ def whole_number(
     if high is not None and parsed > high:
         raise error(f"{what} {shown(value)} is more than {high:,}, the most perfmodel takes{_eg(example)}.")
     return parsed
+
+
+def _check_kind(value, what: str, kind: str, example: str, text: bool, error) -> None:
+    if isinstance(value, str) and not text:
+        raise error(f"{what} is {shown(value)}, text where {kind} belongs{_eg(example)}.")
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise error(f"{what} must be {kind}{_eg(example)}, not {shown(value)}.")
 
 
 def whole_numbers(

@@ -11,6 +11,7 @@ import contextlib
 import gc
 import itertools
 import math
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -169,7 +170,7 @@ def check_device(device: str) -> str:
         return device
     if device == "cuda" or device.startswith("cuda:"):
         index = device.partition(":")[2] or "0"
-        if not index.isdigit():
+        if not re.fullmatch(r"[0-9]{1,4}", index):  # not str.isdigit(): '²' is a digit there, and int('²') fails
             raise InputError(f"unknown device {device!r}: use cpu, cuda or cuda:N (N a GPU index).")
         if not torch.cuda.is_available():
             raise DeviceError(

@@ -504,3 +504,29 @@ def test_decode_threads_typed_with_random_inputs_is_refused_even_at_1(ws, capsys
     assert "--decode-threads needs --images" in refused(
         capsys, ["run", str(ws / "plan.json"), "--synthetic", "--decode-threads", "1"], "--decode-threads"
     )
+
+
+@pytest.mark.parametrize("digit", ["\u00b2", "\u0663", "\uff13"])
+def test_numbers_inside_text_are_ascii_too(ws, capsys, tripwire, digit):
+    """A port or a GPU index in '²' passed str.isdigit() and then failed int(): a traceback for run --address."""
+    from perfmodel.errors import InputError
+    from perfmodel.torch_runner import check_device
+
+    refused(capsys, ["run", str(ws / "plan.json"), "--synthetic", f"--address=127.0.0.1:80{digit}"], "--address")
+    refused(capsys, argv(ws, "profile", "--url", f"127.0.0.1:80{digit}"), "--url")
+    with pytest.raises(InputError, match="unknown device"):
+        check_device(f"cuda:{digit}")
+
+
+def test_ray_serve_settings_hold_json_numbers(tmp_path):
+    from perfmodel.errors import InputError
+    from perfmodel.planning.ray_serve_config import ServeSettings, read_settings, write_settings
+
+    write_settings(tmp_path / "s.json", {"cpu": ServeSettings("cpu", 2, 8, 4, 0.001, 1.0, 0.0)}, "a plan")
+    assert read_settings(tmp_path / "s.json")["cpu"].num_replicas == 2
+    data = json.loads((tmp_path / "s.json").read_text())
+    for bad, words in (("\u0663", "text where a positive whole number belongs"), (2.5, "not a positive whole")):
+        data["deployments"]["cpu"]["num_replicas"] = bad
+        (tmp_path / "s.json").write_text(json.dumps(data))
+        with pytest.raises(InputError, match=f"deployment 'cpu''s num_replicas .*{words}"):
+            read_settings(tmp_path / "s.json")

@@ -17,7 +17,7 @@ from perfmodel.errors import PredictorFormatError
 REFERENCE_SIZE = 224.0
 INTERCEPT = "1"
 BASE_FEATURES: tuple[str, ...] = ("b", "p", "b*p", "log(b)", "p*log(b)")
-_WAVE = re.compile(r"^(p\*)?ceil\(b/(\d+)\)$")
+_WAVE = re.compile(r"^(p\*)?ceil\(b/([0-9]+)\)$")  # ASCII digits: \d matches '٣
 
 
 def pixels(s: np.ndarray) -> np.ndarray:

@@ -31,7 +31,7 @@ from perfmodel.importers.common import (
 )
 
 WHAT = "a perf_analyzer CSV (perf_analyzer -f FILE)"
-_PERCENTILE = re.compile(r"^p(\d+) latency$", re.IGNORECASE)
+_PERCENTILE = re.compile(r"^p([0-9]+) latency$", re.IGNORECASE)  # ASCII digits: \d matches '٩
 _SERVER = ("Server Compute Input", "Server Compute Infer", "Server Compute Output")
 
 

@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterable, Mapping
 
 from perfmodel.errors import InputError
+from perfmodel.readers import text
 from perfmodel.units import MAX_INPUT_SIZE, parse_count, parse_input_size, shown
 
 
@@ -72,10 +73,13 @@ def mix(value) -> dict[int, int] | None:
 
 
 def name(value, what: str) -> str | None:
-    """model, backend or precision: None (any), or text; a model may be a path (a TorchScript file)."""
-    if value is None or isinstance(value, str):
-        return value
+    """model, backend or precision: None (any), or text (readers.text: printable, not empty); a model may be a
+    path (a TorchScript file)."""
     if what == "model" and isinstance(value, os.PathLike):
-        return os.fspath(value)
+        value = os.fspath(value)
+    if value is None:
+        return value
+    if isinstance(value, str):
+        return text(value, what)
     example = {"model": "'resnet50'", "backend": "'torch'", "precision": "'fp16'"}.get(what, "'fp16'")
     raise InputError(f"{what} must be text, e.g. {example}, not {_kind(value)}.")

@@ -138,9 +138,6 @@ def make_plan(
     load_s = r.load_time
     if isinstance(r.load_time, str):
         load_s = parse_duration(r.load_time, "--load-time", allow_zero=True)
-    for flag, value in (("--model", r.model), ("--backend", r.backend), ("--precision", r.precision)):
-        if value is not None and not str(value).strip():
-            raise InputError(f"{flag} is empty: name one, or leave {flag} out for every one measured.")
     if not isinstance(r.use, str) or r.use not in LATENCY_COLUMNS:
         raise InputError(f"--use must be p50 or p99, not {r.use!r}.")
     if r.mode not in solvers.problem.MODES or r.objective not in solvers.problem.OBJECTIVES:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from perfmodel.errors import InputError
 from perfmodel.files import atomic_write_text, read_json
-from perfmodel.readers import output_file
+from perfmodel.readers import number, output_file, shown, whole_number
 
 FORMAT = "perfmodel-ray-serve"
 SCHEMA_VERSION = 1
@@ -114,15 +114,18 @@ def read_settings(path: str | os.PathLike) -> dict[str, ServeSettings]:
     for name, d in data["deployments"].items():
         try:
             actor, batch = d["ray_actor_options"], d["user_config"]
+            at = f"{os.fspath(path)}: the deployment {shown(name)}'s"
             out[name] = ServeSettings(
                 name,
-                int(d["num_replicas"]),
-                int(d["max_ongoing_requests"]),
-                int(batch["max_batch_size"]),
-                float(batch["batch_wait_timeout_s"]),
-                float(actor.get("num_cpus", 1)),
-                float(actor.get("num_gpus", 0)),
+                whole_number(d["num_replicas"], f"{at} num_replicas", text=False),
+                whole_number(d["max_ongoing_requests"], f"{at} max_ongoing_requests", text=False),
+                whole_number(batch["max_batch_size"], f"{at} max_batch_size", text=False),
+                number(batch["batch_wait_timeout_s"], f"{at} batch_wait_timeout_s", low=0, text=False),
+                number(actor.get("num_cpus", 1), f"{at} num_cpus", low=0, text=False),
+                number(actor.get("num_gpus", 0), f"{at} num_gpus", low=0, text=False),
             )
+        except InputError:
+            raise
         except (KeyError, TypeError, ValueError, AttributeError):  # AttributeError: options not an object
             raise InputError(f"{os.fspath(path)}: the deployment {name!r} is incomplete: {hint}.") from None
     return out

@@ -8,6 +8,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -316,7 +317,7 @@ def _check_ray_answers(address: str, host: str, port: int) -> None:
 def _host_port(address: str, given: str) -> tuple[str, int]:
     rest = address.split("://", 1)[1] if "://" in address else address
     host, _, port = rest.rstrip("/").rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not host or not re.fullmatch(r"[0-9]{1,5}", port) or not 0 < int(port) < 65536:  # '²'.isdigit() is True
         raise InputError(f"--address {given!r} is not host:port (e.g. 10.0.0.2:6379, ray://10.0.0.2:10001, or auto).")
     return host.strip("[]"), int(port)
 

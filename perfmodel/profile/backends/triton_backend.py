@@ -19,6 +19,7 @@ import ipaddress
 import math
 import os
 import platform
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -124,7 +125,7 @@ def split_url(url: str) -> tuple[str, int]:
         raise InputError(f"--url {url}: give host:port without the scheme, e.g. --url 10.0.0.2:8001.")
     host, _, port = url.strip().rpartition(":")
     host = host.strip("[]")
-    if not host or not port.isdecimal() or not 0 < int(port) < 65536:
+    if not host or not re.fullmatch(r"[0-9]{1,5}", port) or not 0 < int(port) < 65536:  # not str.isdecimal: '٨
         raise InputError(f"--url {url}: give host:port, e.g. --url 127.0.0.1:8001 (gRPC) or 127.0.0.1:8000 (HTTP).")
     return host, int(port)
 
