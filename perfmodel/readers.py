@@ -83,7 +83,10 @@ def number(
     a JSON file (text=False: there "3" is text, not a number); at least `low`, more than `above`, at most
     `high` where given."""
     _check_kind(value, what, "a number", example, text, error)
-    parsed = decimal(value) if isinstance(value, str) else float(value)
+    try:
+        parsed = decimal(value) if isinstance(value, str) else float(value)
+    except OverflowError:  # an int beyond any float: 10**400
+        parsed = math.inf
     if parsed is None:
         raise error(f"{what} {shown(value)} is not a number: write {NOT_A_NUMBER}{_eg(example)}.")
     if not math.isfinite(parsed):

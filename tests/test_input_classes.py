@@ -530,3 +530,46 @@ def test_ray_serve_settings_hold_json_numbers(tmp_path):
         (tmp_path / "s.json").write_text(json.dumps(data))
         with pytest.raises(InputError, match=f"deployment 'cpu''s num_replicas .*{words}"):
             read_settings(tmp_path / "s.json")
+
+
+# --- the readers themselves -------------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=12))
+def test_decimal_reads_exactly_the_plain_ascii_numbers_float_reads(text):
+    value = readers.decimal(text)
+    if any(not c.isascii() for c in text.strip()) or "_" in text or "x" in text.lower():
+        assert value is None
+    if value is not None:
+        assert value == float(text) or (value != value and float(text) != float(text))
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.one_of(st.integers(), st.floats(), st.text(max_size=8), st.booleans(), st.none()))
+def test_number_is_finite_or_one_sentence(value):
+    from perfmodel.errors import InputError
+
+    try:
+        got = readers.number(value, "x")
+    except InputError as exc:
+        assert str(exc).startswith("x ") and str(exc).endswith(".") and "\n" not in str(exc)
+    else:
+        assert got == got and abs(got) != float("inf") and not isinstance(value, bool)
+
+
+def test_whole_numbers_and_versions_say_what_is_wrong():
+    from perfmodel.errors import InputError
+
+    assert readers.whole_numbers(" 8,1 ,8", "n") == (8, 1, 8)
+    for bad, words in (("0", "not a positive whole number"), ("2e3", "not a positive whole"), ("9" * 30, "too large")):
+        with pytest.raises(InputError, match=words):
+            readers.whole_number(bad, "n")
+    with pytest.raises(InputError, match="is more than 1,048,576"):
+        readers.whole_number(2**20 + 1, "n", high=2**20)
+    assert readers.version({"schema_version": 2}, "f", "predictor", (1, 2), "fit again") == 2
+    assert readers.version({}, "f", "plan", (1,), "h") is None
+    with pytest.raises(InputError, match=r"f has the plan schema_version true, which is not a whole number"):
+        readers.version({"schema_version": True}, "f", "plan", (1,), "h")
+    assert readers.switch(True, "s") is True and readers.switch(0, "s") is False
+    assert [readers.names_a_folder(t) for t in ("a/", ".", "a/..", "a/.b", "a.csv")] == [True, True, True, False, False]

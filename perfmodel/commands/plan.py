@@ -209,7 +209,7 @@ def run(args) -> int:
             model=args.model,
             mode=args.mode,
             objective=args.objective,
-            margin=args.margin if given(args, "margin") else None,  # --margin 0 typed: the fixed rule
+            margin=args.margin if given(args, "margin") or args.margin != "0" else None,  # --margin 0 typed: fixed rule
             use=args.use,
             load_time=args.load_time,
             decode=args.decode_time,
