@@ -72,6 +72,8 @@ def test_help_says_what_a_script_does_and_runs_nothing(path):
         ("011_deadline_calibration/level.py", ["--repeats", "0"]),
         ("011_deadline_calibration/against_run.py", ["--runs", "0"]),
         ("011_deadline_calibration/coload.py", ["nosuch"]),  # waited forever for a load that never came
+        ("012_load_time/run.py", ["--repeats", "0"]),
+        ("012_load_time/run.py", ["--arms", "old,nosuch"]),  # would fail after minutes of the other arms
     ],
 )
 def test_a_bad_flag_is_refused_in_one_sentence(path, args):
