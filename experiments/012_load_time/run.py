@@ -38,8 +38,8 @@ ARMS = ("old", "new", "old-file", "new-file")
 # The columns of processes.csv and results.md, in the order a fresh process pays them.
 PARTS = (
     ("python_ms", "Python and perfmodel's own imports"),
-    ("import_ms", "torch and torchvision imported (new: before the load)"),
-    ("device_ms", "device context opened (new: before the load)"),
+    ("import_ms", "torch (and, new, torchvision) imported before the load"),
+    ("device_ms", "device context (new: before the load; old: in the load's first move)"),
     ("load_import_ms", "torchvision imported inside the load (old)"),
     ("build_ms", "model built"),
     ("weights_ms", "weights to the device, converted"),
