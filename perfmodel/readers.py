@@ -174,7 +174,7 @@ def _eg(example: str) -> str:
 
 # --- echoed text -------------------------------------------------------------------------------------------
 
-MAX_TEXT = 500  # characters: a name, a URL with its version; more is a slip (a file pasted in)
+MAX_TEXT = 2000  # characters: a name, a source citing several URLs with versions; more is a slip (a file pasted in)
 
 
 def shown(value, limit: int = 40) -> str:

@@ -573,3 +573,16 @@ def test_whole_numbers_and_versions_say_what_is_wrong():
         readers.version({"schema_version": True}, "f", "plan", (1,), "h")
     assert readers.switch(True, "s") is True and readers.switch(0, "s") is False
     assert [readers.names_a_folder(t) for t in ("a/", ".", "a/..", "a/.b", "a.csv")] == [True, True, True, False, False]
+
+
+def test_gpu_specs_text_is_printable(tmp_path):
+    import pandas as pd
+
+    from perfmodel.errors import InputError
+    from perfmodel.fitting.gpu_specs import DEFAULT_TABLE, load_gpu_specs
+
+    table = pd.read_csv(DEFAULT_TABLE, dtype=str, keep_default_na=False)
+    table.loc[2, "source"] = "https://x\x1b]8;;evil\x07"
+    table.to_csv(tmp_path / "specs.csv", index=False)
+    with pytest.raises(InputError, match=r"row 3, column 'source' .* holds the control character '\\x1b'"):
+        load_gpu_specs(tmp_path / "specs.csv")

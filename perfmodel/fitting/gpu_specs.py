@@ -18,7 +18,7 @@ from pathlib import Path
 from perfmodel import shipped
 from perfmodel.errors import InputError
 from perfmodel.files import read_csv_text
-from perfmodel.readers import NOT_A_NUMBER, decimal, shown
+from perfmodel.readers import NOT_A_NUMBER, decimal, shown, text
 
 DEFAULT_TABLE = shipped.gpu_specs_table()
 COLUMNS = (
@@ -94,6 +94,9 @@ def load_gpu_specs(path: str | os.PathLike | None = None) -> dict[str, GpuSpec]:
     specs = {}
     for i, row in enumerate(rows):
         where = f"{path}, row {i + 1}"
+        for column in ("hardware", "name", "source", "second_source"):  # printed in notes and predictor files
+            if (row.get(column) or "").strip():
+                text(row[column], f"{where}, column '{column}'")
         key = (row["hardware"] or "").strip()
         if not key or key in specs:
             raise InputError(f"{where}, column 'hardware': {'empty' if not key else repr(key) + ' appears twice'}.")
