@@ -282,10 +282,7 @@ _good_plan = st.fixed_dictionaries(
         "deadline_s": st.floats(1e-3, 1e6, allow_subnormal=False),
         "usable_s": _seconds,
         "margin": st.floats(0, 0.99, allow_subnormal=False),
-        "makespan_s": _seconds,
-        "total_gpus": st.integers(0, 10**6),
-        "images": st.integers(0, 10**9),
-        "images_planned": st.integers(0, 10**9),
+        "makespan_s": _seconds,  # not the totals: they must be the assignments' (drawn they are not)
     },
 )
 
@@ -679,3 +676,60 @@ def test_a_fitted_curve_stops_at_twice_the_largest_batch_measured_at_its_size(dr
     fig = next(fig for fig, _ in drawn if fig._suptitle is not None and "Fitted" in fig._suptitle.get_text())
     ends = sorted(max(line.get_xdata()) for line in fig.axes[0].lines if line.get_linestyle() == "--")
     assert ends == [128, 2047]  # 2x per size as perfmodel plan (320 px went to 2,048); 224 px: short of its OOM
+
+
+# --- the third fuzzing round (issue 41): run and plan files drawn as given -----------------------------
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (dict(schema_version=99), "has run schema_version 99, but this perfmodel reads version 1"),
+        (dict(schema_version="1"), 'has the run schema_version "1", which is text'),
+        (dict(measured_makespan_s=-5), '"measured_makespan_s" is -5, not a number of seconds within 1e+09, at least 0'),
+        (dict(deadline_probability=7), '"deadline_probability" is 7, not a probability from 0 to 1'),
+        (dict(error_rel=-3), '"error_rel" is -3, not a number, at least -1'),
+    ],
+)
+def test_an_edited_run_file_is_refused_not_drawn(tmp_path, capsys, change, says):
+    """M16, U7: a run of schema 99, a makespan of -5 s and a deadline probability of 7 were drawn (exit 0)."""
+    (tmp_path / "run.json").write_text(json.dumps({**lost_node_run(), **change}))
+    code, _, stderr = run_cli(capsys, "report", "--run", tmp_path / "run.json", "--out", tmp_path / "out")
+    assert code == 2 and says in stderr and stderr.count("\n") == 1, stderr
+
+
+def test_a_run_of_more_workers_than_drawn_says_how_many_are_drawn():
+    """M16: a run of 1,000 workers drew 40 of them without a word."""
+    from perfmodel.report.build import run_section
+
+    run = lost_node_run()
+    run["workers"] = [dict(run["workers"][0], worker=f"cpu#{i}") for i in range(1000)]
+    run["lost_workers"] = run["rerun_batches"] = []
+    assert run_section(run).notes == ("The run's timeline draws the first 40 of its 1,000 workers; the table has all.",)
+    assert run_section(lost_node_run()).notes == ()
+
+
+def test_the_run_timeline_says_each_worker_starts_when_its_own_model_is_loaded():
+    """U8: the caption said every worker starts once all have loaded; run/execute.py submits each worker's
+    batches with its load, so that it starts when its own load ends (docs/run.md, The clock)."""
+    from perfmodel.report.run_figures import draw_timeline
+
+    fig, caption = draw_timeline(lost_node_run())
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "each worker starts its batches as soon as its own model has loaded" in caption
+    assert "once all have loaded" not in caption and not any("every worker loading" in t for t in legend)
+
+
+@pytest.mark.parametrize(
+    "quantiles, says",
+    [
+        ({"p50": 10.0, "p95": 1.0}, '"makespan_quantiles_s" has p95 1 s below p50 10 s'),
+        ({"p50": "x"}, '"makespan_quantiles_s" gives \'p50\' the value "x", not a number of seconds'),
+        ({"median": 1.0}, "\"makespan_quantiles_s\" names the quantile 'median'"),
+    ],
+)
+def test_a_plan_with_edited_quantiles_is_refused_not_drawn(tmp_path, capsys, quantiles, says):
+    """U7: quantiles p50 10 > p95 1 were drawn as given."""
+    (tmp_path / "plan.json").write_text(json.dumps({**plan_json(), "makespan_quantiles_s": quantiles}))
+    code, _, stderr = run_cli(capsys, "report", "--plan", tmp_path / "plan.json", "--out", tmp_path / "out")
+    assert code == 2 and says in stderr and stderr.count("\n") == 1, stderr

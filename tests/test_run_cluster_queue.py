@@ -110,3 +110,41 @@ def test_without_batch_sizes_or_survivors_a_lost_batch_is_put_back_whole():
     assert q.lose(0, done=[]) == [(0, 0)] and not q.replaced  # worker 1 has another input size
     q = BatchQueue({0: [list("abcdefgh")], 1: [["x"]]}, {0: 1, 1: 1}, {0: 1.0, 1: 1.0}, False)
     assert q.lose(0, done=[]) == [(0, 0)] and not q.replaced
+
+
+def test_a_stolen_batch_larger_than_the_thiefs_is_split_to_its_batch_size():
+    """U6: with --steal, cpu#1 (batch 1, 2 batches) ran cpu#0's 4-image batches, a shape never timed."""
+    q = BatchQueue({0: [4] * 25, 1: [1, 1]}, {0: 32, 1: 32}, {0: 0.01, 1: 0.005}, True, {0: 4, 1: 1})
+    assert [q.take(1) for _ in range(2)] == [(1, 0, 1), (1, 1, 1)]  # its own
+    assert q.take(1) == (0, 25, 1)  # a piece of cpu#0's last batch, numbered after its 25
+    assert q.replaced == {(0, 24): [(0, 25), (0, 26), (0, 27), (0, 28)]}
+    assert [q.take(1) for _ in range(3)] == [(0, 26, 1), (0, 27, 1), (0, 28, 1)]  # the rest: before stealing again
+    assert q.take(0) == (0, 0, 4)  # the victim runs its own, at its own size
+    assert q.take(1) == (0, 29, 1)  # the next steal, split again
+
+
+@given(st.lists(st.integers(0, 2), max_size=80), st.lists(st.integers(1, 9), min_size=3, max_size=3))
+def test_stealing_runs_every_image_once_never_above_the_takers_batch_size(order, sizes):
+    """Random takes by three workers of one input size and their own batch sizes, with --steal: each
+    worker's images are run once in all, and no worker runs a batch larger than its own size."""
+    own = {w: [sizes[w]] * 3 + [max(1, sizes[w] // 2)] for w in range(3)}
+    q = BatchQueue(own, {0: 32, 1: 32, 2: 32}, {0: 1.0, 1: 2.0, 2: 3.0}, True, dict(enumerate(sizes)))
+    ran = []
+    for worker in order + [0, 1, 2] * 40:  # then every worker until nothing is left
+        item = q.take(worker)
+        if item is not None:
+            assert item[2] <= sizes[worker]
+            ran.append(item)
+    assert all(q.take(w) is None for w in range(3))
+    queues, replaced = q.state()
+    counted = {w: [(w, n) for n in range(len(queues[w])) if (w, n) not in replaced] for w in range(3)}
+    assert sorted(item[:2] for item in ran) == sorted(k for w in range(3) for k in counted[w])  # each once
+    assert {w: sum(queues[w][n] for _, n in counted[w]) for w in range(3)} == {w: sum(own[w]) for w in range(3)}
+
+
+def test_the_rest_of_a_stolen_batch_is_split_again_for_a_smaller_taker():
+    q = BatchQueue({0: [4, 4], 1: [], 2: []}, {0: 32, 1: 32, 2: 32}, {0: 1.0, 1: 1.0, 2: 1.0}, True, {0: 4, 1: 2, 2: 1})
+    assert q.take(1) == (0, 2, 2)  # cpu#0's last batch, split in two for worker 1 (batch 2)
+    assert q.take(2) == (0, 4, 1)  # the other half, split again for worker 2 (batch 1)
+    assert q.take(2) == (0, 5, 1) and q.take(0) == (0, 0, 4) and q.take(0) is None
+    assert q.replaced == {(0, 1): [(0, 2), (0, 3)], (0, 3): [(0, 4), (0, 5)]}

@@ -33,9 +33,12 @@ def refused(capsys, *args) -> str:
 def edited(tmp_path, plan, name="edited.json", **changes):
     data = json.loads(plan.read_text())
     for key, value in changes.items():
-        if key.startswith("gpus_"):
-            for row in data["gpus"]:
-                row[key[5:]] = value
+        if key.startswith("gpus_"):  # every GPU and its assignment alike (a row repeats its assignment)
+            for row in data["gpus"] + data["assignments"]:
+                if value is None:
+                    row.pop(key[5:], None)
+                else:
+                    row[key[5:]] = value
         elif value is None:
             data.pop(key, None)
         else:

@@ -90,11 +90,14 @@ class Terminated(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt():
-    state = {"terminated": False}
+    """SIGTERM raises Terminated while state["raise"]; afterwards (the work over: Ray being stopped, the
+    results printed) it is only noted, so that a finished run still says what it did."""
+    state = {"terminated": False, "raise": True}
 
     def handler(signum, frame):
         state["terminated"] = True
-        raise Terminated()
+        if state["raise"]:
+            raise Terminated()
 
     previous = signal.signal(signal.SIGTERM, handler)
     try:
@@ -125,20 +128,30 @@ def run(args) -> int:
         decode_threads=args.decode_threads,
         fault=_fault_drill(),
     )
-    with _sigterm_as_interrupt() as state, _Live(plan) as live:
-        try:
-            result = run_plan(plan, options, live.event)
-        except KeyboardInterrupt:  # while the inputs were prepared: nothing started, nothing done
-            if not state["terminated"]:
-                raise
-            console.error("terminated before the run started: nothing was done.")
-            return exit_codes.TERMINATED
-    data = console.clean_for_json(result.to_dict())
-    if args.json:
-        console.print_json(data)
-    else:
-        _print_result(data)
-    return _exit_code(result, data, state["terminated"], args)
+    with _sigterm_as_interrupt() as state:
+        with _Live(plan) as live:
+
+            def on_event(e) -> None:
+                if e.kind == "stopping":
+                    state["raise"] = False
+                live.event(e)
+
+            try:
+                result = run_plan(plan, options, on_event)
+            except KeyboardInterrupt:  # while the inputs were prepared: nothing started, nothing done
+                if not state["terminated"]:
+                    raise
+                console.error("terminated before the run started: nothing was done.")
+                return exit_codes.TERMINATED
+        state["raise"] = False  # e.g. a resumed run with nothing left: never started, nothing to stop
+        data = console.clean_for_json(result.to_dict())
+        if args.json:
+            console.print_json(data)
+        else:
+            _print_result(data)
+        code = _exit_code(result, data, state["terminated"], args)
+        sys.stdout.flush()  # before SIGTERM's default action (death, the output unwritten) is back
+        return code
 
 
 def _fault_drill() -> tuple[int, int] | None:
@@ -151,6 +164,8 @@ def _fault_drill() -> tuple[int, int] | None:
 
 
 def _exit_code(result, data: dict, terminated: bool, args) -> int:
+    if terminated and result.status == "complete":
+        console.note("note: SIGTERM came once every batch was done: the run is complete.")
     if result.status == "interrupted":
         console.error(
             f"{'terminated' if terminated else 'interrupted'}: {data['images_done']:,} images done"

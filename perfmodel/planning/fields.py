@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections import Counter
 
 from perfmodel.errors import InputError
 from perfmodel.files import read_json
@@ -51,11 +52,13 @@ def check_plan_fields(plan: dict, source: str, how: str) -> None:
         raise InputError(f'{source} is not a plan (no "assignments" list); {how}.')
     _check_rows(assignments, "assignment", source, how)
     rows = plan.get("gpus")  # one per GPU; absent where a plan is too large to list every GPU
-    if rows is None:
-        return
-    if not isinstance(rows, list):
+    if rows is not None and not isinstance(rows, list):
         raise InputError(f'{source}: "gpus" is {_json(rows)}, not a list; {how}.')
-    _check_rows(rows, "GPU", source, how)
+    if rows is not None:
+        _check_rows(rows, "GPU", source, how)
+    problem = _quantiles_problem(plan.get("makespan_quantiles_s")) or _totals_problem(plan) or _gpus_problem(plan)
+    if problem:
+        raise InputError(f"{source}: {problem}; {how}.")
 
 
 def _check_rows(rows: list, kind: str, source: str, how: str) -> None:
@@ -78,6 +81,7 @@ _POSITIVE = ("positive", lambda v: _is_whole(v) and 1 <= v <= MAX_COUNT, f"a who
 _BATCH = ("batch", lambda v: _is_whole(v) and 1 <= v <= MAX_BATCH_SIZE, f"a whole number from 1 to {MAX_BATCH_SIZE:,}")
 _SIZE = ("size", lambda v: _is_whole(v) and 1 <= v <= MAX_INPUT_SIZE, f"a whole number from 1 to {MAX_INPUT_SIZE:,}")
 _FRACTION = ("fraction", lambda v: is_number(v) and 0 <= v < 1, "a fraction from 0 to below 1")
+_PROBABILITY = ("probability", lambda v: is_number(v) and 0 <= v <= 1, "a probability from 0 to 1")
 _NUMBER = ("number", lambda v: is_number(v) and v >= 0, "a number >= 0")
 _TEXT = ("text", lambda v: isinstance(v, str), "text")
 _FLAG = ("flag", lambda v: isinstance(v, bool), "true or false")
@@ -93,6 +97,7 @@ _PLAN_FIELDS = {
     "makespan_s": _SECONDS,
     "min_deadline_s": _SECONDS,
     "margin": _FRACTION,
+    "deadline_probability": _PROBABILITY,
     "objective_value": _NUMBER,
     "gap": _NUMBER,
     "max_images_gap": _NUMBER,
@@ -110,6 +115,7 @@ _PLAN_FIELDS = {
     "gpus_by_type": {"": _COUNT},
     "extra_gpus": {"": _COUNT},
     "fastest_first_batch_s": {"": _SECONDS},
+    "makespan_quantiles_s": {"": _SECONDS},
     "unservable_sizes": [_SIZE],
 }
 # An assignment (a group of `count` GPUs) and a per-GPU row (`gpu`, its number within its type) alike.
@@ -178,6 +184,119 @@ def _share_problem(a: dict) -> str:
     if count is not None and total is not None and total != count * images:
         return f'"images_total" is {total}, not "count" x "images" ({count} x {images})'
     return ""
+
+
+def _quantiles_problem(quantiles) -> str:
+    """The makespan's quantiles ({"p5": s, "p50": s, ...}, each a number of seconds: checked above) must
+    grow with the probability: a later quantile never ends sooner."""
+    if not isinstance(quantiles, dict):
+        return ""
+    named = []
+    for key, value in quantiles.items():
+        percent = key[1:]
+        if not (key.startswith("p") and percent.isascii() and percent.replace(".", "", 1).isdigit()):
+            return f'"makespan_quantiles_s" names the quantile {shown(key)}, not p and a percentage (p50, p95)'
+        if value is not None:
+            named.append((float(percent), key, value))
+    named.sort()
+    for (_, low, a), (_, high, b) in zip(named, named[1:]):
+        if b < a:
+            return f'"makespan_quantiles_s" has {high} {b:g} s below {low} {a:g} s (a later quantile never ends sooner)'
+    return ""
+
+
+def _totals_problem(plan: dict) -> str:
+    """The plan's totals must be those of its assignments (the solver's own list; the totals are summed
+    from it): an edited total would make report and run show, or run, another plan than the one drawn."""
+    groups = plan["assignments"]
+    if not all(isinstance(a.get("count"), int) and isinstance(a.get("images"), int) for a in groups):
+        return ""  # an assignment without its count or images: nothing to add up (run refuses it)
+    gpus, by_type, by_size = 0, Counter(), Counter()
+    for a in groups:
+        gpus += a["count"]
+        by_type[a["hardware"]] += a["count"]
+        by_size[str(a["input_size"])] += a["count"] * a["images"]
+    planned = sum(by_size.values())
+    told = (
+        ("total_gpus", plan.get("total_gpus"), gpus, "GPU(s)"),
+        ("images_planned", plan.get("images_planned"), planned, "images"),
+    )
+    for key, value, wanted, what in told:
+        if value is not None and value != wanted:
+            return f'"{key}" is {value:,}, but the assignments hold {wanted:,} {what}'
+    for key, wanted, what in (("gpus_by_type", by_type, "GPU(s)"), ("images_planned_by_size", by_size, "images")):
+        value = plan.get(key)
+        if value is not None and {k: v for k, v in value.items() if v} != dict(wanted):
+            return f'"{key}" is {_json(value)}, but the assignments hold {_json(dict(wanted))} {what}'
+    return _asked_problem(plan, by_size)
+
+
+def _asked_problem(plan: dict, planned: Counter) -> str:
+    """The images asked for: those planned (soft mode), or at least those (relaxed: as many as fit)."""
+    asked, exact = plan.get("images_by_size"), plan.get("mode") != "relaxed"
+    if asked is not None:
+        for size in sorted(set(asked) | set(planned)):
+            n, done = asked.get(size), planned.get(size, 0)
+            if (n is None and exact) or (n is not None and (n < done or (exact and n != done))):
+                return f'"images_by_size" asks {_json(n)} images of {_size(size)} px, but the assignments plan {done:,}'
+    total = plan.get("images")
+    if total is None:
+        return ""
+    if asked is not None and None not in asked.values() and total != sum(asked.values()):
+        return f'"images" is {total:,}, but "images_by_size" asks {sum(asked.values()):,}'
+    if total < sum(planned.values()) or (exact and total != sum(planned.values())):
+        return f'"images" is {total:,}, but the assignments plan {sum(planned.values()):,}'
+    return ""
+
+
+# The fields a per-GPU row repeats of its assignment (a row is its assignment less count and images_total).
+_ROW_OF_ASSIGNMENT = (
+    "hardware",
+    "input_size",
+    "option",
+    "backend",
+    "precision",
+    "batch_size",
+    "batches",
+    "images",
+    "last_batch",
+    "load_s",
+    "warmup_s",
+    "latency_s",
+    "finish_s",
+)
+
+
+def _gpus_problem(plan: dict) -> str:
+    """The per-GPU rows (where listed) must be the assignments' GPUs: `count` rows of each, as written."""
+    rows = plan.get("gpus")
+    if rows is None or not all(isinstance(a.get("count"), int) for a in plan["assignments"]):
+        return ""
+    wanted: Counter = Counter()
+    for a in plan["assignments"]:
+        wanted[_row_key(a)] += a["count"]
+    listed = Counter(_row_key(r) for r in rows)
+    for i, row in enumerate(rows):
+        key = _row_key(row)
+        if key not in wanted:
+            return f"GPU {i + 1} ({_described(row)}) is none of the assignments' GPUs (each row repeats its own)"
+    for key, count in wanted.items():
+        if listed[key] != count:
+            row = json.loads(key)
+            return f'"gpus" lists {listed[key]:,} GPU(s) of {_described(row)}, but its assignment counts {count:,}'
+    return ""
+
+
+def _size(key: str) -> str:
+    return key if key.isascii() and key.isdigit() else shown(key)
+
+
+def _row_key(row: dict) -> str:
+    return json.dumps({k: row.get(k) for k in _ROW_OF_ASSIGNMENT}, sort_keys=True)
+
+
+def _described(row: dict) -> str:
+    return f"{row.get('hardware')}, {row.get('input_size')} px, batch {row.get('batch_size')}"
 
 
 def _json(value) -> str:

@@ -21,7 +21,7 @@ from perfmodel.report.inputs import read_plan, read_predictors, read_profiles, r
 from perfmodel.report.plan_figures import timeline_figure
 from perfmodel.report.predictor_figures import group_name, predictor_figure
 from perfmodel.report.profile_figures import profile_figures
-from perfmodel.report.run_figures import run_table, run_timeline
+from perfmodel.report.run_figures import MAX_WORKERS, run_table, run_timeline
 
 PAGE = "report.html"
 
@@ -81,9 +81,14 @@ def plan_section(plan: dict) -> Section:
 def run_section(run: dict) -> Section:
     figure = run_timeline(run)
     items = ([figure] if figure is not None else []) + [run_table(run)]
-    return Section(
-        "Run", tuple(items), () if figure is not None else ("The run has no worker, so there is no timeline.",)
-    )
+    workers = len(run.get("workers") or [])
+    if figure is None:
+        notes = ("The run has no worker, so there is no timeline.",)
+    elif workers > MAX_WORKERS:
+        notes = (f"The run's timeline draws the first {MAX_WORKERS} of its {workers:,} workers; the table has all.",)
+    else:
+        notes = ()
+    return Section("Run", tuple(items), notes)
 
 
 def make_sections(

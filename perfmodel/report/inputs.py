@@ -10,8 +10,10 @@ import pandas as pd
 from perfmodel.errors import InputError
 from perfmodel.files import read_json
 from perfmodel.planning.fields import read_batch_plan
+from perfmodel.readers import version
 from perfmodel.report.groups import SOURCE
 from perfmodel.report.runfile import check_run
+from perfmodel.run.result import RUN_FORMAT, RUN_SCHEMA_VERSION
 from perfmodel.schema import load_profile
 
 
@@ -61,8 +63,11 @@ def read_run(path) -> dict | None:
     source = os.fspath(path)
     how = "give the JSON that `perfmodel run --json` prints"
     run = read_json(path, InputError, "a run", how)
-    if not isinstance(run, dict) or run.get("format") != "perfmodel-run":
-        raise InputError(f'{source} is not a run of perfmodel (no "format": "perfmodel-run"); {how}.')
+    if not isinstance(run, dict) or run.get("format") != RUN_FORMAT:
+        raise InputError(f'{source} is not a run of perfmodel (no "format": "{RUN_FORMAT}"); {how}.')
+    again = "draw it with the perfmodel that wrote it, or run the plan again"
+    if version(run, source, "run", range(1, RUN_SCHEMA_VERSION + 1), again) is None:  # written since the first run
+        raise InputError(f"{source} does not say its schema_version; {again}.")
     workers = run.get("workers")
     if not isinstance(workers, list) or not all(
         isinstance(w, dict) and isinstance(w.get("worker"), str) for w in workers

@@ -1,5 +1,6 @@
 """A run's timeline: per worker, the plan's bar (load, warm-up, further batches) above the measured one
-(load, waiting for the other workers to load, the first batch, the further batches), against the deadline.
+(load, the wait from its load's end to its first batch, the first batch, the further batches), against the
+deadline.
 A worker lost with its node is marked where the driver knew it; the batches it left, re-run by survivors,
 are hatched on their rows. Also the run's table: per worker, predicted beside measured.
 
@@ -109,7 +110,7 @@ def draw_timeline(run: dict):
     ax.grid(axis="y", visible=False)
     legend = [
         ("model load", {"color": LOAD, "linewidth": 8}),
-        ("waiting: every worker loading, then the batches starting", {"color": WAIT, "linewidth": 8}),
+        ("waiting: from its model loaded to its first batch", {"color": WAIT, "linewidth": 8}),
         ("warm-up: first batch", {"color": WARMUP, "linewidth": 8}),
         ("further batches", {"color": BATCHES, "linewidth": 8}),
     ]
@@ -142,7 +143,7 @@ def draw_timeline(run: dict):
     style.legend_outside(fig, (("", tuple(legend)),), below=True)
     caption = (
         "Per worker, the plan's bar (pale) above the measured one. The clock starts when the workers are asked "
-        "to load their models; every worker starts its batches once all have loaded."
+        "to load their models; each worker starts its batches as soon as its own model has loaded."
     )
     if lost_at:
         caption += (

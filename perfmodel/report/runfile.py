@@ -15,7 +15,14 @@ from perfmodel.planning.fields import is_number
 MAX_SECONDS = 1e9  # about 31 years: a time beyond is not a run's (and no axis can draw it)
 PAIRS = ("load_s", "warmup_s", "batch_s", "finish_s")
 COUNTS = ("input_size", "batch_size", "batches_done", "batches_given", "images_done")
-TOP_NUMBERS = ("predicted_makespan_s", "measured_makespan_s", "error_rel", "deadline_s", "later_than_planned_s")
+# The run's own numbers, with the least each can be (None: any, as a time from the plan's end can be early).
+TOP_NUMBERS = {
+    "predicted_makespan_s": 0,
+    "measured_makespan_s": 0,
+    "deadline_s": 0,
+    "error_rel": -1,  # measured - predicted, over predicted: a makespan is never below 0
+    "later_than_planned_s": None,
+}
 
 
 def check_run(run: dict, source: str, how: str) -> None:
@@ -26,19 +33,23 @@ def check_run(run: dict, source: str, how: str) -> None:
         shown = shown if len(shown) <= 60 else shown[:57] + "..."
         raise InputError(f"{source}: {where} is {shown}, not {wanted}; {how}.")
 
-    def number(where: str, value, optional: bool = True, seconds: bool = True) -> None:
+    def number(where: str, value, optional: bool = True, seconds: bool = True, least=None) -> None:
         if value is None and optional:
             return
-        if not is_number(value) or (seconds and abs(value) > MAX_SECONDS):
-            refuse(where, value, "a number" + (f" of seconds within {MAX_SECONDS:g}" if seconds else ""))
+        if not is_number(value) or (seconds and abs(value) > MAX_SECONDS) or (least is not None and value < least):
+            wanted = "a number" + (f" of seconds within {MAX_SECONDS:g}" if seconds else "")
+            refuse(where, value, wanted + ("" if least is None else f", at least {least}"))
 
     if not isinstance(run.get("status"), str):
         refuse('"status"', run.get("status"), "a string")
     model = run.get("model")
     if model is not None and not (isinstance(model, dict) and isinstance(model.get("name"), (str, type(None)))):
         refuse('"model"', model, 'an object with a "name"')
-    for key in TOP_NUMBERS:
-        number(f'"{key}"', run.get(key), seconds=key != "error_rel")
+    for key, least in TOP_NUMBERS.items():
+        number(f'"{key}"', run.get(key), seconds=key != "error_rel", least=least)
+    p = run.get("deadline_probability")
+    if p is not None and not (is_number(p) and 0 <= p <= 1):
+        refuse('"deadline_probability"', p, "a probability from 0 to 1")
     load = run.get("load_avg_1m")
     if load is not None and not (isinstance(load, list) and all(is_number(x) for x in load)):
         refuse('"load_avg_1m"', load, "a list of numbers")

@@ -11,10 +11,12 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -132,14 +134,15 @@ class LocalRay:
             command += ["--resources", json.dumps(self.gpus)]
         if self.extra_nodes:
             command += ["--nodes", json.dumps([asdict(n) for n in self.extra_nodes])]
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-            env=_with_our_path(self.settings),
-        )
+        with _signals_after():  # an interrupt inside Popen would lose the keeper it started: stop() must know it
+            self.process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+                env=_with_our_path(self.settings),
+            )
         line = self.process.stdout.readline().strip()  # the keeper gives up by itself after 120 s
         while line.startswith("node "):
             _, number, pid = line.split()
@@ -185,6 +188,25 @@ class LocalRay:
             self.process = None
         if removable and self.temp_dir is not None:
             shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _signals_after():
+    """Hold SIGINT and SIGTERM (their Python handlers) until the block ends, then handle them: a Ctrl-C or
+    SIGTERM while Popen waited for the keeper's exec raised inside Popen, which then returned no process
+    to stop, and the keeper lived on. Only the main thread receives signals (and may set handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)  # None: not set from Python
+        for s in dict.fromkeys(held):
+            signal.raise_signal(s)
 
 
 def _with_our_path(settings: dict[str, str]) -> dict[str, str]:

@@ -1,15 +1,17 @@
 """Run a plan on Ray: check everything, start (or join) the cluster, one actor per planned GPU, each
 loading the model, then running its batches; collect the records and the labels; stop what was started.
 
-Everything that can be checked before Ray starts is checked first (the plan, the model, the images,
---out), so that bad input costs no cluster start. Results already received are kept when a worker dies
-or the run is interrupted: the labels file is rewritten as they arrive (atomically, every few
+Everything that can be checked before Ray starts is checked first (the plan, the model, a local Ray's CPUs
+and GPUs, the memory the run needs, the images, --out), so that bad input costs no cluster start, and a
+plan this machine cannot run costs no preparation of its inputs. Results already received are kept when a
+worker dies or the run is interrupted: the labels file is rewritten as they arrive (atomically, every few
 seconds) and once more at the end, however the run ends.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import os
 import signal
 import threading
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 
 from perfmodel.errors import InputError, PerfmodelError
 from perfmodel.models import BUILTIN_MODELS, model_file_problem
+from perfmodel.run import budget
 from perfmodel.run import cluster as clusters
 from perfmodel.run.images import find_images, size_classes
 from perfmodel.run.labels import LabelWriter, RunIdentity, check_out, read_labels
@@ -63,7 +66,7 @@ class RunOptions:
 class RunEvent:
     """Something the CLI may show: a phase, progress per hardware type, a worker behind its plan or dead."""
 
-    kind: str  # phase, progress, behind, died
+    kind: str  # phase, progress, behind, died, lost; stopping: the work is over, what was started is stopped
     text: str = ""
     worker: WorkerRun | None = None
     elapsed_s: float = 0.0
@@ -106,7 +109,8 @@ def prepare_inputs(plan: RunPlan, options: RunOptions) -> Inputs:
     inputs = Inputs(unreadable=unreadable + unreadable_headers)
     done: set[str] = set()
     if options.resume:
-        inputs.earlier = read_labels(options.out, RunIdentity.of(plan.sha256, options.images), files)
+        identity = RunIdentity.of(plan.sha256, options.images)
+        inputs.earlier = read_labels(options.out, identity, files, [w.name for w in plan.workers])
         done = set(inputs.earlier["path"])
         inputs.resumed = len(done)
     for w in plan.workers:
@@ -154,13 +158,12 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
     starting anything where it can), ClusterError when Ray cannot be started or reached. A worker that
     dies, or an interrupt (KeyboardInterrupt), ends the run with the finished results kept: the
     result's status says which (worker-failed, interrupted)."""
+    if importlib.util.find_spec("ray") is None:
+        raise InputError("perfmodel run needs ray: pip install 'perfmodel[run]'.")
     model, model_path = check_model(plan, options)
     device_of = devices(plan, options)
     for w in plan.workers:
         check_runnable(w.backend, w.precision, device_of[w.hardware], f"{plan.path}, GPU {w.index + 1}")
-    inputs = prepare_inputs(plan, options)
-    if options.address is not None:
-        address = clusters.resolve_address(options.address)
     gpus = {}
     if options.address is None and "cuda" in device_of.values():
         gpus = clusters.local_gpus()
@@ -170,8 +173,12 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
                 "run it where the GPUs are, or give --address of a cluster that has them."
             )
     local = None if options.address is not None else clusters.LocalRay(options.num_cpus, gpus)
-    if local is not None:  # a pool this machine lacks costs no cluster start
+    if local is not None:  # a pool this machine lacks costs no cluster start, nor the inputs' preparation
         clusters.place(_hardware(plan), _device_choice(device_of), local.nodes())
+    budget.check(plan, device_of, options.synthetic, options.out is not None, local=local is not None)
+    inputs = prepare_inputs(plan, options)
+    if options.address is not None:
+        address = clusters.resolve_address(options.address)
     writer = None
     if options.out is not None:
         writer = LabelWriter(options.out, RunIdentity.of(plan.sha256, options.images), inputs.earlier)
@@ -206,11 +213,13 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
             signal.signal(signal.SIGTERM, previous_sigterm)
         _Execution(plan, options, result, writer, on_event).run(model, model_path, device_of)
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM turned into one by the CLI): keep what is done
-        result.status = "interrupted"
+        if result.status == "running":  # not when every batch was done before it came
+            result.status = "interrupted"
         for w in result.workers:
             if w.status == "running":
                 w.status = "interrupted"
     finally:
+        on_event(RunEvent("stopping", "stopping the workers and Ray"))  # the CLI: a SIGTERM now waits for the end
         try:
             if writer is not None and writer.dirty:
                 writer.flush()
@@ -248,7 +257,10 @@ class _Execution:
         from perfmodel.run.worker import RunWorker
 
         runs = self.result.workers
-        placements = clusters.place(_hardware(self.plan), _device_choice(device_of), ray.nodes())
+        nodes = ray.nodes()
+        placements = clusters.place(_hardware(self.plan), _device_choice(device_of), nodes)
+        if self.options.address is not None:  # a local Ray's memory was checked before it started
+            budget.check_nodes(self.plan, device_of, self.options.synthetic, placements, nodes)
         self.on_event(RunEvent("phase", f"starting {len(runs)} worker(s)"))
         remote = ray.remote(RunWorker)
         actors = []
@@ -387,10 +399,7 @@ class _Execution:
 
         done = batches_done(self.result.workers)
         back = ray.get(self.queue.lose.remote(w.plan.index, sorted(done)))
-        queues, replaced = ray.get(self.queue.state.remote())
-        for x in self.result.workers:  # batches put back in pieces for a smaller survivor: the pieces are its own
-            x.given = list(queues[x.plan.index])
-            x.replaced = {n for owner, n in replaced if owner == x.plan.index}
+        self._split_batches()
         w.status, w.error = "lost", "its node was lost"
         survivors = [x for x in self.result.workers if x.status in ("running", "done") and _usable(x, w)]
         left = [item for x in self.result.workers if _usable(x, w) for item in x.not_done(done)]
@@ -417,7 +426,19 @@ class _Execution:
             w.status = "running"
             pending[self.actors[w.plan.index].run.remote()] = w
 
+    def _split_batches(self) -> None:
+        """Batches the queue split (put back after a lost node, or stolen, for a smaller batch size): the
+        pieces are new batches of their owner, counted instead of the batch they replace."""
+        import ray
+
+        queues, replaced = ray.get(self.queue.state.remote())
+        for x in self.result.workers:
+            x.given = list(queues[x.plan.index])
+            x.replaced = {n for owner, n in replaced if owner == x.plan.index}
+
     def _record(self, w: WorkerRun, record: dict) -> None:
+        if record["batch"] >= len(self.result.workers[record["owner"]].given):  # a piece of a split batch
+            self._split_batches()
         record["start"] -= self.t0
         record["end"] -= self.t0
         record["seq"] = len(w.batches)  # the worker's own count, across runs again after a lost node

@@ -252,7 +252,10 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGHUP, on_signal)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    (keeper.temp_dir / OWNER_FILE).write_text(str(os.getpid()))
+    try:
+        (keeper.temp_dir / OWNER_FILE).write_text(str(os.getpid()))
+    except FileNotFoundError:  # the driver stopped (a signal while it started us) and removed the folder
+        return 1
     try:
         if os.getppid() != parent:  # the parent died before the death signal was armed
             return 1

@@ -20,7 +20,7 @@ import pandas as pd
 
 from perfmodel.errors import InputError, PerfmodelError
 from perfmodel.files import atomic_write_bytes
-from perfmodel.readers import output_file
+from perfmodel.readers import decimal, output_file, shown
 
 ROW_COLUMNS = ("path", "class", "score", "worker", "batch")  # what a worker's result gives
 COLUMNS = (*ROW_COLUMNS, "plan", "inputs")
@@ -60,13 +60,14 @@ def _parquet_engine() -> None:
         raise InputError("writing .parquet needs pyarrow: pip install 'perfmodel[run]', or write a .csv.") from None
 
 
-def read_labels(path, run: RunIdentity, files) -> pd.DataFrame:
-    """The rows of an earlier run's --out, for --resume: refused unless every row belongs to `run` and
-    names one of `files` (this run's images). An absent file is an empty result."""
+def read_labels(path, run: RunIdentity, files, workers=None) -> pd.DataFrame:
+    """The rows of an earlier run's --out, for --resume: refused unless every row belongs to `run`, names
+    one of `files` (this run's images) once, and holds a label (a class, a score, a batch number, and one
+    of `workers`, the plan's worker names, where given). An absent file is an empty result."""
     path = Path(path)
     if not path.exists():
         return pd.DataFrame(columns=list(COLUMNS))
-    text = {"path": str, "worker": str, "plan": str, "inputs": str}
+    text = dict.fromkeys(COLUMNS, str)  # each cell as written: the label columns are checked below
     try:
         if path.suffix.lower() == ".parquet":
             _parquet_engine()
@@ -87,7 +88,7 @@ def read_labels(path, run: RunIdentity, files) -> pd.DataFrame:
         )
     frame = frame[list(COLUMNS)]
     _check_rows(path, frame, run, files)
-    return frame
+    return _check_labels(path, frame, workers)
 
 
 def _trimmed(path: Path):
@@ -130,6 +131,55 @@ def _check_rows(path: Path, frame: pd.DataFrame, run: RunIdentity, files) -> Non
             f"{path} names {len(stray):,} image(s) that are not among this run's files (e.g. {stray[0][:200]!r}): "
             "run from the directory and with the --images spelling of the run that wrote it, or give another --out."
         )
+
+
+def _whole(x: str) -> bool:
+    value = decimal(x)
+    return value is not None and value >= 0 and value.is_integer()
+
+
+def _score(x: str) -> bool:
+    value = decimal(x)
+    return value is not None and 0 <= value <= 1
+
+
+_CELLS = (  # column, whether a cell holds what the run writes there, what that is
+    ("class", _whole, "a class index (a whole number >= 0)"),
+    ("score", _score, "a score from 0 to 1"),
+    ("batch", _whole, "a batch number (a whole number >= 0)"),
+)
+
+
+def _check_labels(path: Path, frame: pd.DataFrame, workers) -> pd.DataFrame:
+    """Every row a label the run wrote, each image once: an edited or merged file would otherwise be
+    counted as done (a garbage row) or written again twice (a duplicate). Returns the rows with numbers
+    for the class, score and batch."""
+    if frame.empty:
+        return frame
+    cells = [(column, frame[column].astype(str).str.strip(), ok, what) for column, ok, what in _CELLS]
+    if workers is not None:
+        known = set(workers)
+        cells.append(("worker", frame["worker"].astype(str), known.__contains__, "a worker of this plan"))
+    for column, values, ok, what in cells:
+        bad = ~values.map(ok)
+        if bad.any():
+            row = int(bad.to_numpy().argmax())
+            raise InputError(
+                f"{path}, data row {row + 1}: {column} {shown(values.iloc[row])} is not {what} (an edited labels "
+                "file): correct or delete that row (its image is then done again), or move the file away to "
+                "start afresh."
+            )
+    twice = frame["path"].duplicated(keep=False).to_numpy()
+    if twice.any():
+        first = int(twice.argmax())
+        again = first + 1 + int((frame["path"].iloc[first + 1 :] == frame["path"].iloc[first]).to_numpy().argmax())
+        raise InputError(
+            f"{path}, data rows {first + 1} and {again + 1} both label {shown(frame['path'].iloc[first], 200)} (a "
+            "merged or edited labels file; a run labels each image once): delete one of them, or move the file "
+            "away to start afresh."
+        )
+    numbers = {c: frame[c].astype(str).map(decimal) for c in ("class", "score", "batch")}
+    return frame.assign(**numbers).astype({"class": int, "batch": int})
 
 
 class LabelWriter:

@@ -19,6 +19,9 @@ from perfmodel.torch_runner import PRECISIONS as TORCH_PRECISIONS
 from perfmodel.torch_runner import parse_backend
 
 REMAKE = "make it again with `perfmodel plan ... --json` (this perfmodel records what running it needs)"
+# One Ray actor per planned GPU. Ray's published scalability envelope is 20k+ actors in a cluster
+# (ray-project/ray, release/benchmarks/README.md); a plan of 10^12 GPUs made this reader build a row for each.
+MAX_WORKERS = 100_000
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,9 @@ def read_run_plan(path) -> RunPlan:
             f"{source} is an infeasible plan ({reason}): there is nothing to run; make a plan that "
             "meets the deadline first."
         )
+    missing = [key for key in ("format", "schema_version") if key not in data]
+    if missing:  # both came with "model" (perfmodel 0.2.0): a plan without them is edited, or too old to run
+        raise InputError(f"{source} does not say its {' and '.join(missing)}; {REMAKE}.")
     model = data.get("model")
     if not isinstance(model, dict) or not isinstance(model.get("name"), str) or not model["name"]:
         raise InputError(f"{source} does not name its model; {REMAKE}.")
@@ -110,19 +116,15 @@ def read_run_plan(path) -> RunPlan:
         float(data["makespan_s"]),
         by_size,
         workers,
-        _probability(data, source),
+        _probability(data),
         _asked(data),
         _drifts(data),
     )
 
 
-def _probability(data: dict, source: str) -> float | None:
-    p = data.get("deadline_probability")
-    if p is None:
-        return None
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
-        raise InputError(f'{source}: "deadline_probability" must be a probability from 0 to 1, not {p!r}; {REMAKE}.')
-    return float(p)
+def _probability(data: dict) -> float | None:
+    p = data.get("deadline_probability")  # a probability from 0 to 1 where given (checked by read_batch_plan)
+    return None if p is None else float(p)
 
 
 def _asked(data: dict) -> float | None:
@@ -157,10 +159,15 @@ def _workers(data: dict, source: str):
         groups = data.get("assignments")
         if not isinstance(groups, list):
             raise InputError(f'{source} is not a plan (no "assignments" list); {PLAN_HOW}.')
-        rows = []
         for i, g in enumerate(groups):
             _require(g, ("count",), f"{source}, assignment {i + 1}")
-            rows += [g] * g["count"]
+        total = sum(g["count"] for g in groups)
+        if total > MAX_WORKERS:
+            raise InputError(
+                f"{source} plans {total:,} GPUs, one Ray actor each, more than the {MAX_WORKERS:,} perfmodel run "
+                "starts: split the job into plans of fewer images."
+            )
+        rows = [g for g in groups for _ in range(g["count"])]
     seen: dict[str, int] = {}
     for index, row in enumerate(rows):
         where = f"{source}, GPU {index + 1}"

@@ -47,8 +47,9 @@ class WorkerRun:
     status: str = "running"  # running, done, died, interrupted
     error: str = ""
     behind: str = ""  # the warning given when it fell behind its plan, if it did
-    # Its batches put back in pieces after its node was lost (BatchQueue.replaced): the pieces follow in
-    # `given`, numbered after its own batches, and count instead of them.
+    # Its batches split into pieces (BatchQueue.replaced): put back after its node was lost, or stolen by a
+    # worker of a smaller batch size. The pieces follow in `given`, numbered after its own batches, and
+    # count instead of them.
     replaced: set[int] = field(default_factory=set)
 
     @property

@@ -51,15 +51,8 @@ def batches(items: list, batch_size: int) -> list[list]:
     return [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
 
 
-MAX_BATCHES_PER_WORKER = 10_000_000  # its list of batches alone is 80 MB; a plan for 10^12 images asked for TBs
-
-
 def synthetic_batches(worker: WorkerPlan) -> list[int]:
-    """The batch sizes of a worker on random inputs: full batches, the last one possibly partial."""
+    """The batch sizes of a worker on random inputs: full batches, the last one possibly partial (a plan too
+    large for this machine's memory is refused before, by perfmodel.run.budget)."""
     full, rest = divmod(worker.images, worker.batch_size)
-    if full + bool(rest) > MAX_BATCHES_PER_WORKER:
-        raise InputError(
-            f"worker {worker.name} would run {full + bool(rest):,} batches ({worker.images:,} images), more than "
-            f"the {MAX_BATCHES_PER_WORKER:,} one worker of perfmodel run takes: run a plan for fewer images."
-        )
     return [worker.batch_size] * full + ([rest] if rest else [])

@@ -4,6 +4,9 @@ and the batches of lost workers, put back to be re-run.
 A worker takes its own batches in order; once they are gone, the batches put back after a lost node
 (of its input size), then, with --steal (off by default), the last unstarted batch of the worker of its
 input size that has the most planned time left (unstarted batches x that worker's planned batch time).
+A stolen or put-back batch larger than the taker's planned batch size is split into pieces no larger
+(a worker runs the shape its profile timed, and cannot run out of memory on a larger one): it takes the
+first, and the others wait, first in line, for the next worker of that input size to run out.
 A batch counts as started when it is taken, and the queue remembers who took it: when a worker is lost
 with its node, every batch it took and did not finish, and its own unstarted ones, are put back; one
 larger than the smallest batch size of the survivors of its input size is put back in pieces no larger
@@ -30,7 +33,8 @@ class BatchQueue:
         self.end = {w: len(items) for w, items in queues.items()}  # stolen ones from the back
         self.sizes, self.batch_s, self.steal = sizes, batch_s, steal
         self.taken: dict[tuple[int, int], int] = {}  # (owner, batch number) -> the worker that took it
-        self.put_back: list[tuple[int, int]] = []  # batches of lost workers, in the order they are re-run
+        # Batches of lost workers, and the rest of stolen ones split for the thief, in the order they are run.
+        self.put_back: list[tuple[int, int]] = []
 
     def take(self, worker: int):
         """(owner, batch number, items) for `worker`, or None when nothing is left for it."""
@@ -45,8 +49,7 @@ class BatchQueue:
             return worker, self.next[worker] - 1, self.queues[worker][self.next[worker] - 1]
         mine = next((k for k, key in enumerate(self.put_back) if self.sizes[key[0]] == self.sizes[worker]), None)
         if mine is not None:
-            owner, number = self.put_back.pop(mine)
-            return owner, number, self.queues[owner][number]
+            return self._fitted(self.put_back.pop(mine), worker)
         if not self.steal:
             return None
         victims = [
@@ -56,7 +59,15 @@ class BatchQueue:
             return None
         victim = max(victims, key=lambda w: (self.end[w] - self.next[w]) * self.batch_s[w])
         self.end[victim] -= 1
-        return victim, self.end[victim], self.queues[victim][self.end[victim]]
+        return self._fitted((victim, self.end[victim]), worker)
+
+    def _fitted(self, key: tuple[int, int], worker: int):
+        """Batch `key` for `worker`, or, when it is larger than the worker's batch size, its first piece of
+        that size; the other pieces go first in line for the next worker of its input size to run out."""
+        pieces = self._split(key, self.batch_sizes[worker]) if self.batch_sizes else [key]
+        self.put_back[:0] = pieces[1:]
+        owner, number = pieces[0]
+        return owner, number, self.queues[owner][number]
 
     def lose(self, worker: int, done: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """Put back what `worker` (lost with its node) took and did not finish (`done`: every batch whose
@@ -74,13 +85,19 @@ class BatchQueue:
 
     def _pieces(self, key: tuple[int, int]) -> list[tuple[int, int]]:
         """`key` itself, or the new batches it is split into for the smallest survivor of its input size."""
-        owner, number = key
+        owner = key[0]
         limits = [
             size
             for w, size in (self.batch_sizes or {}).items()
             if w not in self.lost and self.sizes[w] == self.sizes[owner]
         ]
-        pieces = split(self.queues[owner][number], min(limits)) if limits else []
+        return self._split(key, min(limits)) if limits else [key]
+
+    def _split(self, key: tuple[int, int], limit: int) -> list[tuple[int, int]]:
+        """`key` itself, or the new batches of its owner (numbered after its others) it is split into, each of
+        at most `limit` images; `replaced` remembers which."""
+        owner, number = key
+        pieces = split(self.queues[owner][number], limit)
         if len(pieces) <= 1:
             return [key]
         first = len(self.queues[owner])

@@ -248,7 +248,8 @@ class RunWorker:
         torch = self.torch
         if self.synthetic is not None:
             x = self.synthetic[k % len(self.synthetic)]
-            # A batch stolen from a worker with a larger batch size: drawn now (rare, and its own shape).
+            # Larger than this worker's batch: never from the queue, which splits stolen and put-back
+            # batches to the taker's size; drawn now, in its own shape, should it happen.
             return x if n <= len(x) else self.runner.inputs(n, self.input_size, count=1)[0]
         if n < self.batch_size:  # the last, partial batch: filled up to the planned shape
             array = np.concatenate([array, np.zeros((self.batch_size - n, *array.shape[1:]), array.dtype)])
