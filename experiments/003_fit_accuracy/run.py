@@ -15,7 +15,10 @@
    selection, the roofline family alone, the previous default families (linear, piecewise, tree)
    and the straight line a + c * batch. Every held-out point goes to reference_split_errors.csv.
 5. GPUs never profiled: leave each GPU out of every way of serving profiled on 2 or more GPUs and
-   predict it from the others and the GPU specification table (transfer_logo.csv).
+   predict it from the others and the GPU specification table (transfer_logo.csv); and, with the shipped
+   GPU effects (perfmodel/data/gpu_effects.json), the held-out published collections and this project's
+   H200 -> H100 pair predicted by perfmodel and by every one-line guess (nearest GPU copied; peak FLOP/s,
+   bandwidth, slower-roof ratio), per regime (launch-bound, compute-bound).
 
     python experiments/003_fit_accuracy/run.py           # writes results.json, results.md and the CSVs in a new
                                                           # results/<date>-<machine>-<commit>/ (experiments/lab.py)
@@ -58,6 +61,9 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
 from experiments.lab import finish_results, log, new_results  # noqa: E402
+
+sys.path.insert(0, str(HERE))
+import transfer_heldout  # noqa: E402
 
 CURVE = GpuLikeCurve()
 SIZES = (160, 224, 288)
@@ -257,6 +263,26 @@ def transfer_logo() -> list[dict]:
     return validate(frame, load_gpu_specs())
 
 
+def transfer_guesses() -> dict:
+    """Per regime, the median |error| of perfmodel's transfer and of each one-line guess, one source: on the
+    held-out published collections, and H200 -> H100 (with the shipped effects: nothing here is tuned)."""
+    from perfmodel.fitting.gpu_effects import shipped_effects
+
+    th, specs, effects = transfer_heldout, load_gpu_specs(), shipped_effects()
+    frame = th.load_collections()
+    held = frame[frame["role"] == "held-out"]
+    rows = th.evaluate(held, specs, effects, "held-out", logo=False)
+    rows += th.evaluate_same_stack(held, specs, effects, "held-out", logo=False)
+    pair = th.pair_rows(effects, specs)
+    points = th.points(rows + pair)
+    tables = {
+        "held-out": th.per_regime(points[points["split"] == "held-out"]),
+        "h200 -> h100": th.per_regime(points[points["split"] == "pair"]),
+        "choice": effects.choice,
+    }
+    return tables  # every point of the chosen guess and same-stack: transfer_points.csv (transfer_heldout.py)
+
+
 def fmt(value, digits=2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -357,6 +383,25 @@ def write_markdown(results: dict) -> str:
         for hardware in sorted({r["hardware"] for r in logo}):
             mine = [r["median_pct"] for r in logo if r["hardware"] == hardware]
             lines.append(f"| {hardware} | {np.median(mine):.1f} | {len(mine)} |")
+    guesses = results.get("transfer_guesses")
+    if guesses:
+        lines += [
+            "",
+            "## GPUs never profiled: perfmodel beside the one-line guesses, per regime (one source)",
+            "",
+            f"Shipped GPU effects; the guess used per regime (chosen on the tuning collections): {guesses['choice']}. "
+            "Median |predicted / measured - 1| %, (points).",
+        ]
+        for title, key in (
+            ("held-out published collections", "held-out"),
+            ("this project's H200 -> H100 (ResNet-50 eager fp16)", "h200 -> h100"),
+        ):
+            lines += ["", f"### {title}", ""]
+            lines += transfer_heldout.regime_table(
+                transfer_heldout.named(guesses[key]),
+                [transfer_heldout.GUESS_NAMES[h] for h in ("chosen", "same-stack", *transfer_heldout.GUESSES)],
+                "guess",
+            )
     lines += [
         "",
         f"## Speed: {N_QUERIES:,} queries on a loaded predictor (numpy, one thread)",
@@ -392,6 +437,8 @@ def main() -> None:
     pd.DataFrame([{k: v for k, v in r.items() if k != "errors_pct"} for r in logo]).to_csv(
         out / "transfer_logo.csv", index=False, float_format="%.4g"
     )
+    log("GPUs never profiled: held out and H200 -> H100, beside the one-line guesses")
+    guesses = transfer_guesses()
     log("the synthetic GPU-like curve, the shipped profiles, a loaded predictor's speed")
     results = {
         "machine": f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}",
@@ -405,6 +452,7 @@ def main() -> None:
         ],
         "launch_bound": launch_table,
         "transfer": logo,
+        "transfer_guesses": guesses,
         "speed": speed(3 if args.quick else 7),
     }
     results["load_after"] = [round(x, 2) for x in os.getloadavg()]

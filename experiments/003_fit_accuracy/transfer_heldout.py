@@ -1,17 +1,23 @@
-"""GPUs never profiled, judged on published curves perfmodel was never tuned on (issue 25).
+"""GPUs never profiled, judged on published curves perfmodel was never tuned on (issues 25 and 40).
 
-    python experiments/003_fit_accuracy/transfer_heldout.py           # about a minute on 2 loaded cores
+    python experiments/003_fit_accuracy/transfer_heldout.py           # 3-5 minutes on 2 loaded cores
 
 1. Learns the GPU effects (perfmodel.fitting.gpu_effects) from the library: profiles/reference/ and the
-   collections of profiles/published/ that split.csv marks `tuning`, and writes them, with the held-out
-   errors below, to perfmodel/data/gpu_effects.json (what `perfmodel fit --target-hardware` uses).
-2. Held out (split.csv's other collections, never used to choose or fit anything): every one-source
-   pair (each GPU of a way of serving predicted from each other GPU alone) and leave one GPU out (each
-   predicted from all the others), with perfmodel's own code path (transfer.validate).
-3. Tuning set, reported apart: each tuning collection predicted with effects learned without it; and
-   DeepLearningExamples' tables (in the library: in-sample).
-
-Writes transfer.md (tables), transfer_points.csv (every predicted point) and the JSON.
+   collections of profiles/published/ that split.csv marks `tuning`.
+2. Tuning set: each tuning collection predicted with effects learned without it, by the method and by
+   every one-line guess (the nearest GPU copied; scaled by the ratio of peak FLOP/s, of memory bandwidth,
+   of the slower roof), one source at a time. Per regime (launch-bound: the source on its floor,
+   compute-bound), the guess with the least median error there becomes the `choice` a transfer uses.
+   The order of same-stack ratios (other ways of serving measured on both GPUs) is compared here too.
+3. Held out (split.csv's other collections, never used to choose or fit anything): every guess and the
+   chosen combination, one source and leave one GPU out, per regime; and same-stack transfers (each way
+   of serving scaled by the others of its collection measured on both GPUs).
+4. This project's own same-stack pair, H200 -> H100 (profiles/h200-, h100-resnet50-torch-fp16.csv),
+   never used for tuning: through the specifications alone, every guess, and same-stack with the same
+   model at the other input sizes standing in for other models (leave one input size out).
+5. Writes perfmodel/data/gpu_effects.json (coefficients, choice, the guesses' errors per regime, the
+   held-out errors per number of sources and for same-stack transfers), transfer.md and
+   transfer_points.csv.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -28,15 +35,23 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.lab import no_options  # noqa: E402
+from experiments.lab import log, no_options  # noqa: E402
+from perfmodel.errors import PerfmodelWarning  # noqa: E402
 from perfmodel.files import atomic_write_text  # noqa: E402
 from perfmodel.fitting.gpu_effects import EFFECTS_FILE, GpuEffects, learn  # noqa: E402
 from perfmodel.fitting.gpu_specs import load_gpu_specs  # noqa: E402
-from perfmodel.fitting.transfer import _ways_of_serving, curves_of, validate  # noqa: E402
+from perfmodel.fitting.transfer import GUESSES, REGIMES, _ways_of_serving, curves_of, validate  # noqa: E402
 from perfmodel.schema import load_profile  # noqa: E402
 
 KEYS = ("collection", "model", "backend")
 QUANTILES = 201  # the held-out errors are shipped as this many evenly spaced quantiles
+ORDERS = {  # ways of serving measured on both GPUs, taken in this order for a same-stack ratio
+    "backend and family, then family, then any": ("backend and family", "family", "any"),
+    "any": ("any",),
+    "family only": ("family",),
+    "backend only": ("backend",),
+}
+PAIR = ("h200", "h100")  # this project's same-stack pair: source, target
 
 
 def load_collections() -> pd.DataFrame:
@@ -53,50 +68,128 @@ def load_collections() -> pd.DataFrame:
 def effects_from(frame: pd.DataFrame, specs: dict) -> GpuEffects:
     curves = []
     for values, rows in _ways_of_serving(frame[frame["status"] == "ok"], list(KEYS)):
-        curves += curves_of(rows, specs, "latency_ms", way=tuple(values.values()))
+        curves += curves_of(rows, specs, "latency_ms", way=tuple(values.items()))
     floor, busy, summary = learn(curves)
     summary["collections"] = sorted(frame["collection"].unique())
     return GpuEffects(floor, busy, summary, {})
 
 
-def evaluate(frame: pd.DataFrame, specs: dict, effects: GpuEffects, split: str) -> list[dict]:
+def evaluate(frame, specs, effects, split: str, hows=("chosen", *GUESSES), logo=True, keys=KEYS) -> list[dict]:
+    """validate() rows for every guess in `hows`, one source (and leave one GPU out), labelled."""
     rows = []
-    for kind, one_source in (("one source", True), ("leave one GPU out", False)):
-        for row in validate(frame, specs, KEYS, effects, one_source=one_source):
-            rows.append({**row, "split": split, "kind": kind, "sources": len(row["from"])})
+    kinds = (("one source", True), ("leave one GPU out", False)) if logo else (("one source", True),)
+    for how in hows:
+        for kind, one_source in kinds:
+            for row in validate(frame, specs, keys, effects, one_source=one_source, how=how):
+                rows.append({**row, "split": split, "kind": kind, "how": how, "sources": len(row["from"])})
     return rows
+
+
+def evaluate_same_stack(frame, specs, effects, split: str, order=None, logo=True, keys=KEYS) -> list[dict]:
+    rows = []
+    kinds = (("one source", True), ("leave one GPU out", False)) if logo else (("one source", True),)
+    extra = {} if order is None else {"order": order}
+    for kind, one_source in kinds:
+        for row in validate(frame, specs, keys, effects, one_source=one_source, same_stack=True, **extra):
+            rows.append({**row, "split": split, "kind": kind, "how": "same-stack", "sources": len(row["from"])})
+    return rows
+
+
+def points(rows: list[dict]) -> pd.DataFrame:
+    """One row per predicted point: |error| %, regime, and what predicted it."""
+    out = []
+    for r in rows:
+        for i, (e, regime) in enumerate(zip(r["transfer_errors"], r["regimes"])):
+            out.append(
+                {
+                    **{k: r[k] for k in ("split", "kind", "how", "collection", "model", "backend", "family")},
+                    **{k: r[k] for k in ("hardware", "precision")},
+                    "from": " ".join(r["from"]),
+                    "point": i,
+                    "regime": regime,
+                    "predicted_over_measured_minus_1": e,
+                    "abs_pct": abs(e) * 100.0,
+                }
+            )
+    return pd.DataFrame(out)
+
+
+def per_regime(frame: pd.DataFrame) -> dict:
+    """how -> {regime or 'all': {"median_pct", "points"}} over the points given."""
+    out = {}
+    for how, part in frame.groupby("how", sort=False):
+        cells = {"all": part}
+        cells.update({r: part[part["regime"] == r] for r in REGIMES})
+        out[how] = {
+            name: {"median_pct": round(float(cell["abs_pct"].median()), 1), "points": int(len(cell))}
+            for name, cell in cells.items()
+            if len(cell)
+        }
+    return out
+
+
+def choose(table: dict) -> dict:
+    """Per regime, the guess with the least median error (the method on a tie)."""
+    return {r: min(GUESSES, key=lambda g: (table[g][r]["median_pct"], g != "method")) for r in REGIMES}
 
 
 def summary(rows: list[dict]) -> dict:
     if not rows:
         return {}
     medians = np.array([r["median_pct"] for r in rows])
-    points = np.abs(np.concatenate([r["transfer_errors"] for r in rows])) * 100
+    errors = np.abs(np.concatenate([r["transfer_errors"] for r in rows])) * 100
     return {
         "curves": len(rows),
         "curve_median_pct": round(float(np.median(medians)), 1),
         "curve_p90_pct": round(float(np.percentile(medians, 90)), 1),
-        "points": int(len(points)),
-        "median_pct": round(float(np.median(points)), 1),
-        "p90_pct": round(float(np.percentile(points, 90)), 1),
+        "points": int(len(errors)),
+        "median_pct": round(float(np.median(errors)), 1),
+        "p90_pct": round(float(np.percentile(errors, 90)), 1),
     }
 
 
-def by_sources(rows: list[dict]) -> dict:
-    """The held-out errors per number of source GPUs: 1 (one-source pairs), 2, 3+ (leave one GPU out)."""
+def shipped_errors(members: list[dict]) -> dict:
+    errors = np.concatenate([r["transfer_errors"] for r in members])
+    quantiles = np.quantile(errors, np.linspace(0, 1, QUANTILES))
+    return {**summary(members), "errors": [round(float(v), 4) for v in quantiles]}
+
+
+def by_sources(rows: list[dict], same_stack: list[dict]) -> dict:
+    """The held-out errors per number of source GPUs (1: one-source pairs; 2, 3+: leave one GPU out), and of
+    same-stack transfers from one source."""
     groups = {
         "1": [r for r in rows if r["kind"] == "one source"],
         "2": [r for r in rows if r["kind"] == "leave one GPU out" and r["sources"] == 2],
         "3+": [r for r in rows if r["kind"] == "leave one GPU out" and r["sources"] >= 3],
+        "same-stack": [r for r in same_stack if r["kind"] == "one source"],
     }
-    out = {}
-    for key, members in groups.items():
-        if not members:
+    return {key: shipped_errors(members) for key, members in groups.items() if members}
+
+
+def pair_rows(effects: GpuEffects, specs: dict) -> list[dict]:
+    """H200 -> H100 (this project's profiles): every guess through the specifications, and same-stack with
+    the model at the other input sizes standing in for other models (each input size left out in turn)."""
+    source, target = PAIR
+    frame = pd.concat([load_profile(ROOT / "profiles" / f"{h}-resnet50-torch-fp16.csv") for h in PAIR])
+    frame = frame.assign(collection="this project")
+    rows = [r for r in evaluate(frame, specs, effects, "pair", logo=False) if r["from"] == [source]]
+    by_size = frame.assign(model=frame["model"] + "@" + frame["input_size"].astype(str))
+    rows += [r for r in evaluate_same_stack(by_size, specs, effects, "pair", logo=False) if r["from"] == [source]]
+    for r in rows:
+        assert r["hardware"] == target
+    return rows
+
+
+def regime_table(table: dict, hows: list[str], title: str) -> list[str]:
+    lines = [f"| {title} | launch-bound % (points) | compute-bound % (points) | all % (points) |", "|---|---|---|---|"]
+    for how in hows:
+        if how not in table:
             continue
-        errors = np.concatenate([r["transfer_errors"] for r in members])
-        quantiles = np.quantile(errors, np.linspace(0, 1, QUANTILES))
-        out[key] = {**summary(members), "errors": [round(float(v), 4) for v in quantiles]}
-    return out
+        cells = [table[how].get(r) for r in (*REGIMES, "all")]
+        lines.append(
+            f"| {how} | " + " | ".join("-" if c is None else f"{c['median_pct']} ({c['points']})" for c in cells) + " |"
+        )
+    return lines
 
 
 def table(rows: list[dict], by: str) -> list[str]:
@@ -116,42 +209,76 @@ def table(rows: list[dict], by: str) -> list[str]:
     return lines
 
 
-def markdown(grid: pd.DataFrame) -> list[str]:
-    lines = ["| from \\ to | " + " | ".join(grid.columns) + " |", "|---" * (len(grid.columns) + 1) + "|"]
-    for name, row in grid.iterrows():
-        lines.append(f"| {name} | " + " | ".join("" if pd.isna(v) else f"{v:.1f}" for v in row) + " |")
-    return lines
+GUESS_NAMES = {
+    "chosen": "**perfmodel (the guess chosen per regime)**",
+    "same-stack": "**perfmodel, same stack** (ratio of other ways of serving on both GPUs)",
+    "method": "GPU effects in both regimes",
+    "copy": "nearest GPU copied",
+    "peak": "x peak FLOP/s ratio",
+    "bandwidth": "x memory bandwidth ratio",
+    "roofline": "x the slower roof's ratio",
+}
+
+
+def named(table_: dict) -> dict:
+    return {GUESS_NAMES.get(k, k): v for k, v in table_.items()}
 
 
 def main() -> None:
     no_options(__doc__)
+    warnings.simplefilter("ignore", PerfmodelWarning)
     specs = load_gpu_specs()
     frame = load_collections()
     library = frame[frame["role"] != "held-out"]
     held_out = frame[frame["role"] == "held-out"]
+    log("learning the GPU effects from the library")
     effects = effects_from(library, specs)
-    rows = evaluate(held_out, specs, effects, "held-out")
+
+    log("tuning set: every guess, one source, each collection with effects learned without it")
+    tuning, tuning_same, withouts = [], {name: [] for name in ORDERS}, {}
     for collection in sorted(frame.loc[frame["role"] == "tuning", "collection"].unique()):
-        without = effects_from(library[library["collection"] != collection], specs)
-        rows += evaluate(frame[frame["collection"] == collection], specs, without, "tuning")
-    # DeepLearningExamples' tables are in the library the effects are learned from: in-sample, shown apart
-    rows += evaluate(frame[frame["role"] == "reference"], specs, effects, "reference (in the library)")
-    held = [r for r in rows if r["split"] == "held-out"]
-    shipped = GpuEffects(effects.floor, effects.busy, effects.learned_from, by_sources(held))
+        without = withouts[collection] = effects_from(library[library["collection"] != collection], specs)
+        part = frame[frame["collection"] == collection]
+        tuning += evaluate(part, specs, without, "tuning", hows=GUESSES, logo=False)
+        for name, order in ORDERS.items():
+            tuning_same[name] += evaluate_same_stack(part, specs, without, "tuning", order, logo=False)
+    tuning_table = per_regime(points(tuning))
+    choice = choose(tuning_table)
+    order_table = {name: per_regime(points(rows).assign(how=name))[name] for name, rows in tuning_same.items()}
+    effects = GpuEffects(effects.floor, effects.busy, effects.learned_from, {}, choice)
+    tuning_chosen = []
+    for collection, without in withouts.items():
+        without = GpuEffects(without.floor, without.busy, without.learned_from, {}, choice)
+        part = frame[frame["collection"] == collection]
+        tuning_chosen += evaluate(part, specs, without, "tuning", hows=("chosen",))
+    tuning_table.update(per_regime(points([r for r in tuning_chosen if r["kind"] == "one source"])))
+    tuning_table["same-stack"] = order_table["backend and family, then family, then any"]
+
+    log(f"held out: every guess, the choice {choice}, and same-stack transfers")
+    held = evaluate(held_out, specs, effects, "held-out")
+    held_same = evaluate_same_stack(held_out, specs, effects, "held-out")
+    held_points = points(held + held_same)
+    held_table = per_regime(held_points[held_points["kind"] == "one source"])
+    held_logo = per_regime(held_points[held_points["kind"] == "leave one GPU out"])
+
+    log("this project's H200 -> H100")
+    pair = pair_rows(effects, specs)
+    pair_table = per_regime(points(pair))
+
+    shipped = GpuEffects(
+        effects.floor,
+        effects.busy,
+        effects.learned_from,
+        by_sources([r for r in held if r["how"] == "chosen"], held_same),
+        choice,
+        {"tuning": tuning_table, "held-out": held_table},
+    )
     atomic_write_text(EFFECTS_FILE, json.dumps(shipped.to_dict(), indent=1) + "\n")
+    shown = [r for r in tuning_chosen + held + held_same + pair if r["how"] in ("chosen", "same-stack")]
+    everything = points(shown)  # the other guesses' points are many: their medians are in the tables
+    everything.drop(columns=["abs_pct"]).to_csv(HERE / "transfer_points.csv", index=False, float_format="%.4g")
 
-    points = [
-        {
-            **{k: r[k] for k in ("split", "kind", "collection", "model", "backend", "family", "hardware", "precision")},
-            "from": " ".join(r["from"]),
-            "point": i,
-            "predicted_over_measured_minus_1": e,
-        }
-        for r in rows
-        for i, e in enumerate(r["transfer_errors"])
-    ]
-    pd.DataFrame(points).to_csv(HERE / "transfer_points.csv", index=False)
-
+    hows = ["chosen", "same-stack", *GUESSES]
     load = [round(v, 2) for v in os.getloadavg()]
     out = ["# 003: GPUs never profiled, on published curves never tuned on", ""]
     out += [f"Written by transfer_heldout.py; load average at the end {load} (accuracy does not depend on it).", ""]
@@ -165,24 +292,46 @@ def main() -> None:
         "| floor | " + " | ".join(f"{v:.3f}" for v in effects.floor) + " |",
         "| busy | " + " | ".join(f"{v:.3f}" for v in effects.busy) + " |",
         "",
-        "Errors: |predicted / measured - 1| at every measured batch of the target; a curve's error is the "
-        "median over its points.",
+        "Errors: |predicted / measured - 1| at every measured batch of the target, in %. A point is "
+        "launch-bound where the source GPU sits on its floor at that work (u < 0.5 on its roofline fit), "
+        "compute-bound elsewhere. Medians over points.",
+        "",
+        "## 1. The guesses per regime, and the choice (tuning set: each collection with effects learned "
+        "without it, one source)",
+        "",
+        *regime_table(named(tuning_table), [GUESS_NAMES[h] for h in hows], "guess"),
+        "",
+        f"Chosen per regime (least median error here): {choice}.",
+        "",
+        "Same-stack ratios on the tuning set, by which other ways of serving are taken (the first kind that has any):",
+        "",
+        *regime_table(order_table, list(ORDERS), "ways taken"),
+        "",
+        "## 2. Held out: one source",
+        "",
+        *regime_table(named(held_table), [GUESS_NAMES[h] for h in hows], "guess"),
+        "",
+        "## 3. Held out: leave one GPU out (each GPU predicted from all the others of its way of serving)",
+        "",
+        *regime_table(named(held_logo), [GUESS_NAMES[h] for h in hows], "guess"),
+        "",
+        "## 4. This project's H200 -> H100 (ResNet-50 eager fp16, never used for tuning)",
+        "",
+        "Same stack here: the H200 -> H100 ratio measured on the other two input sizes of the same model "
+        "(each size left out in turn), standing in for other models profiled on both machines.",
+        "",
+        *regime_table(named(pair_table), [GUESS_NAMES[h] for h in hows], "guess"),
         "",
     ]
-    for split in ("held-out", "tuning", "reference (in the library)"):
-        for kind in ("one source", "leave one GPU out"):
-            part = [r for r in rows if r["split"] == split and r["kind"] == kind]
-            if not part:
-                continue
-            out += [f"## {split}: {kind}", "", "Per collection:", "", *table(part, "collection"), ""]
-            out += ["Per GPU predicted:", "", *table(part, "hardware"), ""]
-            if kind == "one source":
-                pairs = pd.DataFrame(
-                    [{"from": r["from"][0], "to": r["hardware"], "med": r["median_pct"]} for r in part]
-                )
-                grid = pairs.groupby(["from", "to"])["med"].median().unstack().round(1)
-                out += ["Median of curve medians %, per pair (rows: the source GPU):", "", *markdown(grid), ""]
-    out += ["## Held-out errors shipped per number of source GPUs", ""]
+    chosen_held = [r for r in held if r["how"] == "chosen"]
+    for title, rows in (
+        ("held-out, one source, the chosen guess", [r for r in chosen_held if r["kind"] == "one source"]),
+        ("held-out, leave one GPU out, the chosen guess", [r for r in chosen_held if r["kind"] != "one source"]),
+        ("held-out, same stack, one source", [r for r in held_same if r["kind"] == "one source"]),
+    ):
+        out += [f"## {title}", "", "Per collection:", "", *table(rows, "collection"), ""]
+        out += ["Per GPU predicted:", "", *table(rows, "hardware"), ""]
+    out += ["## Held-out errors shipped (perfmodel/data/gpu_effects.json)", ""]
     for key, s in shipped.held_out.items():
         out.append(f"- {key}: " + ", ".join(f"{k} {v}" for k, v in s.items() if k != "errors"))
     atomic_write_text(HERE / "transfer.md", "\n".join(out) + "\n")

@@ -183,19 +183,12 @@ def learn_variant(curves: list, variant: str) -> gpu_effects.GpuEffects:
     return gpu_effects.GpuEffects(tuple(p[:3]), tuple(p[3:]), {}, {})
 
 
-class Scaled(gpu_effects.GpuEffects):
-    """GPU effects whose log ratios are multiplied by a factor (the per-way sensitivity)."""
-
-    def __new__(cls, effects, factor):
-        obj = super().__new__(cls)
-        object.__setattr__(obj, "factor", factor)
-        return obj
-
-    def __init__(self, effects, factor):
-        super().__init__(effects.floor, effects.busy, {}, {})
-
-    def log_ratio(self, source, spec, precision, w):
-        return self.factor * super().log_ratio(source, spec, precision, w)
+def scaled_effects(effects, factor) -> gpu_effects.GpuEffects:
+    """GPU effects whose log ratios are multiplied by a factor (the per-way sensitivity): the ratios are linear
+    in the coefficients, so the coefficients are."""
+    return gpu_effects.GpuEffects(
+        tuple(factor * v for v in effects.floor), tuple(factor * v for v in effects.busy), {}, {}
+    )
 
 
 def way_factor(curves: list, effects, prior: float) -> float:
@@ -219,7 +212,7 @@ def leave_one_out_with_factor(frame: pd.DataFrame, specs: dict, effects, prior: 
             others = [c for c in curves if c.hardware != held.hardware]
             if len(others) < 2:
                 continue
-            scaled = Scaled(effects, way_factor(others, effects, prior))
+            scaled = scaled_effects(effects, way_factor(others, effects, prior))
             ratio = predict_curve(others, held.spec, held.precision, scaled).evaluate(held.b, held.s) / held.y
             rows.append({"median_pct": float(np.median(np.abs(ratio - 1)) * 100), "transfer_errors": list(ratio - 1)})
     return rows

@@ -57,10 +57,12 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from perfmodel.fitting.report import (
+        GUESS_HEADERS,
         MAX_BATCH_HEADERS,
         REPORT_LEGEND,
         TRANSFER_LEGEND,
         few_points_note,
+        guess_rows,
         max_batch_rows,
         noise_note,
         quantity_table,
@@ -106,6 +108,8 @@ def run(args) -> int:
         for group in predictor.groups:
             console.table(group.name, *quantity_table(group))
             console.table(f"{group.name}: max_batch", MAX_BATCH_HEADERS, max_batch_rows(group))
+            if group.transfer is not None:
+                console.table(f"{group.name}: beside the one-line guesses", GUESS_HEADERS, guess_rows(group))
             for note in (noise_note(group), transfer_note(group)):
                 if note:
                     console.note(note)

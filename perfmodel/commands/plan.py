@@ -15,6 +15,7 @@ PLAN_EXAMPLES = """examples:
   perfmodel plan --images 100k --deadline 60s --pool a100=8 --precision fp16
   perfmodel plan --images 100k --deadline 60s --predictor h100.json --confidence 0.99
   perfmodel plan --images 100k --deadline 60s --confidence 0.5   # the median plan: a coin toss
+  perfmodel plan --images 100k --deadline 60s --pool l4=4 --transfer   # an L4: nobody profiled one
 
 units: deadlines 60s, 1.5m, 250ms, 2h (a bare number is seconds); images 100000, 100k, 1.5M;
 margins 5% or 0.05. Each GPU loads the model once, runs its first batch (its warm-up time) and then
@@ -119,6 +120,13 @@ def add_parser(sub) -> None:
         "(up to their max_batch), where their error was never measured",
     )
     p.add_argument(
+        "--transfer",
+        action="store_true",
+        help="plan pool types nobody profiled (GPUs of the specification table) on the other GPUs' measured "
+        "curves carried through the GPU specifications (perfmodel fit --target-hardware); the deadline "
+        "probability counts the transfer's error",
+    )
+    p.add_argument(
         "--confidence",
         metavar="P",
         help="the probability that every image is done by the deadline, from 0.5 (the median plan) to 0.999, "
@@ -173,7 +181,7 @@ def _confidence(text: str | None):
 
 def run(args) -> int:
     from perfmodel.errors import InputError
-    from perfmodel.planning.basis import notes
+    from perfmodel.planning.basis import notes, transferred_lines
     from perfmodel.planning.batch import (
         MAX_GPUS,
         MAX_IMAGES,
@@ -221,6 +229,7 @@ def run(args) -> int:
             time_limit=parse_duration(args.time_limit, "--time-limit"),
             extrapolate=args.extrapolate,
             confidence=_confidence(args.confidence),
+            transfer=args.transfer,
         )
     except NoPlanError as exc:
         if args.json:
@@ -231,6 +240,8 @@ def run(args) -> int:
         console.print_json(console.clean_for_json(plan.to_dict()))
         return 0
     console.out.print(summary(plan), markup=False)
+    for line in transferred_lines(plan.annotations):
+        console.out.print(line, markup=False)
     line = probability_line(plan.plan.to_dict(per_gpu_limit=0))
     if line:
         console.out.print(line, markup=False)

@@ -33,6 +33,7 @@ BATCH_ONLY = {
     "confidence": None,
     "decode_time": None,
     "extrapolate": False,
+    "transfer": False,
 }  # --margin serves both
 ONLINE_ONLY = {
     "rate": None,

@@ -15,9 +15,11 @@ def fit(profiles, *, families=None, on_progress=None, target_hardware=(), gpu_sp
     profiles: a profile CSV path, a DataFrame following the profile contract, or a list of them.
     families: the model families to choose from by cross-validation (default: roofline, linear, piecewise, tree).
     on_progress(group, quantity) is called before each quantity is fitted.
-    target_hardware: GPUs to predict from the others' profiles and their specifications (e.g. ["v100"]):
-    transferred groups, each saying from what and with which leave-one-GPU-out error; gpu_specs: the
-    specification table (default: perfmodel/data/gpu_specs.csv).
+    target_hardware: GPUs to predict from the others' profiles, their specifications (e.g. ["v100"]) and
+    the ratio other models measured on both GPUs show, where the profiles have one: transferred groups, each
+    saying from what, how per regime, and with which held-out error; gpu_specs: the specification table
+    (default: perfmodel/data/gpu_specs.csv). A group that cannot be fitted (one batch size, or one work
+    b x (s/224)^2) is skipped with its reason (a PerfmodelWarning), the others kept.
     """
     from perfmodel.fitting import train  # pandas and scikit-learn load only when fitting
 

@@ -24,7 +24,7 @@ of source GPUs; experiments/003_fit_accuracy/transfer_heldout.py rebuilds it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -32,7 +32,7 @@ import numpy as np
 
 from perfmodel.errors import InputError, PredictorFormatError
 from perfmodel.fitting.gpu_specs import GpuSpec
-from perfmodel.fitting.regressors import RooflineRegression
+from perfmodel.fitting.regressors import MonotonePiecewiseLinear, RooflineRegression
 
 EFFECTS_FILE = Path(__file__).resolve().parents[1] / "data" / "gpu_effects.json"
 FEATURES = ("log peak FLOP/s at the precision", "log memory bandwidth", "log L2 size")
@@ -49,7 +49,9 @@ RATE_ORDER = {
 
 @dataclass(frozen=True)
 class Curve:
-    """One GPU's measured latency curve of one way of serving, with its roofline fit."""
+    """One GPU's measured latency curve of one way of serving: its roofline fit (where the floor hands
+    over to the busy part), and the measured points themselves as a non-decreasing curve of the work
+    (`measured`: what a transfer carries, cliffs included)."""
 
     way: tuple
     hardware: str
@@ -59,6 +61,8 @@ class Curve:
     b: np.ndarray
     s: np.ndarray
     y: np.ndarray
+    measured: MonotonePiecewiseLinear | None = None
+    host_floor: bool = False  # the GPU was mostly idle on the floor (measured utilisation): the host sets it
 
 
 def rate(spec: GpuSpec, precision: str) -> float:
@@ -92,15 +96,26 @@ class GpuEffects:
     floor: tuple[float, ...]
     busy: tuple[float, ...]
     learned_from: dict
-    held_out: dict  # "1", "2", "3+" source GPUs -> {"errors": signed predicted/measured - 1, summary}
+    # "1", "2", "3+" source GPUs, and "same-stack" (scaled by other ways measured on both GPUs) ->
+    # {"errors": signed predicted/measured - 1 as evenly spaced quantiles, and their summary}
+    held_out: dict
+    # per regime ("launch-bound", "compute-bound"), the guess a transfer uses there: "method" (these
+    # effects) or a one-line baseline, whichever had the least error on the tuning collections
+    choice: dict = field(default_factory=lambda: {"launch-bound": "method", "compute-bound": "method"})
+    # per split ("tuning", "held-out"), per guess, per regime: the median |error| % and points
+    baselines: dict = field(default_factory=dict)
 
     def log_ratio(self, source: Curve, spec: GpuSpec, precision: str, w: np.ndarray) -> np.ndarray:
         return design(source, spec, precision, w) @ np.array([*self.floor, *self.busy])
 
-    def expected(self, sources: int) -> dict:
-        """The held-out errors of transfers from this many source GPUs (the nearest measured count)."""
-        counts = sorted(self.held_out, key=lambda k: int(k.rstrip("+")))
-        key = next((k for k in counts if (k.endswith("+") and sources >= int(k[:-1])) or k == str(sources)), None)
+    def expected(self, sources: int | str) -> dict:
+        """The held-out errors of transfers from this many source GPUs (the nearest measured count), or
+        of those scaled by other ways of serving measured on both GPUs (sources="same-stack")."""
+        if sources == "same-stack" and "same-stack" in self.held_out:
+            return {"sources": "same-stack", **self.held_out["same-stack"]}
+        counts = sorted((k for k in self.held_out if k.rstrip("+").isdigit()), key=lambda k: int(k.rstrip("+")))
+        n = 1 if sources == "same-stack" else sources
+        key = next((k for k in counts if (k.endswith("+") and n >= int(k[:-1])) or k == str(n)), None)
         return {"sources": key or counts[-1], **self.held_out[key or counts[-1]]}
 
     def to_dict(self) -> dict:
@@ -109,6 +124,8 @@ class GpuEffects:
             "floor": list(self.floor),
             "busy": list(self.busy),
             "learned_from": self.learned_from,
+            "choice": self.choice,
+            "baselines": self.baselines,
             "held_out": self.held_out,
         }
 
@@ -123,6 +140,8 @@ def shipped_effects() -> GpuEffects:
             tuple(float(v) for v in data["busy"]),
             data["learned_from"],
             data["held_out"],
+            data.get("choice") or {"launch-bound": "method", "compute-bound": "method"},
+            data.get("baselines") or {},
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise PredictorFormatError(f"{EFFECTS_FILE} cannot be read ({exc}); reinstall perfmodel.") from None

@@ -91,15 +91,24 @@ def load_gpu_specs(path: str | os.PathLike | None = None) -> dict[str, GpuSpec]:
             f"{path} is not a GPU specification table: it needs the columns {', '.join(COLUMNS)}"
             + (f" (missing {', '.join(missing)})." if missing else " and at least one row.")
         )
-    specs = {}
+    specs, rows_of = {}, {}
     for i, row in enumerate(rows):
         where = f"{path}, row {i + 1}"
         for column in ("hardware", "name", "source", "second_source"):  # printed in notes and predictor files
             if (row.get(column) or "").strip():
                 text(row[column], f"{where}, column '{column}'")
         key = (row["hardware"] or "").strip()
-        if not key or key in specs:
-            raise InputError(f"{where}, column 'hardware': {'empty' if not key else repr(key) + ' appears twice'}.")
+        if not key:
+            raise InputError(f"{where}, column 'hardware': empty.")
+        twin = rows_of.get(key.casefold())
+        if twin is not None:
+            first, row_number = twin
+            raise InputError(
+                f"{where}, column 'hardware': {key!r} "
+                + ("appears twice" if first == key else f"differs from {first!r} (row {row_number}) only in case")
+                + "; hardware keys are matched in any case (H100 is h100): keep one row per GPU."
+            )
+        rows_of[key.casefold()] = (key, i + 1)
         numbers = {
             c: _number(row[c], f"{where}, column '{c}'", c, optional=c in _PEAK_COLUMN.values() and c != "fp32_tflops")
             for c in COLUMNS
@@ -121,6 +130,14 @@ def load_gpu_specs(path: str | os.PathLike | None = None) -> dict[str, GpuSpec]:
             (row.get("second_source") or "").strip(),
         )
     return specs
+
+
+def spec_key(hardware: str, specs: dict[str, GpuSpec]) -> str | None:
+    """The table's key for a hardware name in any case (a profile's V100 is the table's v100), or None."""
+    name = str(hardware).strip()
+    if name in specs:
+        return name
+    return next((key for key in specs if key.casefold() == name.casefold()), None)
 
 
 def _number(text: str | None, where: str, column: str, optional: bool) -> float | None:

@@ -365,6 +365,17 @@ class MonotonePiecewiseLinear(_Estimator):
         self.n_features_in_ = 2
         return self
 
+    @classmethod
+    def from_knots(cls, w, y) -> MonotonePiecewiseLinear:
+        """The curve through given (work, value) knots, works increasing, values made non-decreasing
+        (a curve carried to another GPU: perfmodel.fitting.transfer)."""
+        model = cls()
+        model._load_fitted(
+            {"knots_w": [float(v) for v in w], "knots_y": np.maximum.accumulate(np.asarray(y, float)).tolist()}
+        )
+        model.n_features_in_ = 2
+        return model
+
     def _evaluate(self, b: np.ndarray, s: np.ndarray) -> np.ndarray:
         w = b * pixels(s)
         kw, ky = self.knots_w_, self.knots_y_

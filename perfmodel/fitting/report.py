@@ -28,6 +28,25 @@ TRANSFER_HEADERS = (
     "transfer error p90 %",
 )
 MAX_BATCH_HEADERS = ("input size px", "largest ok", "smallest oom", "max_batch")
+# A transferred group beside the one-line guesses: held-out median |error| % per regime, and on the
+# target's own points where it was profiled.
+GUESS_HEADERS = (
+    "guess",
+    "held out: launch-bound %",
+    "held out: compute-bound %",
+    "held out: all %",
+    "vs target: launch-bound %",
+    "vs target: compute-bound %",
+    "vs target: all %",
+)
+GUESS_NAMES = {
+    "same-stack": "same stack (other ways on both GPUs)",
+    "method": "GPU effects (method)",
+    "copy": "nearest GPU copied",
+    "peak": "x peak FLOP/s ratio",
+    "bandwidth": "x bandwidth ratio",
+    "roofline": "x slower roof ratio",
+}
 
 REPORT_LEGEND = """CV: leave-one-batch-size-out, on the batch sizes inside the measured range (interpolation).
 batch x2: fit on batch sizes <= half the largest, test on the rest (extrapolating up to 2x);
@@ -36,7 +55,10 @@ input sizes, test on the largest. MAPE = mean |predicted - measured| / measured;
 TRANSFER_LEGEND = """Transferred groups (a GPU predicted from others): source rows are the points of the GPUs it was
 carried from, not the target's; the transfer error is no cross-validation but the held-out error of such
 transfers on published curves never used for tuning, with that number of source GPUs (median and 90th
-percentile of |predicted - measured| / measured: the transfer's expected_error, as fit prints it)."""
+percentile of |predicted - measured| / measured: the transfer's expected_error, as fit prints it). Beside
+the one-line guesses: the held-out median |error| per regime of the transfer and of each guess (launch-bound:
+where the source GPU sits on its floor; compute-bound: the rest), and against the target's own points where
+it was profiled; * marks what this transfer used."""
 
 
 def quantity_table(group: GroupPredictor) -> tuple[tuple[str, ...], list[tuple]]:
@@ -65,6 +87,25 @@ def transfer_rows(group: GroupPredictor) -> list[tuple]:
                 expected.get("p90_pct"),
             )
         )
+    return rows
+
+
+def guess_rows(group: GroupPredictor) -> list[tuple]:
+    """The transfer and every one-line guess side by side (GUESS_HEADERS); the guess used is marked *."""
+    t = group.transfer or {}
+    held = (t.get("baselines") or {}).get("held-out") or {}
+    checked = (t.get("checked_against_target") or {}).get("guesses") or {}
+    used = set((t.get("guesses") or {}).values())
+    rows = []
+    for guess, name in GUESS_NAMES.items():
+        mine, target = held.get(guess) or {}, dict(checked.get(guess) or {})
+        if guess == "same-stack" and "same-stack" in used and t.get("checked_against_target"):
+            target = t["checked_against_target"].get("by_regime") or {}
+        if not mine and not target:
+            continue
+        cells = [mine.get(r, {}).get("median_pct") for r in ("launch-bound", "compute-bound", "all")]
+        cells += [target.get(r) for r in ("launch-bound", "compute-bound", "all")]
+        rows.append((name + (" *" if guess in used else ""), *cells))
     return rows
 
 
@@ -126,21 +167,33 @@ def transfer_note(group: GroupPredictor) -> str | None:
     sources = ", ".join(f"{s['hardware']} {s['precision']}" for s in t["from"])
     expected = t.get("expected_error")
     if expected:
+        kind = (
+            "same-stack transfers"
+            if expected["sources"] == "same-stack"
+            else f"transfers from {expected['sources']} source GPU(s)"
+        )
         error = (
             f"expected error {expected['median_pct']:.0f}% median, {expected['p90_pct']:.0f}% p90 (measured on "
-            f"held-out published curves with {expected['sources']} source GPU(s))"
+            f"held-out published curves, {kind})"
         )
     elif t.get("median_pct") is not None:  # files written before issue 25
         error = f"leave-one-GPU-out median error {t['median_pct']:.1f}% ({t['validation']})"
     else:
         error = t["validation"]
-    line = f"{group.name}: transferred from {sources} through the GPU specifications; {error}"
+    how = "a ratio other ways of serving measured on both GPUs" if t.get("same_stack") else "the GPU specifications"
+    line = f"{group.name}: transferred from {sources} through {how}; {error}"
+    if t.get("floor") and not t.get("same_stack"):
+        line += f"; the launch-bound floor {t['floor']}"
     checked = t.get("checked_against_target")
     if checked:
         line += (
             f"; against {t['target']}'s own {checked['points']} measured points: median {checked['median_pct']:.1f}%, "
             f"worst {checked['max_pct']:.1f}%"
         )
+        regimes = checked.get("by_regime") or {}
+        parts = [f"{r} {regimes[r]:.1f}%" for r in ("launch-bound", "compute-bound") if r in regimes]
+        if parts:
+            line += f" ({', '.join(parts)})"
     return line + "."
 
 

@@ -144,14 +144,20 @@ def fit_quantity(
     selection = {name: {"lobo_mape": scores[name]} for name in families}
     best, estimator = None, None
     for name in ranked:
-        candidate = FAMILIES[name]().fit(X, y)
+        candidate = _fit_or_none(FAMILIES[name], X, y)
+        if candidate is None:
+            selection[name]["refused"] = "cannot be fitted to these points"
+            continue
         reason = unstable_past_data(candidate, b, s)
         if reason is None:
             best, estimator = name, candidate
             break
         selection[name]["refused"] = reason
     if best is None:  # every family offered bends past the data: the roofline shape does not
-        best = PREFERRED_FAMILY if PREFERRED_FAMILY in families else ranked[0]
+        fitted = [n for n in ranked if "cannot be fitted" not in selection[n].get("refused", "")]
+        if not fitted:
+            raise InputError(f"no model family ({', '.join(families)}) can be fitted to these points.")
+        best = PREFERRED_FAMILY if PREFERRED_FAMILY in fitted else fitted[0]
         estimator = FAMILIES[best]().fit(X, y)
         if best not in held_out:
             held_out[best] = _cross_val_predict(FAMILIES[best], X, y, folds)
@@ -238,7 +244,16 @@ def _extrapolate(family: type[_Estimator], X: np.ndarray, y: np.ndarray, train: 
             "points": 0,
             "note": "not enough batch sizes on one side of the split",
         }
-    pred = family().fit(X[train], y[train]).predict(X[test])
+    model = _fit_or_none(family, X[train], y[train])
+    if model is None:
+        return {
+            "split": description,
+            "mape": None,
+            "max_error": None,
+            "points": 0,
+            "note": "cannot be fitted on this side",
+        }
+    pred = model.predict(X[test])
     return {"split": description, **summarise(percent_errors(pred, y[test])), "errors_pct": _signed(pred, y[test])}
 
 
@@ -246,8 +261,19 @@ def _cross_val_predict(family: type[_Estimator], X: np.ndarray, y: np.ndarray, f
     """Held-out prediction of every point whose batch size was left out (NaN without folds)."""
     pred = np.full(len(y), np.nan)
     for fold in folds:
-        pred[fold.test] = family().fit(X[~fold.test], y[~fold.test]).predict(X[fold.test])
+        model = _fit_or_none(family, X[~fold.test], y[~fold.test])
+        if model is not None:  # a fold the family cannot be fitted on (one work left) predicts nothing
+            pred[fold.test] = model.predict(X[fold.test])
     return pred
+
+
+def _fit_or_none(family: type[_Estimator], X: np.ndarray, y: np.ndarray) -> _Estimator | None:
+    """The family fitted to (X, y), or None where these points cannot determine it: the roofline needs
+    two different works b x (s/224)^2, and 1024 at 224 px and 256 at 448 px are one."""
+    try:
+        return family().fit(X, y)
+    except InputError:
+        return None
 
 
 def unstable_past_data(estimator, b: np.ndarray, s: np.ndarray) -> str | None:

@@ -47,6 +47,10 @@ PROVENANCE_COLUMNS = (
 )
 
 NEEDS = "a fit needs at least two batch sizes measured 'ok'"  # why a group is left out of a fit
+ONE_WORK = (
+    "a fit needs two different works to tell how the time grows with the batch; profile another batch size "
+    "at one of these input sizes"
+)
 
 Profiles = str | os.PathLike | pd.DataFrame | Iterable[str | os.PathLike | pd.DataFrame]
 
@@ -84,20 +88,25 @@ def fit(
         )
     frame, sources = _read(profiles)
     frame, open_loop = _without_open_loop(frame)
-    keys = list(KEY_COLUMNS) + [c for c in EXTRA_KEY_COLUMNS if c in frame.columns and _present(frame[c]).any()]
-    frame = frame.copy()
-    for column in keys:  # a missing extra key (a profile without that column) groups as "" not NaN
-        frame[column] = frame[column].map(lambda v: "" if _missing(v) else v).astype(str)
+    frame, keys = _keyed(frame)
     specs, targets = _specs_for([str(t) for t in _names(target_hardware, "target_hardware")], gpu_specs)
+    left_out = {t.casefold() for t in targets}  # a profile's H100 is the target h100
     by_group = [
-        (_group_key(keys, values), rows) for values, rows in frame.groupby(keys, sort=True) if values[0] not in targets
+        (_group_key(keys, values), rows)
+        for values, rows in frame.groupby(keys, sort=True)
+        if str(values[0]).casefold() not in left_out
     ]
     checked = [(key, rows, _unfittable(rows)) for key, rows in by_group]
     unfit = [(key, why) for key, _, why in checked if why is not None]
     by_group = [(key, rows) for key, rows, why in checked if why is None]
     if on_total is not None:  # one step per quantity of each group fitted, one per target transferred
         on_total(len(by_group) * len(QUANTITIES) + len(targets))
-    groups = tuple(_fit_group(key, rows, families, on_progress) for key, rows in by_group)
+    groups = ()
+    for key, rows in by_group:
+        try:
+            groups += (_fit_group(key, rows, families, on_progress),)
+        except InputError as exc:  # one group's data no model can be fitted to: the others are still fitted
+            unfit.append((key, ("rows no model could be fitted to", str(exc).rstrip("."))))
     transfer_note = None
     if targets:
         transferred, transfer_note = _transfer(frame, keys, targets, specs, gpu_specs, on_progress)
@@ -120,15 +129,30 @@ def fit(
     if open_loop:
         provenance["open_loop_rows_left_out"] = open_loop
     if unfit:  # left out, named in a warning and in the file (plan can say why a group is missing)
-        provenance["skipped_groups"] = [{"group": dict(key), "reason": f"{what}; {NEEDS}"} for key, (what, _) in unfit]
-        warnings.warn(
-            f"{len(unfit)} group(s) not fitted, {NEEDS}: "
-            + "; ".join(f"{_name(key)} has {what}" for key, (what, _) in unfit)
-            + f"; {BATCH_SIZE_ADVICE}.",
-            PerfmodelWarning,
-            stacklevel=2,
-        )
+        provenance["skipped_groups"] = [
+            {"group": dict(key), "reason": f"{what}; {needs}"} for key, (what, needs) in unfit
+        ]
+        warnings.warn(f"{len(unfit)} group(s) not fitted: {_listed(unfit)}", PerfmodelWarning, stacklevel=2)
     return Predictor(groups, provenance)
+
+
+def transferred(frame: pd.DataFrame, targets: Iterable[str], gpu_specs=None) -> Predictor:
+    """Only the transferred groups of `targets` from a profile DataFrame (what `plan --transfer` plans on):
+    the other hardware's groups are not fitted. Raises InputError where a target cannot be predicted."""
+    frame, _ = _without_open_loop(validate_profile(frame, "the profiles"))
+    frame, keys = _keyed(frame)
+    specs, targets = _specs_for([str(t) for t in targets], gpu_specs)
+    groups, note = _transfer(frame, keys, targets, specs, gpu_specs, None)
+    return Predictor(groups, {"perfmodel": __version__, "transfer": note})
+
+
+def _keyed(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The group columns (KEY_COLUMNS, and the extra ones the profiles have), a missing extra key as "" not NaN."""
+    keys = list(KEY_COLUMNS) + [c for c in EXTRA_KEY_COLUMNS if c in frame.columns and _present(frame[c]).any()]
+    frame = frame.copy()
+    for column in keys:
+        frame[column] = frame[column].map(lambda v: "" if _missing(v) else v).astype(str)
+    return frame, keys
 
 
 def _specs_for(targets: list[str], gpu_specs) -> tuple[dict, list[str]]:
@@ -141,13 +165,10 @@ def _specs_for(targets: list[str], gpu_specs) -> tuple[dict, list[str]]:
         )
     if not targets:
         return {}, []
-    from perfmodel.fitting.gpu_specs import load_gpu_specs
+    from perfmodel.fitting.gpu_specs import load_gpu_specs, spec_key
 
-    specs = load_gpu_specs(gpu_specs)
-    folded = {}
-    for key in specs:  # an exact key wins over one that differs only in case (a user's own table may have both)
-        folded.setdefault(key.casefold(), key)
-    named = [t.strip() if t.strip() in specs else folded.get(t.strip().casefold(), t.strip()) for t in targets]
+    specs = load_gpu_specs(gpu_specs)  # it refuses two keys that differ only in case
+    named = [spec_key(t, specs) or t.strip() for t in targets]
     unknown = [t for t in named if t not in specs]
     if unknown:
         raise InputError(
@@ -170,7 +191,7 @@ def _transfer(
     for target in targets:
         if on_progress is not None:
             on_progress(f"{target} (transferred)", "latency_ms")
-        made, skipped = transfer_groups(ok, specs, target, serving)
+        made, skipped, remarks = transfer_groups(ok, specs, target, serving)
         if not made:
             raise InputError(
                 f"cannot predict {target} from these profiles: "
@@ -178,6 +199,8 @@ def _transfer(
             )
         groups += made
         notes += [f"{target}: {n}" for n in skipped]
+        for remark in remarks:  # what the transfer cannot see: in the API too, not only on the console
+            warnings.warn(f"{target}: {remark}", PerfmodelWarning, stacklevel=3)
     return tuple(groups), {"targets": targets, "gpu_specs": str(gpu_specs or DEFAULT_TABLE), "skipped": notes}
 
 
@@ -267,17 +290,30 @@ def _unfittable(rows: pd.DataFrame) -> tuple[str, str] | None:
             if len(ok) == 1
             else f"points at only one batch size ({int(first['batch_size'])})"
         )
-        return what, f"a fit needs at least two batch sizes; {BATCH_SIZE_ADVICE}"
+        return what, NEEDS
+    works = ok["batch_size"].to_numpy(dtype=float) * (ok["input_size"].to_numpy(dtype=float) / 224.0) ** 2
+    if len(np.unique(works)) < 2:  # 1024 at 224 px and 256 at 448 px: one work, nothing says how time grows
+        points = ", ".join(
+            f"batch {int(b)} at {int(s)} px" for b, s in sorted(set(zip(ok["batch_size"], ok["input_size"])))
+        )
+        what = f"points of one work only, batch x (size/224)^2 = {works[0]:g} ({points})"
+        return what, ONE_WORK
     return None
+
+
+def _listed(unfit: list[tuple[dict, tuple[str, str]]]) -> str:
+    """'a/b has what (needs); c/d has ...', and the batch-size advice once where a group lacks batch sizes."""
+    listed = "; ".join(f"{_name(key)} has {what} ({needs})" for key, (what, needs) in unfit)
+    return listed + (f"; {BATCH_SIZE_ADVICE}." if any(needs == NEEDS for _, (_, needs) in unfit) else ".")
 
 
 def _none_fittable(unfit: list[tuple[dict, tuple[str, str]]]) -> str:
     """The one sentence that refuses a fit where no group can be fitted."""
     if len(unfit) == 1:
         key, (what, needs) = unfit[0]
-        return f"group {_name(key)} has {what}: {needs}."
-    listed = "; ".join(f"{_name(key)} has {what}" for key, (what, _) in unfit)
-    return f"no group can be fitted, {NEEDS}: {listed}; {BATCH_SIZE_ADVICE}."
+        advice = f"; {BATCH_SIZE_ADVICE}" if needs == NEEDS else ""
+        return f"group {_name(key)} has {what}: {needs}{advice}."
+    return f"no group can be fitted: {_listed(unfit)}"
 
 
 def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_progress) -> GroupPredictor:

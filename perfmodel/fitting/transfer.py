@@ -1,25 +1,41 @@
-"""Predicting a GPU nobody profiled from one or more profiled GPUs plus the GPUs' specifications.
+"""Predicting a GPU nobody profiled from one or more profiled GPUs, their specifications, and what
+other ways of serving measured on both GPUs show.
 
-For each way of serving (model, backend, precision family, and the serving-mode columns), each
-source GPU's latency curve is fitted with the roofline shape without intercept (floor f, slope c,
-sharpness k) and carried to the target by the GPU effects learned once over every published curve
-perfmodel ships (perfmodel.fitting.gpu_effects: the floor and the busy part each scale with a power
-law of peak FLOP/s at the precision, memory bandwidth and L2 size). With several source GPUs the
-carried curves are averaged in log space, each weighted by how near its specifications are to the
-target's. The target's curve is the roofline fitted to that
-prediction on a grid of batches up to twice the largest measured.
+For each way of serving (model, backend, precision family, and the serving-mode columns), a source
+GPU's curve is carried as measured: its points as a non-decreasing curve of the work
+w = b * (s/224)^2 (`Curve.measured`: throughput cliffs included, which a roofline fit smooths away).
+At each work it is multiplied by a ratio with two regimes, mixed by how busy the source GPU is there
+(u(w), read off the source's roofline fit: the launch-bound floor below, compute-bound above):
 
-A float32 model runs in tf32 on GPUs that have it (as NVIDIA's containers do by default), in fp32
-elsewhere; fp16/bf16 and int8 transfer within their own precision.
+    log(y_target(w) / y_source(w)) = (1 - u(w)) * L_floor + u(w) * L_busy
+
+- **Same stack.** When other ways of serving (another model: the same backend and precision family
+  first, then the same family, then any) were measured on both the source and the target GPU in the
+  profiles given, L_floor and L_busy are the median log ratios those show in each regime: what the
+  two machines do, hosts and software included, not only their GPUs.
+- **Otherwise, the specifications.** Per regime, the guess that had the least error on the tuning
+  collections (`GpuEffects.choice`, chosen by experiments/003_fit_accuracy/transfer_heldout.py, never
+  on the held-out ones): the GPU effects learned over the library (`method`: power laws of peak FLOP/s
+  at the precision, memory bandwidth and L2; perfmodel.fitting.gpu_effects) or a one-line baseline
+  (`BASELINES`). In the method, the floor of a source whose GPU was mostly idle on it (the profile's
+  measured utilisation below HOST_BOUND_UTILISATION) is the host's and the framework's, which no GPU
+  specification describes: it is carried unchanged.
+
+With several source GPUs the carried curves are averaged in log space, each weighted by how near its
+specifications are to the target's (only those with a same-stack ratio, where some have one). A float32
+model runs in tf32 on GPUs that have it, in fp32 elsewhere; fp16/bf16 and int8 stay themselves.
 
 The error to expect is the one measured on published curves never used for tuning
-(experiments/003_fit_accuracy, stored with the coefficients), for the number of source GPUs. With 2
-or more sources, each is also predicted from the others (leave one GPU out) and reported. When the
-target itself was profiled, its measurements are left out of the fit and check the prediction.
+(experiments/003_fit_accuracy, stored with the coefficients), for the number of source GPUs or for a
+same-stack transfer. With 2 or more sources, each is also predicted from the others (leave one GPU out)
+and reported. When the target itself was profiled, its measurements of that way are left out of the
+fit and check the prediction, beside every one-line baseline.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
@@ -27,24 +43,52 @@ import pandas as pd
 
 from perfmodel.errors import InputError
 from perfmodel.fitting.folds import percent_errors
-from perfmodel.fitting.gpu_effects import Curve, GpuEffects, features, rate, shipped_effects
-from perfmodel.fitting.gpu_specs import GpuSpec
+from perfmodel.fitting.gpu_effects import Curve, GpuEffects, busy_fraction, features, rate, shipped_effects
+from perfmodel.fitting.gpu_specs import GpuSpec, spec_key
 from perfmodel.fitting.predictor import QUANTITIES, GroupPredictor, QuantityModel
-from perfmodel.fitting.regressors import RooflineRegression
+from perfmodel.fitting.regressors import MonotonePiecewiseLinear, RooflineRegression
 from perfmodel.fitting.selection import measured_region
 
 PRECISION_FAMILIES = {"fp32": "float32", "tf32": "float32", "fp16": "half", "bf16": "half", "int8": "int8"}
 TRANSFERRED = ("latency_ms", "latency_p99_ms")
+REGIMES = ("launch-bound", "compute-bound")
+# The one-line guesses every transfer is compared with (and falls back to, per regime, where one did better
+# on the tuning collections).
+BASELINES = {
+    "copy": "the nearest profiled GPU's curve copied unchanged",
+    "peak": "scaled by the ratio of peak FLOP/s at the precision",
+    "bandwidth": "scaled by the ratio of memory bandwidth",
+    "roofline": "scaled by the slower of the target's two roofs (peak FLOP/s, bandwidth), the model at the "
+    "source's ridge point",
+}
+GUESSES = ("method", *BASELINES)
 METHOD = (
-    "each source's roofline carried by GPU effects learned over every published curve shipped "
-    "(floor and busy part: power laws of peak FLOP/s at the precision, memory bandwidth, L2; "
-    "perfmodel/data/gpu_effects.json); several sources averaged in log space, "
-    "the nearer in specifications weighing more"
+    "each source's measured curve carried by a ratio per regime: measured on other ways of serving on the "
+    "same two GPUs where the profiles have them (same stack), else the guess chosen per regime on the tuning "
+    "collections (GPU effects learned over every published curve shipped: power laws of peak FLOP/s at the "
+    "precision, memory bandwidth, L2; a host-bound floor carried; perfmodel/data/gpu_effects.json); several "
+    "sources averaged in log space, the nearer in specifications weighing more"
 )
 GRID_POINTS = 48
 # Sources are weighted by exp(-distance / scale), distance between the log specifications; 1 was
 # chosen on the library (DLE leave-one-GPU-out 21.7% -> 11.6% median, tuning collections 11.6% -> 11.4%).
 SOURCE_DISTANCE_SCALE = 1.0
+# A floor on which the GPU was busy less than this (%, the profile's gpu_util_avg) is the host's: eager
+# PyTorch at batch 1-32 keeps an H200 11% busy (profiles/h200-resnet50-torch-fp16.csv).
+HOST_BOUND_UTILISATION = 50.0
+# Points of one work (within 2%) whose latencies differ more than this are said to disagree: the transfer
+# scales by the work alone.
+DISAGREEMENT = 1.5
+
+
+@dataclass(frozen=True)
+class SameStack:
+    """The log ratios target / source measured on other ways of serving on the same two GPUs."""
+
+    floor: float | None  # on the source's floor (None: no such point measured)
+    busy: float | None
+    ways: tuple[str, ...]
+    points: int
 
 
 def target_precision(family: str, source_precisions: list[str], spec: GpuSpec) -> str | None:
@@ -55,21 +99,135 @@ def target_precision(family: str, source_precisions: list[str], spec: GpuSpec) -
     return candidates[0] if candidates else None
 
 
+def regime(u: np.ndarray) -> np.ndarray:
+    """'launch-bound' where the source GPU sits on its floor at that work (u < 0.5), else 'compute-bound'."""
+    return np.where(np.asarray(u) < 0.5, REGIMES[0], REGIMES[1])
+
+
+def guess_ratios(guess: str, source: Curve, spec: GpuSpec, precision: str, effects: GpuEffects) -> tuple[float, float]:
+    """(L_floor, L_busy): one guess's log ratio target / source on the floor and on the busy part."""
+    if guess == "method":
+        d = features(spec, precision) - features(source.spec, source.precision)
+        floor = 0.0 if source.host_floor else float(np.dot(effects.floor, d))
+        return floor, float(np.dot(effects.busy, d))
+    peak = float(np.log(rate(source.spec, source.precision) / rate(spec, precision)))
+    bandwidth = float(np.log(source.spec.memory_bandwidth_gbs / spec.memory_bandwidth_gbs))
+    value = {"copy": 0.0, "peak": peak, "bandwidth": bandwidth, "roofline": max(peak, bandwidth)}[guess]
+    return value, value
+
+
+def log_ratio(
+    source: Curve,
+    spec: GpuSpec,
+    precision: str,
+    w: np.ndarray,
+    effects: GpuEffects,
+    how: str = "chosen",
+    same_stack: SameStack | None = None,
+) -> np.ndarray:
+    """log(target / source) at the works w: per regime the chosen guess (how="chosen") or one guess of
+    GUESSES, replaced by the same-stack ratio of a regime where one was measured."""
+    if how == "chosen":
+        floor = guess_ratios(effects.choice[REGIMES[0]], source, spec, precision, effects)[0]
+        busy = guess_ratios(effects.choice[REGIMES[1]], source, spec, precision, effects)[1]
+    else:
+        floor, busy = guess_ratios(how, source, spec, precision, effects)
+    if same_stack is not None:
+        floor = floor if same_stack.floor is None else same_stack.floor
+        busy = busy if same_stack.busy is None else same_stack.busy
+    u = busy_fraction(source.estimator, w)
+    return (1.0 - u) * floor + u * busy
+
+
 def predict_curve(
-    sources: list[Curve], spec: GpuSpec, precision: str, effects: GpuEffects | None = None
-) -> RooflineRegression:
-    """The target's latency curve: every source carried to `spec`, averaged in log space, as a roofline."""
+    sources: list[Curve],
+    spec: GpuSpec,
+    precision: str,
+    effects: GpuEffects | None = None,
+    how: str = "chosen",
+    same_stack: dict[str, SameStack] | None = None,
+) -> MonotonePiecewiseLinear:
+    """The target's latency curve: each source's measured curve carried to `spec` (log_ratio), averaged
+    in log space, as a non-decreasing curve of the work. how="copy" copies the nearest source alone."""
     effects = effects or shipped_effects()
+    same_stack = {k: v for k, v in (same_stack or {}).items() if v is not None}
+    distance = {
+        id(c): float(np.linalg.norm(features(spec, precision) - features(c.spec, c.precision))) for c in sources
+    }
+    if how == "copy":
+        sources = [min(sources, key=lambda c: distance[id(c)])]
+    elif how == "chosen" and any(c.hardware in same_stack for c in sources):
+        sources = [c for c in sources if c.hardware in same_stack]
     works = np.concatenate([c.b * (c.s / 224.0) ** 2 for c in sources])
-    w = np.geomspace(max(works.min(), 1e-3), 2.0 * works.max(), GRID_POINTS)
-    s = np.full_like(w, 224.0)
-    logs = np.array([np.log(c.estimator.evaluate(w, s)) + effects.log_ratio(c, spec, precision, w) for c in sources])
+    w = np.unique(np.concatenate([works, np.geomspace(max(works.min(), 1e-3), 2.0 * works.max(), GRID_POINTS)]))
+    logs = np.array(
+        [
+            np.log(np.maximum(measured(c).evaluate(w, 224.0), 1e-300))
+            + log_ratio(c, spec, precision, w, effects, how, same_stack.get(c.hardware) if how == "chosen" else None)
+            for c in sources
+        ]
+    )
     # the nearer a source's specifications to the target's, the more it counts (a source with the
     # target's own specifications: e^2.3 = 10x one that differs 10x in one of them)
-    distance = np.array([np.linalg.norm(features(spec, precision) - features(c.spec, c.precision)) for c in sources])
-    weights = np.exp(-distance / SOURCE_DISTANCE_SCALE)
-    y = np.exp(weights @ logs / weights.sum())
-    return RooflineRegression(intercept=False).fit(np.column_stack([w, s]), y)
+    weights = np.exp(-np.array([distance[id(c)] for c in sources]) / SOURCE_DISTANCE_SCALE)
+    return MonotonePiecewiseLinear.from_knots(w, np.exp(weights @ logs / weights.sum()))
+
+
+def measured(curve: Curve) -> MonotonePiecewiseLinear:
+    """A curve's points as a non-decreasing function of the work (fitted here if the Curve was made without)."""
+    if curve.measured is not None:
+        return curve.measured
+    return MonotonePiecewiseLinear().fit(np.column_stack([curve.b, curve.s]), curve.y)
+
+
+# The order in which other ways of serving measured on both GPUs are taken for a same-stack ratio (the
+# first kind that has any): chosen on the tuning collections (experiments/003_fit_accuracy, transfer.md).
+SAME_STACK_ORDER = ("backend and family", "family", "any")
+
+
+def same_stack_ratios(
+    curves: dict[tuple, list[Curve]],
+    way: dict,
+    source: str,
+    target: str,
+    stack: list[str],
+    order: tuple[str, ...] = SAME_STACK_ORDER,
+) -> SameStack | None:
+    """The log ratios target / source on the floor and the busy part, measured on the other ways of serving
+    profiled on both GPUs with the same `stack` columns (collection, serving mode): in SAME_STACK_ORDER, those
+    of the same backend and precision family if any, else of the same family, else any."""
+    same = [k for k in curves if dict(k) != way and all(dict(k)[c] == way[c] for c in stack)]
+    kinds = {
+        "backend and family": [
+            k for k in same if dict(k)["family"] == way["family"] and dict(k).get("backend") == way.get("backend")
+        ],
+        "family": [k for k in same if dict(k)["family"] == way["family"]],
+        "backend": [k for k in same if dict(k).get("backend") == way.get("backend")],
+        "any": same,
+    }
+    tiers = [kinds[name] for name in order]
+    for tier in tiers:
+        ratios, used = [], []
+        for key in tier:
+            on_source = [c for c in curves[key] if c.hardware == source]
+            on_target = [c for c in curves[key] if c.hardware == target]
+            for a in on_source:
+                for b in on_target:
+                    work = b.b * (b.s / 224.0) ** 2
+                    ratios.append((np.log(b.y / measured(a).evaluate(work, 224.0)), busy_fraction(a.estimator, work)))
+            if on_source and on_target:
+                used.append("/".join(str(dict(key)[c]) for c in ("model", "backend") if c in dict(key)))
+        if ratios:
+            lr = np.concatenate([r for r, _ in ratios])
+            u = np.concatenate([u for _, u in ratios])
+            floor, busy = lr[u < 0.5], lr[u >= 0.5]
+            return SameStack(
+                float(np.median(floor)) if len(floor) else None,
+                float(np.median(busy)) if len(busy) else None,
+                tuple(sorted(set(used))),
+                int(len(lr)),
+            )
+    return None
 
 
 def leave_one_gpu_out(sources: list[Curve], effects: GpuEffects | None = None) -> list[tuple[Curve, np.ndarray]]:
@@ -87,8 +245,9 @@ def leave_one_gpu_out(sources: list[Curve], effects: GpuEffects | None = None) -
 
 def transfer_groups(
     ok: pd.DataFrame, specs: dict[str, GpuSpec], target: str, keys: list[str], effects: GpuEffects | None = None
-) -> tuple[list[GroupPredictor], list[str]]:
-    """GroupPredictors for `target` from the 'ok' rows of other hardware, and notes on what was skipped.
+) -> tuple[list[GroupPredictor], list[str], list[str]]:
+    """GroupPredictors for `target` from the 'ok' rows of other hardware, what was skipped and why, and
+    warnings on what a transfer made cannot see.
 
     keys: the group columns other than hardware and precision (model, backend, and serving modes).
     """
@@ -99,37 +258,86 @@ def transfer_groups(
         )
     effects = effects or shipped_effects()
     spec = specs[target]
-    groups, notes, only_target = [], [], []
+    ways, notes, remarks, only_target = [], [], [], []
     for values, rows in _ways_of_serving(ok, keys):
+        way_notes: list[str] = []
+        by_quantity = {q: curves_of(rows, specs, q, tuple(values.items()), way_notes) for q in TRANSFERRED}
+        ways.append((values, rows, by_quantity, way_notes))
+    latency = {tuple(values.items()): q["latency_ms"] for values, _, q, _ in ways}
+    stack = [k for k in keys if k not in ("model", "backend")]
+    groups = []
+    for values, rows, by_quantity, way_notes in ways:
         # named by the precisions the profiles say (tf32, fp32), not by the family that groups them
         precisions = " and ".join(sorted(set(rows["precision"])))
         name = "/".join([*(str(values[k]) for k in keys if values[k] != ""), precisions])
-        own = rows[rows["hardware"] == target]
-        others = rows[rows["hardware"] != target]
-        by_quantity = {q: _sources(others, specs, q) for q in TRANSFERRED}
+        is_target = rows["hardware"].map(lambda h: spec_key(h, specs) == target)
+        own, others = rows[is_target], rows[~is_target]
+        by_quantity = {q: [c for c in curves if c.hardware != target] for q, curves in by_quantity.items()}
         sources = by_quantity["latency_ms"]
         if not sources and others.empty:
             only_target.append(name)
             continue
         if not sources:
-            notes.append(
-                f"{name}: no other profiled GPU with a known specification and two or more batch sizes "
-                f"(profiled on {', '.join(sorted(set(others['hardware'])))})."
-            )
+            why = "; ".join(way_notes) or f"profiled on {', '.join(sorted(set(others['hardware'])))}"
+            notes.append(f"{name}: no other profiled GPU with a known specification and two or more works ({why}).")
             continue
+        remarks += [f"{name}: {n}" for n in way_notes if "disagree" in n]
         precision = target_precision(values["family"], [c.precision for c in sources], spec)
         if precision is None:
             source_precisions = " or ".join(sorted({c.precision for c in sources}))
             notes.append(f"{name}: {target} has no {source_precisions} rate in the GPU table.")
             continue
-        groups.append(_transferred_group(values, keys, target, spec, precision, by_quantity, own, effects))
+        same = {c.hardware: same_stack_ratios(latency, values, c.hardware, target, stack) for c in sources}
+        group = _transferred_group(values, keys, target, spec, precision, by_quantity, own, effects, same)
+        group = _with_load_time(group, others, specs)
+        remarks += [f"{name}: {n}" for n in _warnings(group, sources, spec, precision)]
+        groups.append(group)
     if only_target:  # said once for every such way of serving: the reason and the remedy are the same
         notes.append(
             f"{', '.join(only_target)}: {target} is the only GPU {'it was' if len(only_target) == 1 else 'they were'} "
             "profiled on, and a target is left out of its own transfer; name another GPU with --target-hardware, "
             f"or fit without --target-hardware to use {target}'s own measurements."
         )
-    return groups, notes
+    return groups, notes, remarks
+
+
+def _with_load_time(group: GroupPredictor, others: pd.DataFrame, specs: dict[str, GpuSpec]) -> GroupPredictor:
+    """The group with the model load time of the source GPU it was carried from (the nearest): loading is the
+    host's, the framework's and the disk's as much as the GPU's, so it is carried, and said so."""
+    source = group.transfer["load_from"]
+    if "load_ms" not in others.columns:
+        return group
+    rows = others[others["hardware"].map(lambda h: spec_key(h, specs) == source)]
+    values = rows["load_ms"].to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
+    return dataclasses.replace(group, load_ms=float(np.median(values))) if len(values) else group
+
+
+def _warnings(group: GroupPredictor, sources: list[Curve], spec: GpuSpec, precision: str) -> list[str]:
+    """What a transfer cannot see: a target with its source's very specifications, and sources that the
+    transfer predicts from each other worse than the error it states."""
+    t = group.transfer
+    out = []
+    if t["same_stack"] is None:
+        twins = [c.hardware for c in sources if np.allclose(features(c.spec, c.precision), features(spec, precision))]
+        if twins:
+            out.append(
+                f"{spec.hardware} has the same peak FLOP/s at {precision}, memory bandwidth and L2 as "
+                f"{', '.join(sorted(set(twins)))} in the GPU table: the specifications cannot tell them apart, so the "
+                "transfer is that curve unchanged; what differs between the machines (host, software, clocks) is "
+                "not described. Profile one other model on both to measure it (a same-stack transfer)."
+            )
+    # per_gpu is the specifications' transfer among the sources: it speaks for the transfer made without a
+    # same-stack ratio; a typical source (the median of theirs) worse than the error stated says it is too low
+    stated = t["expected_error"]["median_pct"]
+    own = {gpu: e["median_pct"] for gpu, e in t["per_gpu"].items()}
+    if t["same_stack"] is None and own and np.median(list(own.values())) > stated:
+        listed = ", ".join(f"{gpu} {v:.0f}%" for gpu, v in sorted(own.items()))
+        out.append(
+            f"predicted from each other, the source GPUs are off by more than the {stated:.0f}% median stated "
+            f"({listed}, leave one GPU out): expect more than {stated:.0f}% for {spec.hardware}."
+        )
+    return out
 
 
 def validate(
@@ -138,17 +346,40 @@ def validate(
     keys: tuple[str, ...] = ("model", "backend"),
     effects: GpuEffects | None = None,
     one_source: bool = False,
+    how: str = "chosen",
+    same_stack: bool = False,
+    order: tuple[str, ...] = SAME_STACK_ORDER,
 ) -> list[dict]:
     """Every GPU of every way of serving profiled on 2 or more GPUs predicted from the others (leave one GPU
-    out), or, with one_source, from each other GPU alone: one row per prediction, with its errors."""
+    out), or, with one_source, from each other GPU alone: one row per prediction, with its errors and the
+    regime of each point. how: "chosen", or one guess of GUESSES for every regime. same_stack: scale by the
+    ratios other ways of serving (with the same non-model keys) measured on both GPUs, where there are some
+    (rows without are left out), taken in `order`."""
+    effects = effects or shipped_effects()
+    ok = frame[frame["status"] == "ok"]
+    ways = [
+        (values, curves_of(part, specs, "latency_ms", tuple(values.items())))
+        for values, part in _ways_of_serving(ok, list(keys))
+    ]
+    latency = {tuple(values.items()): curves for values, curves in ways}
+    stack = [k for k in keys if k not in ("model", "backend")]
     rows = []
-    for values, part in _ways_of_serving(frame[frame["status"] == "ok"], list(keys)):
-        curves = _sources(part, specs, "latency_ms")
+    for values, curves in ways:
         for held in curves:
             others = [c for c in curves if c.hardware != held.hardware]
             for sources in [[c] for c in others] if one_source else [others] if others else []:
-                model = predict_curve(sources, held.spec, held.precision, effects)
+                same = None
+                if same_stack:
+                    same = {
+                        c.hardware: same_stack_ratios(latency, values, c.hardware, held.hardware, stack, order)
+                        for c in sources
+                    }
+                    if not any(same.values()):
+                        continue
+                model = predict_curve(sources, held.spec, held.precision, effects, how, same)
                 ratio = model.evaluate(held.b, held.s) / held.y
+                work = held.b * (held.s / 224.0) ** 2
+                u = np.mean([busy_fraction(c.estimator, work) for c in sources], axis=0)
                 rows.append(
                     {
                         **{k: values[k] for k in keys},
@@ -161,6 +392,7 @@ def validate(
                         "max_pct": float(np.max(np.abs(ratio - 1.0)) * 100.0),
                         "errors_pct": [round(float(v), 2) for v in (1.0 / ratio - 1.0) * 100.0],
                         "transfer_errors": [round(float(v), 4) for v in ratio - 1.0],
+                        "regimes": [str(r) for r in regime(u)],
                     }
                 )
     return rows
@@ -173,28 +405,71 @@ def _ways_of_serving(ok: pd.DataFrame, keys: list[str]):
         yield dict(zip([*keys, "family"], values if isinstance(values, tuple) else (values,))), rows
 
 
-def curves_of(rows: pd.DataFrame, specs: dict[str, GpuSpec], quantity: str, way: tuple = ()) -> list[Curve]:
-    """One roofline-fitted Curve per (hardware, precision) of a way of serving's rows, for GPUs of the table."""
+def curves_of(
+    rows: pd.DataFrame, specs: dict[str, GpuSpec], quantity: str, way: tuple = (), notes: list[str] | None = None
+) -> list[Curve]:
+    """One Curve per (hardware, precision) of a way of serving's rows, for GPUs of the table (a profile's
+    V100 is the table's v100), named by the table's key. Why a GPU's rows give none, and points of one work
+    that disagree, are added to `notes`."""
+    notes = [] if notes is None else notes
     curves = []
     for (hardware, precision), part in rows.groupby(["hardware", "precision"], sort=True):
-        spec = specs.get(hardware)
-        part = part.groupby(["batch_size", "input_size"], as_index=False)[quantity].median()
-        y = part[quantity].to_numpy(dtype=float)
+        key = spec_key(hardware, specs)
+        if key is None:
+            notes.append(f"{hardware} is not in the GPU table")
+            continue
+        spec = specs[key]
+        points = part.groupby(["batch_size", "input_size"], as_index=False)[quantity].median()
+        y = points[quantity].to_numpy(dtype=float)
         usable = np.isfinite(y) & (y > 0)
-        if spec is None or part["batch_size"][usable].nunique() < 2:
+        b = points["batch_size"].to_numpy(dtype=float)[usable]
+        s = points["input_size"].to_numpy(dtype=float)[usable]
+        y = y[usable]
+        work = b * (s / 224.0) ** 2
+        if len(np.unique(work)) < 2:
+            if len(y) and quantity == "latency_ms":
+                notes.append(f"{hardware} {precision} has points of one work b x (s/224)^2 only")
             continue
         try:
             rate(spec, precision)
         except InputError:
             continue
-        b = part["batch_size"].to_numpy(dtype=float)[usable]
-        s = part["input_size"].to_numpy(dtype=float)[usable]
-        estimator = RooflineRegression(intercept=False).fit(np.column_stack([b, s]), y[usable])
-        curves.append(Curve(way, hardware, precision, spec, estimator, b, s, y[usable]))
+        estimator = RooflineRegression(intercept=False).fit(np.column_stack([b, s]), y)
+        if quantity == "latency_ms":
+            notes += _disagreeing(hardware, b, s, y)
+        curve = MonotonePiecewiseLinear().fit(np.column_stack([b, s]), y)
+        host = _host_floor(part, estimator)
+        curves.append(Curve(way, key, precision, spec, estimator, b, s, y, curve, host))
     return curves
 
 
-_sources = curves_of
+def _host_floor(rows: pd.DataFrame, estimator: RooflineRegression) -> bool:
+    """Whether the GPU was mostly idle on the curve's floor (the profile measured its utilisation)."""
+    if "gpu_util_avg" not in rows.columns:
+        return False
+    util = rows["gpu_util_avg"].to_numpy(dtype=float)
+    work = rows["batch_size"].to_numpy(dtype=float) * (rows["input_size"].to_numpy(dtype=float) / 224.0) ** 2
+    floor = np.isfinite(util) & (busy_fraction(estimator, work) < 0.5)
+    return bool(floor.any() and np.median(util[floor]) < HOST_BOUND_UTILISATION)
+
+
+def _disagreeing(hardware: str, b: np.ndarray, s: np.ndarray, y: np.ndarray) -> list[str]:
+    """A note where points of one work (within 2%) at different input sizes differ more than DISAGREEMENT."""
+    work = b * (s / 224.0) ** 2
+    worst = None
+    for i in range(len(y)):
+        for j in range(len(y)):
+            if s[i] != s[j] and abs(work[i] / work[j] - 1.0) <= 0.02 and y[i] > DISAGREEMENT * y[j]:
+                if worst is None or y[i] / y[j] > worst[0]:
+                    worst = (y[i] / y[j], i, j)
+    if worst is None:
+        return []
+    factor, i, j = worst
+    return [
+        f"on {hardware}, points of one work disagree {factor:.1f}x (batch {b[i]:g} at {s[i]:g} px: {y[i]:.4g} ms; "
+        f"batch {b[j]:g} at {s[j]:g} px: {y[j]:.4g} ms): the transfer scales by the work b x (s/224)^2 and "
+        "carries their non-decreasing fit"
+    ]
 
 
 def _transferred_group(
@@ -206,14 +481,19 @@ def _transferred_group(
     by_quantity: dict[str, list[Curve]],
     own: pd.DataFrame,
     effects: GpuEffects,
+    same_stack: dict[str, SameStack | None],
 ) -> GroupPredictor:
     sources = by_quantity["latency_ms"]
-    expected = effects.expected(len({c.hardware for c in sources}))
+    calibrated = {hw: r for hw, r in same_stack.items() if r is not None}
+    expected = effects.expected("same-stack" if calibrated else len({c.hardware for c in sources}))
     transfer_errors = [float(v) for v in expected["errors"]]
     # measured / predicted - 1, the sign error_quantile and the rest of the predictor file use
     errors = [round((1.0 / (1.0 + r) - 1.0) * 100.0, 2) for r in transfer_errors]
     validation = (
-        f"held out: transfers from {expected['sources']} source GPU(s) on published curves never used for "
+        "held out: same-stack transfers (scaled by other ways of serving measured on both GPUs) on published "
+        f"curves never used for tuning ({expected['curves']} curves; experiments/003_fit_accuracy)"
+        if calibrated
+        else f"held out: transfers from {expected['sources']} source GPU(s) on published curves never used for "
         f"tuning ({expected['curves']} curves; experiments/003_fit_accuracy)"
     )
     loo = leave_one_gpu_out(sources, effects)
@@ -232,9 +512,9 @@ def _transferred_group(
             models[quantity] = QuantityModel(None, {"family": None, "reason": reason, "rows": 0})
             continue
         models[quantity] = QuantityModel(
-            predict_curve(curves, spec, precision, effects),
+            predict_curve(curves, spec, precision, effects, same_stack=calibrated),
             {
-                "family": "roofline",
+                "family": "piecewise",
                 "features": [],
                 # the source GPUs' points: the target's own, if profiled, were left out (checked_against_target)
                 "rows": int(sum(len(c.y) for c in curves)),
@@ -261,19 +541,11 @@ def _transferred_group(
                 "extrapolation": {},
             },
         )
-    checked = None
     own_y = own[own["precision"] == precision] if len(own) else own
-    if len(own_y):
-        model = models["latency_ms"].estimator
-        measured = own_y["latency_ms"].to_numpy(dtype=float)
-        pred = model.evaluate(own_y["batch_size"].to_numpy(dtype=float), own_y["input_size"].to_numpy(dtype=float))
-        err = percent_errors(pred, measured)
-        checked = {
-            "points": int(len(err)),
-            "median_pct": float(np.median(err)),
-            "max_pct": float(np.max(err)),
-            "errors_pct": [round(float(v), 2) for v in (measured / pred - 1.0) * 100.0],
-        }
+    checked = _checked(models["latency_ms"].estimator, own_y, sources, spec, precision, effects) if len(own_y) else None
+    nearest = min(
+        sources, key=lambda c: float(np.linalg.norm(features(spec, precision) - features(c.spec, c.precision)))
+    )
     transfer = {
         "target": target,
         "target_name": spec.name,
@@ -284,12 +556,30 @@ def _transferred_group(
                 "precision": c.precision,
                 "floor_ms": c.estimator.floor_,
                 "slope_ms_per_image": c.estimator.slope_,
+                "host_floor": c.host_floor,
             }
             for c in sources
         ],
         "transfer_sources": sorted({c.hardware for c in sources}),
         "method": METHOD,
         "coefficients": {"floor": list(effects.floor), "busy": list(effects.busy)},
+        # per regime, what carried the curve there
+        "guesses": {r: "same-stack" if calibrated else effects.choice[r] for r in REGIMES},
+        "floor": _floor_said(sources, calibrated, effects),
+        "same_stack": (
+            {
+                hw: {
+                    "ways": list(r.ways),
+                    "points": r.points,
+                    "floor_ratio": None if r.floor is None else round(float(np.exp(r.floor)), 4),
+                    "busy_ratio": None if r.busy is None else round(float(np.exp(r.busy)), 4),
+                }
+                for hw, r in calibrated.items()
+            }
+            or None
+        ),
+        # the one-line guesses beside the method: their held-out (and tuning) median errors per regime
+        "baselines": effects.baselines,
         "validation": validation,
         "expected_error": {k: v for k, v in expected.items() if k != "errors"},
         # signed predicted / measured - 1 of the held-out transfers (evenly spaced quantiles of them)
@@ -306,6 +596,7 @@ def _transferred_group(
         },
         "checked_against_target": checked,
         "spec_source": spec.source,
+        "load_from": nearest.hardware,
     }
     largest = {int(size): int(hi) for size, _, hi in region}
     key = {k: values[k] for k in keys if values[k] != ""}
@@ -324,6 +615,47 @@ def _transferred_group(
         provenance=MappingProxyType({"device_name": spec.name, "transferred_from": [c.hardware for c in sources]}),
         transfer=MappingProxyType(transfer),
     )
+
+
+def _floor_said(sources: list[Curve], calibrated: dict, effects: GpuEffects) -> str:
+    """How the launch-bound floor reached the target, in words."""
+    if any(r.floor is not None for r in calibrated.values()):
+        return "scaled by the ratio other ways of serving measured on the floors of the same two machines"
+    guess = effects.choice[REGIMES[0]]
+    host = sorted({c.hardware for c in sources if c.host_floor})
+    if guess == "method" and host:
+        return (
+            f"carried unchanged from {', '.join(host)}: the GPU was mostly idle there (measured utilisation), so the "
+            "floor is the host's and the framework's, which the target machine may not share"
+        )
+    return "scaled by the GPU effects" if guess == "method" else f"{guess}: {BASELINES[guess]}"
+
+
+def _checked(model, own: pd.DataFrame, sources: list[Curve], spec: GpuSpec, precision: str, effects: GpuEffects):
+    """The transfer against the target's own measurements, beside every one-line guess, per regime."""
+    b = own["batch_size"].to_numpy(dtype=float)
+    s = own["input_size"].to_numpy(dtype=float)
+    y = own["latency_ms"].to_numpy(dtype=float)
+    work = b * (s / 224.0) ** 2
+    regimes = regime(np.mean([busy_fraction(c.estimator, work) for c in sources], axis=0))
+
+    def medians(pred: np.ndarray) -> dict:
+        err = percent_errors(pred, y)
+        out = {"all": round(float(np.median(err)), 2)}
+        out.update({r: round(float(np.median(err[regimes == r])), 2) for r in REGIMES if (regimes == r).any()})
+        return out
+
+    pred = model.evaluate(b, s)
+    err = percent_errors(pred, y)
+    return {
+        "points": int(len(err)),
+        "median_pct": float(np.median(err)),
+        "max_pct": float(np.max(err)),
+        "errors_pct": [round(float(v), 2) for v in (y / pred - 1.0) * 100.0],
+        "regimes": {r: int((regimes == r).sum()) for r in REGIMES},
+        "by_regime": medians(pred),
+        "guesses": {g: medians(predict_curve(sources, spec, precision, effects, g).evaluate(b, s)) for g in GUESSES},
+    }
 
 
 def _common_region(sources: list[Curve], spec: GpuSpec) -> list[list[float]]:

@@ -109,6 +109,20 @@ class Basis:
         return out
 
 
+def transferred_lines(basis_dict: dict) -> list[str]:
+    """The first lines of a plan on numbers transferred to a GPU nobody profiled: which types, and that the
+    deadline probability counts the transfer's error."""
+    types = [name for name, t in basis_dict.get("data_by_type", {}).items() if t.get("transferred")]
+    if not types:
+        return []
+    them = "it" if len(types) == 1 else "them"
+    return [
+        f"TRANSFERRED: the numbers for {', '.join(types)} were never measured on {them}; "
+        "they are other GPUs' curves carried through the GPU specifications, and the deadline probability counts "
+        "the transfer's held-out error (below). Profile one before promising this deadline."
+    ]
+
+
 def notes(basis_dict: dict) -> list[str]:
     """Lines for the readable output: per type used, where its numbers come from and what they lack."""
     lines = []

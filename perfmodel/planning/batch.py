@@ -14,6 +14,7 @@ import warnings
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -36,6 +37,7 @@ LATENCY_COLUMNS = {"p50": "latency_ms", "p99": "latency_p99_ms"}
 MOMENT_COLUMNS = ("latency_mean_ms", "latency_std_ms")  # one batch's mean and sd, where the profile has them
 DEFAULT_CONFIDENCE = 0.95  # the probability that the whole plan finishes by the deadline
 MIN_CONFIDENCE, MAX_CONFIDENCE = 0.5, 0.999
+TRANSFER_NAME = "made by --transfer"  # how a plan names the predictor --transfer fits on the fly
 # Margins tried for a deadline probability, then bisected between the last too small and the first enough.
 MARGIN_STEPS = (0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 0.95)
 BISECTION_STEPS = 7
@@ -104,6 +106,7 @@ class PlanRequest:
     time_limit: float = 10.0
     extrapolate: bool = False
     confidence: float | str | None = None
+    transfer: bool = False  # plan pool types nobody profiled on the other GPUs' curves, carried (transfer.py)
 
 
 def make_plan(
@@ -117,7 +120,10 @@ def make_plan(
     profiles/reference/ are used; with no pool, every hardware type found is available in any number.
     `model` may be a TorchScript file: the plan is then for the model named by its stem and records the
     file. A predictor offers batch sizes up to 2x the largest measured at each input size (`extrapolate`:
-    up to its max_batch). `confidence` is the probability that the whole plan finishes by the deadline
+    up to its max_batch). `transfer`: pool types nobody profiled (GPUs of the specification table) are planned
+    on the given profiles' other GPUs carried through the GPU specifications (perfmodel.fitting.transfer), their
+    held-out error counted in the deadline probability. `confidence` is the probability that the whole plan
+    finishes by the deadline
     (default 0.95; 0.5 the median plan): the plan is the cheapest whose makespan distribution
     (planning/makespan.py) meets it; 'none' plans on the fixed rule alone (the margin, p50 or p99), as
     does a `margin` given (0 included) or use='p99' without a confidence. Returns a PlannedJob: the solver's Plan (whose
@@ -196,7 +202,15 @@ def _request(request, settings: dict) -> PlanRequest:
         profiles=tuple(arguments.sources(r.profiles, "profiles")),
         predictors=tuple(arguments.sources(r.predictors, "predictors", objects=True)),
         **{what: arguments.name(getattr(r, what), what) for what in ("model", "backend", "precision")},
+        transfer=_flag(r.transfer, "transfer"),
     )
+
+
+def _flag(value, what: str) -> bool:
+    """A yes/no setting: True or False only ('no' is a truthy string)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{what} must be True or False, not {shown(value)}.")
+    return bool(value)
 
 
 def _workload(images, input_size, mix, mode) -> dict[int, int | None]:
@@ -394,6 +408,12 @@ def _gather(profiles, predictors, model, sizes, r: PlanRequest, basis) -> tuple[
         _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
     for name, predictor in loaded:
         _from_predictor(options, predictor, model, sizes, use, backend, precision, basis, name)
+    unknown = [t for t in (r.pool or {}) if t not in options]
+    if unknown and r.transfer:
+        transferred = _transferred(frame, model, unknown, options)
+        _from_predictor(options, transferred, model, sizes, use, backend, precision, basis, TRANSFER_NAME)
+    elif unknown:
+        raise InputError(_no_source_for(unknown, options, profiles))
     for size in sizes:
         if not any(size in o.columns for o in options.values()):
             measured = sorted(_profile_sizes(frame, model))
@@ -406,6 +426,43 @@ def _gather(profiles, predictors, model, sizes, r: PlanRequest, basis) -> tuple[
                 f"{', '.join(map(str, measured)) or 'none'}: {hint} a predictor, which can extrapolate."
             )
     return options, model
+
+
+def _transferred(frame, model: str, targets: list[str], options):
+    """A predictor of `targets`, nobody's profiled GPUs, carried from the profiles' other GPUs (plan --transfer)."""
+    from perfmodel.fitting.train import transferred
+
+    if frame is None:
+        raise InputError(
+            "--transfer carries measured curves to a GPU nobody profiled: give the profiles (--profile FILE), "
+            "not only predictors."
+        )
+    rows = frame[frame["model"] == model].drop(columns=["profile_file"], errors="ignore")
+    with warnings.catch_warnings():  # what the transfer cannot see is in its note, which the plan repeats
+        warnings.simplefilter("ignore", PerfmodelWarning)
+        return transferred(rows, targets)
+
+
+def _no_source_for(unknown: list[str], options, profiles) -> str:
+    """No profile or predictor for a pool type: and, for GPUs of the specification table, how to plan anyway."""
+    from perfmodel.fitting.gpu_specs import load_gpu_specs, spec_key
+
+    message = f"no profile or predictor for {', '.join(unknown)} (hardware found: {', '.join(sorted(options))})"
+    specs = load_gpu_specs()
+    known = [spec_key(t, specs) for t in unknown if spec_key(t, specs) is not None]
+    if not known or not profiles:
+        return message + "."
+    paths = [str(p) for p in profiles]
+    folder = shipped.profiles_folder()
+    if folder is not None and sorted(map(Path, profiles)) == sorted(shipped.sources()[0]):  # the shipped ones
+        paths = [str(folder / "*.csv"), str(folder / "reference" / "*.csv")]
+    names = ",".join(known)
+    return (
+        message + f"; to plan on {', '.join(known)} from the curves measured on the other GPUs, carried through "
+        "the GPU specifications (about 25% error, median, counted in the deadline probability), add --transfer, "
+        f"or fit a predictor and plan on it: perfmodel fit {' '.join(paths)} --target-hardware {names} "
+        f"--out transferred.json, then --predictor transferred.json."
+    )
 
 
 def _pick_model(model: str | None, models: set[str], predictors=()) -> str:
