@@ -105,6 +105,7 @@ ARGUMENTS: dict[str, dict[str, str]] = {
         "--margin": NUMBER,
         "--load-time": NUMBER,
         "--extrapolate": SWITCH,
+        "--transfer": SWITCH,
         "--confidence": NUMBER,
         "--decode-time": NUMBER,
         "--max-batches": NUMBER,
