@@ -161,6 +161,21 @@ def _backends() -> tuple[str, ...]:
 BACKENDS = _backends()
 
 
+def compile_model(model, mode: str = "default"):
+    """torch.compile as perfmodel measures and runs it: lazily (it compiles at the first call of each batch
+    shape, the warm-up), static shapes (dynamic=False), the whole model as one graph (fullgraph=True: a graph
+    break fails the point, rather than timing a model that runs partly eager), and with Inductor's freezing,
+    as PyTorch advises for inference: the weights become constants (batch norms folded into convolutions,
+    weights prepacked). Freezing is a setting of the process; every runner has a process of its own.
+    ResNet-50 at 64 px, batch 8, this 2-core VM (load 11): compiled without freezing 711 ms a call, eager
+    591, with freezing 386 (first call 238 s without, 158 s with)."""
+    import torch
+    import torch._inductor.config
+
+    torch._inductor.config.freezing = True
+    return torch.compile(model, dynamic=False, fullgraph=True, mode=None if mode == "default" else mode)
+
+
 def check_device(device: str) -> str:
     """Normalise and check --device; DeviceError when it is not on this machine."""
     import torch
@@ -249,20 +264,13 @@ class TorchRunner:
             if self.options.channels_last:
                 model = model.to(memory_format=torch.channels_last)
             if self.options.compile:
-                model = self._compiled(model)
+                model = compile_model(model, self.options.compile_mode)
             self.sync()
         t2 = time.perf_counter()
         self.model = model
         self.load_parts = {"load_build_ms": (t1 - t0) * 1e3, "load_weights_ms": (t2 - t1) * 1e3}
         self.load_ms = (t2 - t0) * 1e3
         return self.load_ms
-
-    def _compiled(self, model):
-        """torch.compile, lazily: it compiles at the first call of each batch shape (the warm-up). Static
-        shapes (dynamic=False), one graph per shape (fullgraph=True: a graph break fails the point, rather
-        than timing a model that runs partly eager)."""
-        mode = self.options.compile_mode
-        return self.torch.compile(model, dynamic=False, fullgraph=True, mode=None if mode == "default" else mode)
 
     def compile_counts(self) -> CompileCounts | None:
         """What torch.compile did in this process so far, from Dynamo's and Inductor's own counters; None

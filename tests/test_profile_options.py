@@ -14,7 +14,7 @@ import pytest
 
 from perfmodel.errors import InputError
 from perfmodel.profile.worker import _compile_problem
-from perfmodel.torch_runner import CompileCounts, TorchOptions
+from perfmodel.torch_runner import CompileCounts, TorchOptions, compile_model
 
 
 @pytest.mark.parametrize(
@@ -93,7 +93,7 @@ def test_a_graph_compiled_while_timing_fails_the_point(tmp_path, monkeypatch):
     worker = Worker(lambda message: None)
     load = {"op": "load", "model": asdict(ModelSpec("tiny")), "options": asdict(TorchOptions(compile=True))}
     assert worker.handle({**load, "seed": 0, "call_timeout_s": 600})["status"] == "ok"
-    worker.runner.model = worker.runner._compiled(Counting())
+    worker.runner.model = compile_model(Counting())
     rule = asdict(StabilityRule(min_samples=1, max_samples=1, floor_samples=1, warmup_calls=1))
     reply = worker.handle({"op": "steady", "batch_size": 2, "input_size": 4, "rule": rule})
     assert reply["status"] == "failed"

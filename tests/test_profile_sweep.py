@@ -333,7 +333,7 @@ def test_each_compile_worker_has_its_own_cache_folder_removed_after():
             assert reply["status"] == "ok", reply
             caches.append(reply["compile_cache"])
             folders.append(worker.scratch)
-            assert str(worker.scratch) in reply["compile_cache"]
+            assert str(worker.scratch) in reply["compile_cache"] and str(worker.scratch) in reply["temp_dir"]
         assert not folders[-1].exists()
     assert caches[0] != caches[1]
 

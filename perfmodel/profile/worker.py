@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import threading
 import time
 
@@ -174,6 +175,7 @@ class Worker:
             "threads": self.runner.torch.get_num_threads(),
             "provenance": torch_provenance(options.device),
             "compile_cache": _compile_cache(),
+            "temp_dir": tempfile.gettempdir(),  # Inductor's precompiled headers go here
         }
 
     def _first_call(self, request: dict) -> dict:

@@ -2,8 +2,9 @@
 
 A worker runs in its own session (a Ctrl-C in the terminal reaches only the profiler, which then
 stops its workers itself) and dies with the profiler (lifetime.py). With `--compile`, each worker
-gets its own Inductor/Triton cache folder, removed when it ends: a fresh worker's compilation is
-then really fresh, so `warmup_ms` means the same with and without --compile.
+gets its own Inductor/Triton cache folder and temp folder (where Inductor keeps its C++ precompiled
+headers), removed when it ends: a fresh worker's compilation is then really fresh, nothing of an
+earlier point's reused, so `warmup_ms` means the same with and without --compile.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ class WorkerProcess(OwnedChild):
             env[SCRATCH_ENV] = str(self.scratch)
             env["TORCHINDUCTOR_CACHE_DIR"] = str(self.scratch / "inductor")
             env["TRITON_CACHE_DIR"] = str(self.scratch / "triton")
+            # Inductor keeps its C++ precompiled headers in the temp folder, outside the cache above and
+            # for every later process (torch 2.13: $TMPDIR/torchinductor_<user>/precompiled_headers).
+            (self.scratch / "tmp").mkdir()
+            env["TMPDIR"] = str(self.scratch / "tmp")
         read_end, write_end = os.pipe()
         env[REPLY_FD_ENV] = str(write_end)
         self._log = tempfile.TemporaryFile()  # already unlinked: nothing is left behind, however we end
