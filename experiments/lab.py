@@ -23,6 +23,7 @@ import argparse
 import atexit
 import calendar
 import json
+import math
 import os
 import re
 import shutil
@@ -70,6 +71,16 @@ def at_least_one(text: str) -> int:
 def no_options(doc: str) -> None:
     """For a script that takes no options: --help prints `doc`, anything else is refused in one sentence."""
     argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson 95% interval of a proportion k of n (NaN, NaN for n = 0)."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
 
 
 def log(message: str) -> None:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from perfmodel.fitting import Predictor
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.integration  # each test runs the campaign script or va
 ROOT = Path(__file__).resolve().parents[1]
 HERE = ROOT / "experiments" / "008_gpu_campaign"
 SCRIPT = HERE / "campaign.sh"
+CALIBRATION_DIR = ROOT / "experiments" / "011_deadline_calibration"
 
 
 def load(name: str):
@@ -47,30 +49,41 @@ def test_dry_run_runs_every_step_and_the_next_call_resumes_from_its_files(tmp_pa
     out = tmp_path / "out"
     done = campaign("dry-run", str(out))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    ran = [re.sub(r" \d+$", "", n) for n in re.findall(r"\] session: (.+)$", done.stdout, re.M)]
+    assert ran == [*session(), "step_fit"]  # campaign.sh's order, every part run
+    compiled = "no --compile-mode yet" not in done.stdout  # issue 39's flag, on another branch until it lands
     for step in ("resnet50", "efficientnet_b0"):
+        options = ["channels-last-bf16", "channels-last-fp32", *(["compile-fp32"] if compiled else []), "fp32"]
         profiles = sorted(out.glob(f"cpu-{step}-*.csv"))
-        assert [p.name for p in profiles] == [f"cpu-{step}-torch-{o}.csv" for o in ("channels-last-bf16", "fp32")]
+        assert [p.name for p in profiles] == [f"cpu-{step}-torch-{o}.csv" for o in options]
         for path in profiles:
             df = load_profile(path)
-            assert set(df["status"]) == {"ok"} and df["batch_size"].max() == 8
+            assert set(df["status"]) == {"ok"} and df["batch_size"].max() in (2, 4, 8)
         predictor = Predictor.load(out / f"cpu-{step}.json")
-        assert len(predictor.select(hardware="cpu")) == 2
+        assert len(predictor.select(hardware="cpu")) == len(options)
         assert "CV MAPE" in (out / f"cpu-{step}-fit.txt").read_text()
     assert "torch" in (out / "cpu-check.txt").read_text()
-    if (out / "cpu-validate.jsonl").exists():
-        (line,) = [json.loads(x) for x in (out / "cpu-validate.jsonl").read_text().splitlines()]
-        assert line["images_done"] > 0 and line["measured_makespan_s"] > 0
-    else:
-        assert "validate skipped: perfmodel has no `run` command" in done.stdout
+    assert "dry run: the bare loop needs CUDA: skipped" in done.stdout
+    (line,) = [json.loads(x) for x in (out / "cpu-calibration.jsonl").read_text().splitlines()]
+    assert line["row"]["executed"] and line["run"]["images_done"] > 0 and line["row"]["wall_s"] > 0
+    assert (out / "cpu-calibrate.state").read_text().split() == ["first", "rest"]
 
     # The next device call starts with an empty folder and the files of this one (committed) as its seed.
     second = tmp_path / "second"
     again = campaign("dry-run", str(second), seed=out)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "resuming from" in again.stdout and again.stdout.count("done in an earlier call") >= 4
+    assert "resuming from" in again.stdout and again.stdout.count("done in an earlier call") >= 8
     assert "perfmodel profile --model" not in again.stdout  # nothing measured twice
     assert "check: the GPU tests (-m gpu" not in again.stdout and "passed in an earlier call" in again.stdout
+    assert "calibrate first: done in an earlier call" in again.stdout and "starting Ray" not in again.stderr
     assert (second / "cpu-resnet50.json").exists()  # fitted again from the seeded profiles
+
+
+def session() -> list[str]:
+    """campaign.sh's SESSION, its parts' names (without their arguments' variables)."""
+    script = SCRIPT.read_text()
+    listed = re.search(r"SESSION=\((.*?)\)\n", script, re.S).group(1)
+    return [re.sub(r" \$\w+$", "", n) for n in re.findall(r'"([^"]+)"', listed)]
 
 
 def test_a_call_stops_cleanly_before_its_budget(tmp_path):
@@ -162,38 +175,150 @@ def test_extrapolation_is_judged_per_input_size(tmp_path):
     assert extrapolated(plan(100, 320), predictor)  # a size never measured
 
 
+def test_the_first_device_call_stays_under_its_64_mib():
+    """The first call carries the working tree and the wheels (48 MiB): the tree must leave room for them."""
+    wheels = load("wheels")
+    try:
+        tree = wheels.tree_bytes() / 2**20
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("no git here to list the tree that would travel")
+    room = wheels.LIMIT_MIB - wheels.MARGIN_MIB - wheels.WHEELS_MIB
+    assert tree <= room, (
+        f"the tree is {tree:.1f} MiB: with the wheels' {wheels.WHEELS_MIB} MiB, the first device call would be over "
+        f"{wheels.LIMIT_MIB - wheels.MARGIN_MIB} MiB (see experiments/008_gpu_campaign/README.md: move results "
+        "out of the tree or slim the wheels)"
+    )
+
+
+def test_a_device_call_on_a_fresh_machine_without_wheels_is_refused(tmp_path):
+    """device_call.sh: the next calls carry no wheels; on a fresh machine (none installed) it says so."""
+    done = subprocess.run(
+        ["bash", str(HERE / "device_call.sh"), "120"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=dict(os.environ, OUT=str(tmp_path), CAMPAIGN_SITE=str(tmp_path / "site")),
+    )
+    if list((ROOT / ".whl").glob("*.whl")):
+        pytest.skip("this checkout carries wheels (.whl/): the call would install them")
+    assert done.returncode == 2 and "a fresh machine; send the session's first call again" in done.stderr
+    assert not (tmp_path / "session.log").exists()
+
+
 def test_the_budget_fits_the_device_limits():
-    """By the budget's own model: one session of 15 device-minutes, one machine start, the first call's work
-    inside the budget campaign.sh stops itself at, the second call on the machine still warm."""
+    """By the budget's own model: one session of 15 device-minutes, one machine start, two calls back to
+    back, each under the device's 10 minutes a command, the second on the machine still warm."""
     budget = load("budget")
     assert budget.device_s() <= budget.DEVICE_S - budget.MARGIN_S
     assert budget.GAP_S < budget.WARM_S  # else the machine goes back between the calls and the second pays a start
-    assert 0 < budget.second_call_s() < budget.CALL_BUDGET_S
-    calls = {call for _, call in budget.schedule()}
-    assert calls <= {"1", "1-2", "2", "2-later", "later"}
-    assert [call for _, call in budget.schedule()][:3] == ["1"] * 3  # a profile and plans run on it: the first call
+    assert 0 < budget.second_call_s() < budget.CALL_BUDGET_S < budget.CALL_TIMEOUT_S - 30
+    for hw in budget.GPU_TYPES:
+        calls = [call for _, call in budget.schedule(hw)]
+        assert set(calls) <= {"-", "1", "1-2", "2", "2-later", "1-later", "later"}
+        assert calls[0] == "1"
+    n, seconds = budget.calibration_first()
+    assert 0 < n <= budget.CAL_FIRST and seconds <= budget.CALIBRATION_S
+
+
+def test_the_budget_is_fitted_on_both_gpu_types_measured_points():
+    """Each point's time from the committed profiles: within a few seconds, and the sweeps' sums close."""
+    budget = load("budget")
+    for hw in budget.GPU_TYPES:
+        df = budget.timed_points(hw, "resnet50")
+        cost = budget.point_cost(hw, "resnet50")
+        ok = df[(df["status"] == "ok") & df["warmup_ms"].isna()].dropna(subset=["took"])
+        predicted = cost.a + (3 + ok["samples"] + cost.b) * ok["call_s"]
+        assert abs(predicted.sum() - ok["took"].sum()) < 5 and (predicted - ok["took"]).abs().max() < 3
+        assert 0.5 < cost.a < 3 and 2 < cost.b < 6 and 5 < cost.fresh_s < 30
 
 
 def test_the_budget_counts_what_campaign_sh_runs():
-    """The grid, the options' warm-up, the plans and the call budget: the same in both files."""
+    """The grids, the slots and the order: the same in both files (and in gpu_calibration.py)."""
     budget, script = load("budget"), SCRIPT.read_text()
     gpu = script[script.index("    DEVICE=cuda") : script.index("  fi\n}")]
-    for model, sizes in budget.SIZES.items():
-        assert f"SIZES_{model}={','.join(map(str, sizes))}" in gpu
+    for model in ("resnet50", "efficientnet_b0"):
+        assert f"SIZES_{model}={','.join(map(str, budget.SIZES))}" in gpu
     assert f"FRESH={','.join(map(str, budget.FRESH_AT))}" in gpu
-    options = dict(re.findall(r'"(torch-[\w-]+):([^"]*)"', gpu))
-    for listed in budget.OPTIONS.values():
-        assert [o.name for o in listed] == list(options)
-        for o in listed:
-            # an option counted without fresh warm-up processes must not get --fresh-warmup-at
-            assert o.fresh == ("--warmup in-process" not in options[o.name]), o.name
-            assert o.cap == (int(m.group(1)) if (m := re.search(r"--max-batch-size (\d+)", options[o.name])) else None)
-    plans = re.search(r"PLANS=\((.*?)\)\n", gpu, re.S).group(1)
-    assert len(re.findall(r'"[^"]+"', plans)) == budget.PLANS
-    assert f'BUDGET_S="${{CAMPAIGN_BUDGET_S:-{budget.CALL_BUDGET_S:.0f}}}"' in script
     assert f"--max-time-per-point {budget.MAX_TIME_PER_POINT_S:g}" in gpu
+    assert f"--max-time-short-calls {budget.SHORT_CALLS_TIME_S:g}" in gpu
     assert f"SEARCH_TOL={budget.SEARCH_TOLERANCE:g}" in gpu
-    session = re.search(r"SESSION=\((.*?)\)\n", script, re.S).group(1)
-    names = [re.sub(r" \$GPU_TESTS_S$", "", n) for n in re.findall(r'"([^"]+)"', session)]
-    assert names == [p.name for p in budget.parts()]
-    assert f'GPU_TESTS_S="${{CAMPAIGN_GPU_TESTS_S:-{budget.GPU_TESTS_S:.0f}}}"' in script
+    fast = re.search(r"FAST_SWEEP=\((.*?)\)\n", gpu, re.S).group(1)
+    assert f"--input-sizes {','.join(map(str, budget.FAST_SIZES))}" in fast
+    assert f"--batch-sizes {','.join(map(str, budget.FAST_BATCHES))}" in fast
+    assert f'COMPILED="--input-sizes 224 --batch-sizes {",".join(map(str, budget.COMPILED_BATCHES))}' in script
+    options = re.findall(r'"(torch-[\w-]+):([^"]*)"', re.search(r"FAST_OPTIONS=\((.*?)\)\n", gpu, re.S).group(1))
+    assert len(options) == len(budget.FAST)
+    for (name, flags), counted in zip(options, budget.FAST):
+        mode = counted.partition(":")[2]
+        assert (f"--compile-mode {mode}" in flags) if mode else ("--compile" not in flags), name
+        assert ("--cuda-graphs" in flags) == ("cuda-graphs" in counted), name
+    for name, value in (
+        ("FAST_OPTION_S", budget.FAST_OPTION_S),
+        ("CALIBRATION_S", budget.CALIBRATION_S),
+        ("LOADTIME_S", budget.LOADTIME_S),
+        ("GPU_TESTS_S", budget.GPU_TESTS_S),
+    ):
+        assert f'{name}="${{CAMPAIGN_{name}:-{value:.0f}}}"' in script, name
+    assert f"CAL_FIRST={budget.CAL_FIRST}" in gpu
+    assert f'BUDGET_S="${{CAMPAIGN_BUDGET_S:-{budget.CALL_BUDGET_S:.0f}}}"' in script
+    assert session() == [p.name for p in budget.parts("h100")]
+    calibration = load_011("gpu_calibration")
+    assert calibration.DEADLINES == budget.DEADLINES and calibration.RUN_OVERHEAD_S == budget.RUN_OVERHEAD_S
+    per_deadline = len(calibration.SIZES) * len(calibration.MODES) * len(calibration.PROBABILITIES)
+    assert per_deadline == budget.CASES_PER_DEADLINE
+
+
+def load_011(name: str):
+    spec = importlib.util.spec_from_file_location(f"calibration_{name}", CALIBRATION_DIR / f"{name}.py")
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def tiny_cpu_profile(path: Path) -> None:
+    """A made-up profile of the tiny model on this CPU (a few ms a batch): plans of a few seconds."""
+    rows = [
+        dict(
+            hardware="cpu",
+            model="tiny",
+            backend="torch",
+            precision="fp32",
+            input_size=32,
+            batch_size=b,
+            latency_ms=1.0 + 0.5 * b,
+            latency_p99_ms=1.5 + 0.6 * b,
+            warmup_ms=50.0 + b,
+            memory_mb=100.0 + b,
+            status="ok",
+            load_ms=300.0,
+        )
+        for b in (1, 2, 4, 8, 16)
+    ]
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
+@pytest.mark.slow
+def test_the_gpu_calibration_runs_end_to_end_on_the_cpu(tmp_path):
+    """experiments/011's gpu_calibration.py with the tiny model: plans made, executed on one local Ray,
+    appended; a first slot stops at its count (exit 3) and the next call does the rest, nothing twice."""
+    profile, out = tmp_path / "cpu-tiny.csv", tmp_path / "cpu-calibration.jsonl"
+    tiny_cpu_profile(profile)
+    script = CALIBRATION_DIR / "gpu_calibration.py"
+    args = [sys.executable, str(script), "--hardware", "cpu", "--device", "cpu", "--cpus", "2", "--profile"]
+    args += [str(profile), "--out", str(out), "--sizes", "32", "--deadlines", "3", "--probabilities", "0.5"]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    first = subprocess.run([*args, "--until-executed", "1"], capture_output=True, text=True, env=env, timeout=600)
+    assert first.returncode == 3, first.stderr[-3000:]
+    rows = [json.loads(x)["row"] for x in out.read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["executed"] and rows[0]["measured_s"] > 0
+    rest = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+    assert rest.returncode == 0, rest.stderr[-3000:]
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert sorted(x["row"]["mode"] for x in lines) == ["relaxed", "soft"]
+    assert all(x["row"]["executed"] and x["run"]["workers"][0]["timeline"]["batches_timed"] > 0 for x in lines)
+    assert "batches" not in lines[0]["run"]["workers"][0]["timeline"]  # the per-batch times stay out of the file
+    soft = next(x["row"] for x in lines if x["row"]["mode"] == "soft")
+    assert soft["images"] == int(0.9 * soft["c1"])
+    table = subprocess.run([sys.executable, str(script), "--table", str(out)], capture_output=True, text=True)
+    assert "2 plans executed, 0 refused" in table.stdout and "| 0.5 | all | 2 |" in table.stdout

@@ -48,6 +48,7 @@ def _script(path: str, *args: str) -> subprocess.CompletedProcess:
         "003_fit_accuracy/two_batch_sizes.py",
         "011_deadline_calibration/queue_call.py",  # ... one that starts Ray
         "011_deadline_calibration/coload.py",
+        "011_deadline_calibration/gpu_calibration.py",  # ... one that starts Ray and runs plans
     ],
 )
 def test_help_says_what_a_script_does_and_runs_nothing(path):
@@ -74,6 +75,10 @@ def test_help_says_what_a_script_does_and_runs_nothing(path):
         ("011_deadline_calibration/coload.py", ["nosuch"]),  # waited forever for a load that never came
         ("012_load_time/run.py", ["--repeats", "0"]),
         ("012_load_time/run.py", ["--arms", "old,nosuch"]),  # would fail after minutes of the other arms
+        ("011_deadline_calibration/gpu_calibration.py", ["--hardware", "h999", "--out", "x.jsonl"]),  # no profile
+        ("011_deadline_calibration/gpu_calibration.py", ["--deadlines", "10,abc"]),
+        ("008_gpu_campaign/budget.py", ["h999"]),
+        ("008_gpu_campaign/figures.py", ["no/such/folder"]),
     ],
 )
 def test_a_bad_flag_is_refused_in_one_sentence(path, args):

@@ -1,123 +1,178 @@
-"""How long the campaign takes on one H100, and what one device session of 15 minutes covers.
+"""How long the campaign's parts take on one lent GPU, re-fitted to the measured runs, and what one lent
+machine does: 15 device-minutes, one machine start, two calls back to back (each at most 10 minutes).
 
-Nothing here was measured on a GPU: the speeds below are assumptions (written next to each), to be
-replaced by what the first real call shows (every line campaign.sh prints carries its elapsed seconds,
-and `perfmodel profile --estimate` prints the profiler's own bound before each sweep). The point counts
-follow the profiler's rules: `auto` doubles from 1 to the first batch that fails, then bisects until the
-gap is within --search-tolerance; each point that runs costs its first call (cuDNN autotuning: taken as
-3 calls), 2 untimed calls and its samples (at least 5; 20 when the median settles within --max-time-per-
-point); warm-up in a fresh process costs the process's start (Python, torch, CUDA context, the model) and
-its first call.
+    python3 experiments/008_gpu_campaign/budget.py            # the plan for an H100 and for an H200
+    python3 experiments/008_gpu_campaign/budget.py h100       # one GPU type
 
-Device time counts from the asking for a machine until it goes back, idle or busy: 15 minutes a session,
-one command at most 10. So the session is one call of `campaign.sh session` (the machine's start, the
-wheels installed, CALL_BUDGET_S of work, the parts most important first) and, on the machine still warm
-(30 s), a second, shorter call of the same command with what time is left, which resumes where the
-first stopped. What does not fit is left for a later session (the same command resumes from the
-committed results).
-
-    python3 experiments/008_gpu_campaign/budget.py          # the table for README.md
+Measured, read from results/<hw>/ at every run (a new run's files re-fit it):
+- a profile point, from its `created_at` to the next point's (1 s resolution): a + (3 + samples + b) x call,
+  fitted by least squares per GPU type and model on the ok points without a fresh process: `a` is the
+  point's own cost (its inputs, freeing memory, the row), `b` the first call's cuDNN autotuning counted in
+  calls (then 2 untimed calls and the samples);
+- a fresh warm-up process: what such a point took beyond that (Python, torch, CUDA, the load, the first call);
+- a batch that does not fit: its point's time; a sweep's start: the worker start its log reports and the
+  drift probe (5 s on CUDA);
+- the GPU type's speed: its ResNet-50 fp16 curve; memory per image (the same, 5.26 MiB, for both models).
+Assumed, each where it is set (no GPU has run them yet): the machine's start and transfers, the fast
+options' speeds and compile times, the calibration's time around each plan, tf32's speed.
+What each GPU type has done already (its `*.state` files) costs nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
+import re
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
-MAX_TIME_PER_POINT_S = 0.5  # campaign.sh: --max-time-per-point 0.5
-SEARCH_TOLERANCE = 0.2  # --search-tolerance 0.2
-FRESH_AT = (1, 256)  # --fresh-warmup-at 1,256
-POINT_OVERHEAD_S = 0.3  # writing the CSV, the monitor's summary, freeing memory
-OOM_POINT_S = 1.5  # a batch that does not fit fails at its first call, then memory is freed
-FRESH_PROCESS_S = 8.0  # python + imports + CUDA context + the model (its load_ms: 3.9-5.3 s on the H200)
-STEP_START_S = 10.0  # per perfmodel profile command: imports, CUDA context, the long-lived worker
-ENVIRONMENT_S = 10.0  # nvidia-smi and the package versions
-GPU_TESTS_S = 120.0  # campaign.sh's GPU_TESTS_S: the GPU tests get at most this (13 tests; assumed enough)
-VALIDATE_PLAN_S = 35.0  # a local Ray start (~5 s), loading the model (~8 s), a 10 s deadline, Ray's stop
-VALIDATE_FIT_S = 20.0  # validate fits the fp16 predictors on the GPU machine first
-PLANS = 3  # campaign.sh's PLANS
+import numpy as np
+import pandas as pd
 
-DEVICE_S = 15 * 60  # a session's device time, machine start and idle included
-MACHINE_START_S = 120.0  # the first call: a bare machine (1-2 minutes; the upper end)
-INSTALL_S = 20.0  # the wheels into /tmp/site, once: the second call finds them on the warm machine
-TRANSFER_S = 15.0  # per call: the working tree and 55 MiB of wheels there, the results back
-GAP_S = 20.0  # between calls: the machine held idle while the reply is read (must stay under WARM_S)
-WARM_S = 30.0  # how long a machine waits for the next call before it goes back
-CALL_BUDGET_S = 540.0  # campaign.sh's CAMPAIGN_BUDGET_S: the first call stops itself by then
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+GPU_TYPES = ("h100", "h200")
+DEVICE_MIB = {"h100": 81_559, "h200": 143_771}  # nvidia-smi, results/<hw>/<hw>-check.txt
+
+# campaign.sh's settings (tests/test_campaign.py holds them equal)
+MAX_TIME_PER_POINT_S = 0.5
+SHORT_CALLS_TIME_S = 2.0
+MIN_SAMPLES, FLOOR_SAMPLES = 20, 6  # perfmodel/profile/timing.py's StabilityRule
+SEARCH_TOLERANCE = 0.2
+FRESH_AT = (1, 256)
+SIZES = (224, 320, 448)
+CAP = 16384  # the profiler's --max-batch-size on CUDA
+FAST_SIZES = (224, 448)
+FAST_BATCHES = (1, 8, 32, 256, 1024, 2048)
+COMPILED_BATCHES = (1, 256)
+FAST_OPTION_S = 120.0  # campaign.sh's FAST_OPTION_S: at most this per option and model
+BARE_S = 70.0  # the bare loop's bound
+CALIBRATION_S = 300.0  # the calibration's first slot
+CAL_FIRST = 20  # ... or this many plans executed
+LOADTIME_S = 90.0
+GPU_TESTS_S = 60.0
+PROBE_S = 5.0  # the drift probe on CUDA, per profile command
+
+# Assumed (no GPU has run them yet).
+COMPILE_S = {"default": 40.0, "reduce-overhead": 60.0, "max-autotune": 150.0}  # per new batch shape
+CHANNELS_LAST = 0.69  # channels-last's time over eager's at batch >= 32 (the H100's bare loop at 256: 18.6/27.1 ms)
+TF32 = 2.3  # tf32's time over fp16's, with half the largest batch
+RUN_OVERHEAD_S = 8.0  # gpu_calibration.py's RUN_OVERHEAD_S: a plan's device time beyond its makespan
+RAY_START_S = 15.0  # the calibration's one local Ray
+DEADLINES = (10, 15, 20, 30, 60)  # gpu_calibration.py's, 8 cases each (2 sizes x 2 modes x 2 P)
+CASES_PER_DEADLINE = 8
+MAKESPAN_SHARE = 0.95  # of its deadline, a plan's makespan (relaxed P = 0.5 about 1, the others less)
+
+# The lent machine (README.md of the device tool: 15 minutes, at most 10 a command, warm 30 s).
+DEVICE_S = 15 * 60
+MACHINE_START_S = 120.0  # a bare machine's start (1-2 minutes; the upper end)
+INSTALL_S = 20.0  # the wheels into /tmp/site: the first call only, the second finds them on the warm machine
+TRANSFER_S = 15.0  # per call: the working tree (and, in the first call, the wheels) there, the results back
+GAP_S = 20.0  # between the calls: the reply read and the second sent (under WARM_S)
+WARM_S = 30.0
+CALL_TIMEOUT_S = 600.0  # a command's limit
+CALL_BUDGET_S = 540.0  # campaign.sh's CAMPAIGN_BUDGET_S in the first call: it stops itself by then
 MARGIN_S = 30.0  # kept back: a late start or a slow transfer must not end the session mid-call
-MAX_CALLS = 2
 
 
 @dataclass(frozen=True)
-class Option:
-    name: str
-    images_per_s: float  # at 224 px, large batches (assumed; scales with 1 / area)
-    batch1_ms: float  # at 224 px, batch 1: launch-bound (assumed)
-    max_batch_224: int  # the largest batch that fits at 224 px (assumed; scales with 1 / area)
-    first_s: float  # a new shape's first call beyond a steady one: cuDNN autotuning, lazy module loading
-    cap: int | None = None  # --max-batch-size
-    fresh: bool = True  # warm-up measured in fresh processes at FRESH_AT
+class PointCost:
+    """A profile point's seconds on one GPU type and model: a + (3 + samples + b) x call."""
 
-    def call_s(self, batch: int, size: int) -> float:
-        area = (size / 224) ** 2
-        return max(self.batch1_ms / 1000 * math.sqrt(area), batch * area / self.images_per_s)
+    a: float
+    b: float
+    fresh_s: float  # a fresh warm-up process, beyond the point
+    oom_s: float
+    start_s: float  # a profile command's start: its worker, its drift probe
+    short_noisy: float  # the share of short-call points (call < 25 ms) whose median stayed loose
 
-    def largest(self, size: int) -> int:
-        fits = int(self.max_batch_224 * (224 / size) ** 2)
-        return min(fits, self.cap) if self.cap else fits
+    def sampling_s(self, call_s: float) -> float:
+        if call_s * MIN_SAMPLES <= MAX_TIME_PER_POINT_S:  # short calls: more time for the loose ones
+            return self.short_noisy * SHORT_CALLS_TIME_S + (1 - self.short_noisy) * MAX_TIME_PER_POINT_S
+        return max(FLOOR_SAMPLES * call_s, MAX_TIME_PER_POINT_S)
 
-
-# Speeds measured on the H200 of the first session (results/, 2026-11-26) where a comment says so, the
-# rest assumed from them. ResNet-50 fp16: large batches ran 6,900-8,200 images/s (batches past 2^31
-# activation elements run slower than the 12,310/s at 2048), batch 1 in 4.2 ms, 20,500 images fit at
-# 224 px (10,240 at 320, 5,120 at 448, scaled by area), a fresh process's first call 1.2-1.7 s longer
-# than a steady one. EfficientNet-B0 fp16: 16,900 images/s at 4096, batch 1 in 4.7 ms, 5.3 MiB an image
-# (so about 26,000 fit), first call about 4 s longer (many distinct depthwise shapes to autotune). tf32:
-# as the old assumptions had it, 0.44x (ResNet-50) and 0.58x (EfficientNet-B0) of fp16's speed and
-# half its images; CUDA graphs at the eager peak, batch 1 launch-free. An H100 (80 GB) holds about
-# 55% of these largest batches: its sweeps take less.
-OPTIONS = {
-    "resnet50": [
-        Option("torch-fp16", images_per_s=7000, batch1_ms=4.2, max_batch_224=20500, first_s=1.5),  # measured
-        Option("torch-tf32", images_per_s=3100, batch1_ms=4.2, max_batch_224=10250, first_s=1.5, fresh=False),
-        Option(
-            "torch-channels-last-cuda-graphs-fp16",
-            images_per_s=12000,
-            batch1_ms=1.0,
-            max_batch_224=20500,
-            first_s=1.5,
-            cap=2048,
-        ),
-    ],
-    "efficientnet_b0": [
-        Option("torch-fp16", images_per_s=16900, batch1_ms=4.7, max_batch_224=26000, first_s=4.0),  # measured
-        Option("torch-tf32", images_per_s=9800, batch1_ms=4.7, max_batch_224=13000, first_s=4.0, fresh=False),
-        Option(
-            "torch-channels-last-cuda-graphs-fp16",
-            images_per_s=20000,
-            batch1_ms=1.0,
-            max_batch_224=26000,
-            first_s=4.0,
-            cap=2048,
-        ),
-    ],
-}
-SIZES = {"resnet50": (224, 320, 448), "efficientnet_b0": (224, 320, 448)}
+    def point_s(self, call_s: float) -> float:
+        return self.a + (3 + self.b) * call_s + self.sampling_s(call_s)
 
 
-def search_points(largest: int, cap: int | None) -> tuple[list[int], int]:
-    """The batches `auto` runs (ok) and how many do not fit, with the bisection tolerance."""
-    ok, failed, b = [], 0, 1
-    while b <= largest:
+def profile_file(hw: str, model: str, option: str = "fp16") -> Path:
+    return RESULTS / hw / f"{hw}-{model}-torch-{option}.csv"
+
+
+@cache
+def timed_points(hw: str, model: str) -> pd.DataFrame | None:
+    """The profile's rows with `took`: each point's seconds (created_at to the next one's)."""
+    path = profile_file(hw, model)
+    if not path.is_file():
+        return None
+    df = pd.read_csv(path)
+    df["took"] = pd.to_datetime(df["created_at"]).diff().shift(-1).dt.total_seconds()
+    df["call_s"] = df["latency_ms"] / 1e3
+    return df
+
+
+@cache
+def worker_start_s(hw: str) -> float:
+    """The profile commands' worker start, as their logs report it ("a worker process takes N s")."""
+    found = [
+        float(s)
+        for log in sorted((RESULTS / hw).glob("session-call*.log"))
+        for s in re.findall(r"a worker process takes (\d+) s to start here", log.read_text())
+    ]
+    return float(np.median(found)) if found else 12.0
+
+
+@cache
+def point_cost(hw: str, model: str) -> PointCost:
+    """Fitted on this GPU type's profile of the model; where there is none, on the other type's (a, b: the
+    model's own costs) with this type's fresh process, oom and start."""
+    df = timed_points(hw, model)
+    if df is None:
+        other = next(h for h in GPU_TYPES if h != hw and timed_points(h, model) is not None)
+        own, theirs = point_cost(hw, "resnet50"), point_cost(other, model)
+        return PointCost(
+            theirs.a, theirs.b, own.fresh_s + theirs.fresh_s - point_cost(other, "resnet50").fresh_s, own.oom_s,
+            own.start_s, own.short_noisy,
+        )  # fmt: skip
+    ok = df[(df["status"] == "ok") & df["warmup_ms"].isna()].dropna(subset=["took"])
+    rest = ok["took"] - (3 + ok["samples"]) * ok["call_s"]
+    (a, b), *_ = np.linalg.lstsq(np.vstack([np.ones(len(ok)), ok["call_s"]]).T, rest, rcond=None)
+    if model == "efficientnet_b0":
+        # Fitted on batch <= 2048 (calls <= 0.12 s): b = 38. The H200's batch 8192 at 224 px (a 0.48 s call)
+        # ran ~49 s of its second call without finishing (session-call2.log: 65 s, less the worker's 8 s start,
+        # the 5 s probe and the command's own ~3 s): (3 + 6 + b) x 0.48 + a > 49 needs b >= 82.
+        b = max(b, 82.0)
+    fresh = df[df["warmup_ms"].notna()].dropna(subset=["took"])
+    fresh_s = float(np.median(fresh["took"] - (a + (3 + fresh["samples"] + b) * fresh["call_s"])))
+    oom = df[df["status"] == "oom"]["took"].dropna()
+    short = df[(df["status"] == "ok") & (df["call_s"] * MIN_SAMPLES <= MAX_TIME_PER_POINT_S)]
+    noisy = float((short["stable"].astype(str).str.lower() != "true").mean()) if len(short) else 1.0
+    oom_s = float(oom.median()) if len(oom) else 8.0
+    return PointCost(float(a), float(b), fresh_s, oom_s, worker_start_s(hw) + PROBE_S, noisy)
+
+
+@cache
+def largest(hw: str, size: int) -> int:
+    """The largest batch that fits: ResNet-50 fp16's on this GPU type (EfficientNet-B0 takes the same
+    5.26 MiB an image on the H200), else from the memory per image."""
+    df = timed_points(hw, "resnet50")
+    ok = df[(df["status"] == "ok") & (df["input_size"] == size)]
+    return int(ok["batch_size"].max())
+
+
+def search(limit: int, cap: int = CAP) -> tuple[list[int], int]:
+    """The batches `auto` runs and how many do not fit (doubling, then bisection to SEARCH_TOLERANCE)."""
+    ok, b = [], 1
+    while b <= min(limit, cap):
         ok.append(b)
         b *= 2
-    if cap and largest >= cap:
-        return ok, 0  # stopped by --max-batch-size, no failing point
-    failed += 1
-    lo, hi = ok[-1], b
+    if limit >= cap:
+        return ok, 0
+    failed, lo, hi = 1, ok[-1], b
     while (hi - lo) / lo > SEARCH_TOLERANCE:
         mid = (lo + hi) // 2
-        if mid <= largest:
+        if mid <= limit:
             ok.append(mid)
             lo = mid
         else:
@@ -126,24 +181,106 @@ def search_points(largest: int, cap: int | None) -> tuple[list[int], int]:
     return ok, failed
 
 
-def point_s(option: Option, batch: int, size: int) -> float:
-    """The first call (its autotuning and one call), 2 untimed calls, the samples, the bookkeeping."""
-    call = option.call_s(batch, size)
-    samples = max(5 * call, min(MAX_TIME_PER_POINT_S, 20 * call))
-    return option.first_s + 3 * call + samples + POINT_OVERHEAD_S
+@cache
+def speed_ratio(hw: str) -> tuple[float, float]:
+    """This GPU type's ResNet-50 call time over the other's: (launch-bound batches <= 8, batches >= 64)."""
+    other = next(h for h in GPU_TYPES if h != hw)
+    a, b = (timed_points(h, "resnet50") for h in (hw, other))
+    key = ["input_size", "batch_size"]
+    both = a[a["status"] == "ok"].merge(b[b["status"] == "ok"], on=key, suffixes=("", "_o"))
+    ratio = both["latency_ms"] / both["latency_ms_o"]
+    return float(ratio[both["batch_size"] <= 8].median()), float(ratio[both["batch_size"] >= 64].median())
 
 
-def option_s(option: Option, sizes) -> tuple[int, float]:
-    points, seconds = 0, STEP_START_S
-    for size in sizes:
-        ok, failed = search_points(option.largest(size), option.cap)
-        points += len(ok) + failed
-        seconds += sum(point_s(option, b, size) for b in ok) + failed * OOM_POINT_S
-        if option.fresh:
-            fresh = [b for b in FRESH_AT if b <= option.largest(size)]
-            seconds += sum(FRESH_PROCESS_S + option.first_s + option.call_s(b, size) for b in fresh)
-            points += 0  # the fresh warm-ups fill in points the steady sweep also measures
+def call_s(hw: str, model: str, batch: int, size: int) -> float:
+    """A call's seconds: measured on this GPU type where it was, else the model's measured curve (224 px,
+    the nearest batch, per image beyond it; another GPU type's scaled by the ResNet-50 ratio), by area."""
+    source, scale = hw, 1.0
+    if timed_points(hw, model) is None:
+        source = next(h for h in GPU_TYPES if timed_points(h, model) is not None)
+        small, large = speed_ratio(hw)
+        scale = small if batch <= 8 else large
+    df = timed_points(source, model)
+    ok = df[df["status"] == "ok"]
+    at = ok[(ok["input_size"] == size) & (ok["batch_size"] == batch)]
+    if len(at):
+        return float(at["call_s"].iloc[0]) * scale
+    base = ok[ok["input_size"] == 224].sort_values("batch_size")
+    floor = float(base[base["batch_size"] <= 8]["call_s"].median())
+    top = base.iloc[-1]
+    per_image = float(top["call_s"]) / float(top["batch_size"])
+    nearest = base.iloc[(base["batch_size"] - batch).abs().argmin()]
+    work = float(nearest["call_s"]) / float(nearest["batch_size"]) if nearest["batch_size"] >= 64 else per_image
+    return max(floor, batch * (size / 224) ** 2 * work) * scale
+
+
+def sweep_s(hw: str, model: str, factor: float = 1.0, fresh: bool = True) -> tuple[int, float]:
+    """The out-of-memory sweep of one model and option on this GPU type: (points, seconds). `factor`
+    scales its calls (tf32: slower, half the largest batch)."""
+    cost = point_cost(hw, model)
+    points, seconds = 0, cost.start_s
+    done = timed_points(hw, model)
+    measured = set() if done is None or factor != 1.0 else set(zip(done["input_size"], done["batch_size"]))
+    for size in SIZES:
+        limit = largest(hw, size) if factor == 1.0 else largest(hw, size) // 2
+        ok, failed = search(limit)
+        for b in ok:
+            if (size, b) in measured:
+                continue  # resumed: already in the committed profile
+            points += 1
+            seconds += cost.point_s(factor * call_s(hw, model, b, size))
+            if fresh and b in FRESH_AT:
+                seconds += cost.fresh_s
+        points += failed
+        seconds += failed * cost.oom_s  # it fails at its first call, within seconds
     return points, seconds
+
+
+def fast_option_s(hw: str, model: str, option: str) -> tuple[int, float]:
+    """One fast option (issue 39) of one model: (points, seconds, capped at FAST_OPTION_S)."""
+    cost = point_cost(hw, model)
+    seconds = cost.start_s
+    if option.startswith("compile"):
+        mode = option.split(":")[1]
+        batches = (256,) if mode == "max-autotune" else COMPILED_BATCHES
+        for b in batches:
+            seconds += COMPILE_S[mode] + cost.point_s(CHANNELS_LAST * call_s(hw, model, b, 224))
+        return len(batches), min(FAST_OPTION_S, seconds)
+    points = 0
+    for size in FAST_SIZES:
+        for b in FAST_BATCHES:
+            points += 1
+            if b > largest(hw, size):
+                seconds += cost.oom_s
+                continue
+            t = call_s(hw, model, b, size)
+            seconds += cost.point_s(CHANNELS_LAST * t if b >= 32 else t) + (cost.fresh_s if b == 1 else 0.0)
+    return points, min(FAST_OPTION_S, seconds)
+
+
+FAST = (  # campaign.sh's FAST_OPTIONS, in its order
+    "channels-last",
+    "channels-last-cuda-graphs",
+    "compile:default",
+    "compile:reduce-overhead",
+    "compile:max-autotune",
+)
+
+
+def calibration_s() -> tuple[list[float], float]:
+    """Each case's device seconds, in gpu_calibration.py's order, and the one Ray start."""
+    return [MAKESPAN_SHARE * d + RUN_OVERHEAD_S for d in DEADLINES for _ in range(CASES_PER_DEADLINE)], RAY_START_S
+
+
+def calibration_first() -> tuple[int, float]:
+    """The first slot: plans executed and seconds (CAL_FIRST plans or CALIBRATION_S, what comes first)."""
+    per_case, start = calibration_s()
+    spent, n = start, 0
+    for s in per_case:
+        if n >= CAL_FIRST or spent + s > CALIBRATION_S:
+            break
+        spent, n = spent + s, n + 1
+    return n, spent
 
 
 @dataclass(frozen=True)
@@ -151,23 +288,48 @@ class Part:
     name: str  # as campaign.sh's SESSION names it
     seconds: float
     points: int = 0
+    note: str = ""
 
 
-def parts() -> list[Part]:
-    """The session's parts in campaign.sh's order, the most important first (ResNet-50's fp16 profile,
-    then plans run on it, then the GPU tests, then the rest)."""
+def states(hw: str) -> dict[str, set[str]]:
+    out = {}
+    for path in (RESULTS / hw).glob(f"{hw}-*.state"):
+        out[path.stem.split("-", 1)[1]] = set(path.read_text().split())
+    return out
+
+
+def parts(hw: str) -> list[Part]:
+    """The session's parts in campaign.sh's order, less what this GPU type has done."""
+    done = states(hw)
 
     def profile(model: str, which: str) -> Part:
-        options = OPTIONS[model][:1] if which == "first" else OPTIONS[model][1:]
-        counted = [option_s(o, SIZES[model]) for o in options]
-        return Part(f"step_profile {model} {which}", sum(s for _, s in counted), sum(p for p, _ in counted))
+        name = f"step_profile {model} {which}"
+        option = "torch-fp16" if which == "first" else "torch-tf32"
+        if option in done.get(model, set()):
+            return Part(name, 0.0, note="done")
+        points, seconds = sweep_s(hw, model) if which == "first" else sweep_s(hw, model, TF32, fresh=False)
+        measured = timed_points(hw, model)
+        note = "resumes the committed points" if which == "first" and measured is not None else ""
+        return Part(name, seconds, points, note)
 
-    return [
-        Part("check_environment", ENVIRONMENT_S),
+    def fast(model: str) -> Part:
+        counted = [fast_option_s(hw, model, o) for o in FAST]
+        seconds = sum(s for _, s in counted) + (BARE_S if model == "resnet50" else 0.0)
+        return Part(f"step_fast {model}", seconds, sum(p for p, _ in counted), f"{len(FAST)} options")
+
+    n, first_s = calibration_first()
+    per_case, _ = calibration_s()
+    rest_s = RAY_START_S + sum(per_case[n:])
+    env = [Part("check_environment", 6.0)]  # 5-6 s in the logs
+    return env + [
         profile("resnet50", "first"),
-        Part("step_validate", VALIDATE_FIT_S + PLANS * VALIDATE_PLAN_S),
-        Part("check_gpu_tests", GPU_TESTS_S),
         profile("efficientnet_b0", "first"),
+        fast("resnet50"),
+        fast("efficientnet_b0"),
+        Part("step_calibrate first", first_s, note=f"{n} plans executed"),
+        Part("step_loadtime", LOADTIME_S),
+        Part("check_gpu_tests", GPU_TESTS_S),
+        Part("step_calibrate rest", rest_s, note=f"{len(per_case) - n} plans"),
         profile("resnet50", "rest"),
         profile("efficientnet_b0", "rest"),
     ]
@@ -180,38 +342,73 @@ def second_call_s() -> float:
     return DEVICE_S - first - GAP_S - TRANSFER_S - MARGIN_S
 
 
-def schedule() -> list[tuple[Part, str]]:
-    """Each part with the call it runs in ("1", "2", "1-2" when cut and resumed, "later" when the session
-    has no time left for it), the work running back to back across the two calls."""
-    out, t = [], 0.0
-    ends = (CALL_BUDGET_S, CALL_BUDGET_S + second_call_s())
-    for part in parts():
-        begin, t = t, t + part.seconds
-        first = "1" if begin < ends[0] else "2" if begin < ends[1] else "later"
-        last = "1" if t <= ends[0] else "2" if t <= ends[1] else "later"
-        out.append((part, first if first == last else f"{first}-{last}"))
-    return out
-
-
 def device_s() -> float:
     """The session's device time if both calls run to their budgets."""
     return MACHINE_START_S + INSTALL_S + TRANSFER_S + CALL_BUDGET_S + GAP_S + TRANSFER_S + second_call_s()
 
 
-def main() -> None:
-    print("| part (most important first) | points | estimated minutes | call |\n|---|---|---|---|")
-    start = MACHINE_START_S + INSTALL_S + TRANSFER_S
-    print(f"| machine start, wheels installed, transfers | | {start / 60:.1f} | 1 |")
-    for part, call in schedule():
-        print(f"| `{part.name}` | {part.points or ''} | {part.seconds / 60:.1f} | {call} |")
-    work = sum(p.seconds for p in parts())
-    print(f"| **all the work** | | **{work / 60:.1f}** | |")
-    print(
+def schedule(hw: str) -> list[tuple[Part, str]]:
+    """Each part with the call it runs in ("1", "2", "1-2" when cut and resumed, "later" when this session
+    has no time left for it), back to back across the two calls."""
+    out, t = [], 0.0
+    ends = (CALL_BUDGET_S, CALL_BUDGET_S + second_call_s())
+    for part in parts(hw):
+        begin, t = t, t + part.seconds
+        first = "1" if begin < ends[0] else "2" if begin < ends[1] else "later"
+        last = "1" if t <= ends[0] else "2" if t <= ends[1] else "later"
+        out.append((part, "-" if not part.seconds else first if first == last else f"{first}-{last}"))
+    return out
+
+
+def sessions_needed(hw: str) -> int:
+    work = sum(p.seconds for p in parts(hw))
+    return math.ceil(work / (CALL_BUDGET_S + second_call_s()))
+
+
+def report(hw: str) -> str:
+    cost = point_cost(hw, "resnet50")
+    lines = [
+        f"## {hw}: one lent machine, 15 device-minutes",
+        "",
+        f"A point here: {cost.a:.2f} s + (3 + samples + {cost.b:.1f}) x its call; a fresh warm-up process "
+        f"{cost.fresh_s:.0f} s more; a batch that does not fit {cost.oom_s:.0f} s; a profile command's start "
+        f"{cost.start_s:.0f} s; {cost.short_noisy:.0%} of the launch-bound points loose at 0.5 s (fitted on "
+        f"results/{hw}/).",
+        "",
+        "| part (in campaign.sh's order) | points | estimated minutes | call | note |",
+        "|---|---|---|---|---|",
+        f"| machine start, wheels installed, transfers | | {(MACHINE_START_S + INSTALL_S + TRANSFER_S) / 60:.1f} "
+        "| 1 | |",
+    ]
+    for part, call in schedule(hw):
+        lines.append(f"| `{part.name}` | {part.points or ''} | {part.seconds / 60:.1f} | {call} | {part.note} |")
+    work = sum(p.seconds for p in parts(hw))
+    lines += [
+        f"| **all the work left** | | **{work / 60:.1f}** | | about {sessions_needed(hw)} sessions |",
         f"| **the session**: call 1 {CALL_BUDGET_S / 60:.1f} + call 2 {second_call_s() / 60:.1f} of work, "
         f"{(DEVICE_S - MARGIN_S - CALL_BUDGET_S - second_call_s()) / 60:.1f} of overheads | | "
-        f"**{device_s() / 60:.1f}** of {DEVICE_S / 60:.0f} | |"
+        f"**{device_s() / 60:.1f}** of {DEVICE_S / 60:.0f} | | |",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("hardware", nargs="*", help=f"GPU types: {', '.join(GPU_TYPES)} (default: both)")
+    args = parser.parse_args()
+    for hw in args.hardware:
+        if hw not in GPU_TYPES:
+            parser.error(f"no results of {hw!r}: choose from {', '.join(GPU_TYPES)}")
+    n, seconds = calibration_first()
+    print(
+        f"The calibration's first slot: {n} plans executed in {seconds:.0f} s (each {RUN_OVERHEAD_S:g} s beyond "
+        f"its makespan, assumed; {CAL_FIRST} would take "
+        f"{RAY_START_S + sum(calibration_s()[0][:CAL_FIRST]):.0f} s).\n"
     )
+    for hw in args.hardware or GPU_TYPES:
+        print(report(hw) + "\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

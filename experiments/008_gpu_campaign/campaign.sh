@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# The GPU campaign (issues 14, 28) in resumable calls, each under 10 minutes. README.md beside this file
-# has the time budget and the exact device commands.
+# The GPU campaign (issues 14, 28, 38) in resumable calls, each under 10 minutes. README.md beside this
+# file has the order, the time budget (budget.py) and the exact device commands.
 #
-#   campaign.sh session          OUT   everything below in one call, the most important first (a device
-#                                      session of 15 minutes: see README.md); again on the warm machine resumes
-#   campaign.sh check            OUT   environment and the GPU tests (-m gpu); the CPU suite runs elsewhere
-#   campaign.sh resnet50         OUT   profiles: eager fp16, channels-last + CUDA graphs fp16, eager tf32
+#   campaign.sh session          OUT   every part below in one call, in the campaign's order (README.md); the
+#                                      same command again on the warm machine resumes
+#   campaign.sh check            OUT   environment and the GPU tests (-m gpu, at most 60 s); the CPU suite runs elsewhere
+#   campaign.sh resnet50         OUT   profiles with the out-of-memory search: eager fp16, then eager tf32
 #   campaign.sh efficientnet_b0  OUT   the same for EfficientNet-B0
+#   campaign.sh fast             OUT   the fast options (issue 39) of both models at chosen sizes and batches,
+#                                      at most FAST_OPTION_S each, and the bare loop beside them
+#   campaign.sh calibrate        OUT   the GPU calibration (issue 37): plans from the shipped profile, executed
+#   campaign.sh loadtime         OUT   the model's load in fresh processes (experiments/012), where the tree has it
 #   campaign.sh fit              OUT   predictors and their error reports from the profiles (CPU is enough)
-#   campaign.sh validate         OUT   plans for one GPU executed with `perfmodel run --synthetic`
+#   campaign.sh validate         OUT   three plans from the fitted predictors, executed (the first sessions' check)
 #   campaign.sh dry-run         [OUT]  the session on the CPU, tiny model, tiny grid (a few minutes)
 #
 # OUT is one folder for every step, of one GPU type. A step first copies in what earlier calls on this GPU
@@ -31,12 +35,12 @@ STARTED=$SECONDS
 
 say() { printf '==> [%4d s] %s\n' $((SECONDS - STARTED)) "$*"; }
 die() { printf 'campaign: %s\n' "$*" >&2; exit "${2:-2}"; }
-usage() { sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 STEP="${1:-}"
 [[ -n "$STEP" ]] || usage
 case "$STEP" in
-  session|check|resnet50|efficientnet_b0|fit|validate) [[ $# -ge 2 ]] || usage; OUT="$2" ;;
+  session|check|resnet50|efficientnet_b0|fast|calibrate|loadtime|fit|validate) [[ $# -ge 2 ]] || usage; OUT="$2" ;;
   dry-run) OUT="${2:-}" ;;
   *) usage ;;
 esac
@@ -58,40 +62,66 @@ set_grid() {
     # the plan pick batches far past the measured 8.
     MODEL_resnet50=tiny SIZES_resnet50=32,48
     MODEL_efficientnet_b0=tiny SIZES_efficientnet_b0=32,48
-    # tf32 and CUDA graphs need CUDA: the dry run's two options pass a precision and channels-last instead.
+    # tf32 needs CUDA: the dry run's second option passes a precision and channels-last instead.
     OPTIONS=("torch-fp32:--precision fp32" "torch-channels-last-bf16:--precision bf16 --channels-last")
-    SWEEP=(--batch-sizes auto --max-batch-size 8 --max-time-per-point 0.2)
+    SWEEP=(--batch-sizes auto --max-batch-size 8 --max-time-per-point 0.2 --drift-probe 0)
     FRESH=2 SEARCH_TOL=0.1 WORKER_TIMEOUT=120 CALL_TIMEOUT=60
+    # CUDA graphs and compile's GPU modes need CUDA: one option of each kind the CPU can run.
+    FAST_OPTIONS=("torch-channels-last-fp32:--precision fp32 --channels-last"
+                  "torch-compile-fp32:--precision fp32 --compile --compile-mode default --batch-sizes 2 --warmup in-process")
+    FAST_SWEEP=(--input-sizes 32 --batch-sizes 1,4 --max-time-per-point 0.2 --max-time-short-calls 0.4 --drift-probe 0)
+    FAST_FRESH=1
+    CAL_PROFILE=cpu-resnet50-torch-fp32.csv  # the dry run's own tiny profile (OUT, else SEED)
+    CAL_GRID=(--device cpu --cpus 2 --sizes 32 --deadlines 3 --modes relaxed --probabilities 0.5)  # one plan
+    CAL_FIRST=1
     PLANS=("tiny 32 2000 4s --margin 5%")
   else
     DEVICE=cuda
     MODEL_resnet50=resnet50 SIZES_resnet50=224,320,448
     MODEL_efficientnet_b0=efficientnet_b0 SIZES_efficientnet_b0=224,320,448
-    # Most important first: a call cut off loses the least (fp16, then the fp32 of tf32, then CUDA graphs).
-    # tf32's warm-up is its first call at each point in the measuring process (cuDNN's autotuning for
-    # the shape, not a process's start): no fresh processes, which would cost ~1 minute a model.
-    # CUDA graphs pay off at small batches, where launches dominate; above 2048 images a batch they run
-    # as eager does, so their sweep stops there.
+    # The sweeps with the out-of-memory search: eager fp16 first (every model's), then eager tf32 (fp32
+    # tensors; its warm-up is its first call at each point in the measuring process: no fresh processes).
     OPTIONS=("torch-fp16:--precision fp16"
-             "torch-tf32:--precision tf32 --warmup in-process"
-             "torch-channels-last-cuda-graphs-fp16:--precision fp16 --channels-last --cuda-graphs --max-batch-size 2048")
-    SWEEP=(--batch-sizes auto --max-time-per-point 0.5)
+             "torch-tf32:--precision tf32 --warmup in-process")
+    SWEEP=(--batch-sizes auto --max-time-per-point 0.5 --max-time-short-calls 2)
     FRESH=1,256 SEARCH_TOL=0.2 WORKER_TIMEOUT=300 CALL_TIMEOUT=120
+    # The fast options (issue 39) where they matter, without the out-of-memory search (the eager sweep's):
+    # 224 and 448 px (the calibration's sizes), from launch-bound batch 1 to past the eager peak; a fresh
+    # warm-up process at batch 1. torch.compile compiles every batch shape anew (minutes with
+    # max-autotune): 224 px only, at batch 1 (launch-bound) and 256, its first call per shape timed in the
+    # measuring process (a new process: its compile cache starts empty).
+    FAST_OPTIONS=("torch-channels-last-fp16:--precision fp16 --channels-last"
+                  "torch-channels-last-cuda-graphs-fp16:--precision fp16 --channels-last --cuda-graphs"
+                  "torch-compile-fp16:--precision fp16 --channels-last --compile --compile-mode default $COMPILED"
+                  "torch-compile-reduce-overhead-fp16:--precision fp16 --channels-last --compile --compile-mode reduce-overhead $COMPILED"
+                  "torch-compile-max-autotune-fp16:--precision fp16 --channels-last --compile --compile-mode max-autotune --input-sizes 224 --batch-sizes 256 --warmup in-process")
+    FAST_SWEEP=(--input-sizes 224,448 --batch-sizes 1,8,32,256,1024,2048 --max-time-per-point 0.5
+                --max-time-short-calls 2)
+    FAST_FRESH=1
+    CAL_PROFILE=""  # the shipped profile of this GPU type: profiles/<hw>-resnet50-torch-fp16.csv
+    CAL_GRID=(--device cuda)
+    CAL_FIRST=20
     # model, input size, images, deadline [more perfmodel plan flags]: one GPU each (validate.py plans 80%
     # of the most one GPU can do when it cannot do them all).
     PLANS=("resnet50 224 60000 10s" "efficientnet_b0 224 60000 10s" "resnet50 448 10000 10s --margin 5%")
   fi
 }
+COMPILED="--input-sizes 224 --batch-sizes 1,256 --warmup in-process"
+FAST_OPTION_S="${CAMPAIGN_FAST_OPTION_S:-120}"  # at most this long per fast option and model (issue 39: ~2 min)
+CALIBRATION_S="${CAMPAIGN_CALIBRATION_S:-300}"  # the calibration's first slot (issue 37: >= 20 plans in 5 min)
+LOADTIME_S="${CAMPAIGN_LOADTIME_S:-90}"
+GPU_TESTS_S="${CAMPAIGN_GPU_TESTS_S:-60}"  # the GPU tests (issue 38: <= 60 s)
 
 # Flags the campaign needs that perfmodel may not have yet (they are being built on other branches).
-# On a GPU their absence stops the campaign (it would waste the GPU's minutes); the dry run says what it
-# leaves out and goes on without them.
-PROFILE_FLAGS=(--fresh-warmup-at --search-tolerance --worker-timeout --call-timeout)
+# On a GPU the absence of one the sweeps need stops the campaign (it would waste the GPU's minutes); a fast
+# option whose flag is missing is skipped with a line (the others run); the dry run says what it leaves
+# out and goes on without it.
+PROFILE_FLAGS=(--fresh-warmup-at --search-tolerance --worker-timeout --call-timeout --max-time-short-calls)
 check_features() {
-  local help missing=()
-  help="$("${PM[@]}" profile --help 2>&1)" || die "perfmodel does not start here: $help"
-  for flag in "${PROFILE_FLAGS[@]}"; do grep -q -- "$flag" <<<"$help" || missing+=("$flag"); done
-  grep -q tf32 <<<"$help" || missing+=("--precision tf32")
+  local flag missing=()
+  PROFILE_HELP="$("${PM[@]}" profile --help 2>&1)" || die "perfmodel does not start here: $PROFILE_HELP"
+  for flag in "${PROFILE_FLAGS[@]}"; do grep -q -- "$flag" <<<"$PROFILE_HELP" || missing+=("$flag"); done
+  grep -q tf32 <<<"$PROFILE_HELP" || missing+=("--precision tf32")
   HAVE_RUN=1
   "${PM[@]}" run --help >/dev/null 2>&1 || HAVE_RUN=0
   MISSING_FLAGS=("${missing[@]+"${missing[@]}"}")
@@ -104,6 +134,14 @@ check_features() {
 }
 
 has_flag() { local f; for f in "${MISSING_FLAGS[@]+"${MISSING_FLAGS[@]}"}"; do [[ "$f" == "$1" ]] && return 1; done; return 0; }
+
+lacking() {  # the --flags of $1 (an option's flags) that this perfmodel profile does not have
+  local word out=()
+  for word in $1; do
+    [[ "$word" == --* ]] && ! grep -q -- "$word\b" <<<"$PROFILE_HELP" && out+=("$word")
+  done
+  echo "${out[*]+"${out[*]}"}"
+}
 
 detect_hardware() {  # the hardware key the files are named by: h100, h200 ...
   if [[ "$DRY" == 1 ]]; then HW=cpu; return; fi
@@ -226,8 +264,9 @@ check_gpu_tests() {  # [$1 = at most this many seconds]
   # Only the files that hold GPU tests: collecting the others would import what this machine may lack.
   local files
   mapfile -t files < <(grep -l "mark.gpu" tests/test_*.py)
-  bounded ${1:+--at-most "$1"} "$PY" -m pytest -q -p no:cacheprovider -m gpu "${files[@]}" "${xml[@]+"${xml[@]}"}" 2>&1 | tail -n 40 | tee -a "$log" \
-    || rc=${PIPESTATUS[0]}
+  # --durations: each test's seconds in the log (the H100 run of 2026-11-27 could only count dots).
+  bounded ${1:+--at-most "$1"} "$PY" -m pytest -q -p no:cacheprovider -m gpu --durations=0 --durations-min=1 \
+    "${files[@]}" "${xml[@]+"${xml[@]}"}" 2>&1 | tail -n 60 | tee -a "$log" || rc=${PIPESTATUS[0]}
   if ((rc == TIMED_OUT)); then
     (($(left_s) > 20)) && die "check: the GPU tests did not finish in their ${1:-} s; see $log." 1
     out_of_time check
@@ -271,6 +310,119 @@ step_profile() {  # $1 = resnet50 | efficientnet_b0, [$2 = first | rest: the fir
     ((rc == 0)) || die "$step $name: perfmodel profile failed (exit $rc); its points are kept in $out: run the step again." 1
     mark_done "$step" "$name"
   done
+}
+
+step_fast() {  # $1 = resnet50 | efficientnet_b0: the fast options at chosen sizes and batches (issue 39)
+  local step="$1" model_var="MODEL_$1"
+  local model="${!model_var}"
+  seed "$HW-$step-*.csv"
+  seed "$HW-$step.state"
+  [[ "$step" == resnet50 ]] && step_bare
+  local entry name flags out lacks rc cap
+  for entry in "${FAST_OPTIONS[@]}"; do
+    name="${entry%%:*}" flags="${entry#*:}"
+    out="$OUT/$HW-$step-$name.csv"
+    if done_before "$step" "$name"; then say "$step $name: done in an earlier call"; continue; fi
+    lacks="$(lacking "$flags")"
+    if [[ -n "$lacks" ]]; then  # not built yet (issue 39's branch): the other options go on
+      say "$step $name: skipped: this perfmodel profile has no $lacks yet"
+      continue
+    fi
+    local extra=(--fresh-warmup-at "$FAST_FRESH")
+    [[ "$flags" == *"--warmup in-process"* ]] && extra=()
+    # shellcheck disable=SC2206
+    local cmd=("${PM[@]}" profile --model "$model" --device "$DEVICE" "${FAST_SWEEP[@]}" $flags "${extra[@]+"${extra[@]}"}"
+               --worker-timeout "$WORKER_TIMEOUT" --call-timeout "$CALL_TIMEOUT" --out "$out")
+    [[ -f "$out" ]] && cmd+=(--resume)
+    say "$step $name (at most $FAST_OPTION_S s): ${cmd[*]:2}"
+    rc=0
+    cap=$FAST_OPTION_S
+    bounded --at-most "$cap" "${cmd[@]}" || rc=$?
+    if ((rc == TIMED_OUT)); then
+      (($(left_s) > 20)) || out_of_time "$step"
+      say "$step $name: stopped at its $cap s; the points measured are kept (--resume goes on), the next option runs"
+      rc=0
+    fi
+    ((rc == 0)) || say "$step $name: perfmodel profile failed (exit $rc); its points are kept in $out; the next option runs"
+    mark_done "$step" "$name"
+  done
+}
+
+step_bare() {  # ResNet-50 in a bare PyTorch loop, the profiler's rows to be held against it (issue 39)
+  done_before fast bare && { say "bare loop: done in an earlier call"; return; }
+  if [[ "$DRY" == 1 ]]; then say "dry run: the bare loop needs CUDA: skipped"; return; fi
+  local rc=0
+  say "bare loop (bare_check.py, at most 70 s)"
+  bounded --at-most 70 "$PY" "$HERE/bare_check.py" --out "$OUT/$HW-bare.json" --seconds 50 --graphs || rc=$?
+  ((rc == TIMED_OUT)) && (($(left_s) <= 20)) && out_of_time fast
+  ((rc == 0)) || say "bare loop: failed (exit $rc); the options run without it"
+  mark_done fast bare
+}
+
+step_calibrate() {  # [$1 = first | rest]: plans from the shipped profile, executed (issue 37, experiments/011)
+  local which="${1:-rest}" file="$OUT/$HW-calibration.jsonl"
+  if [[ "$HAVE_RUN" == 0 ]]; then
+    [[ "$DRY" == 1 ]] || die "this perfmodel has no \`run\` command; the calibration needs it."
+    say "dry run: calibrate skipped: perfmodel has no \`run\` command yet"
+    return
+  fi
+  seed "$HW-calibration.jsonl"
+  seed "$HW-calibrate.state"
+  done_before calibrate "$which" && { say "calibrate $which: done in an earlier call"; return; }
+  done_before calibrate rest && { say "calibrate: every case done in an earlier call"; return; }
+  local profile="$ROOT/profiles/$HW-resnet50-torch-fp16.csv"
+  [[ -n "$CAL_PROFILE" ]] && profile="$(found "$CAL_PROFILE")"
+  if [[ ! -f "$profile" ]]; then
+    say "calibrate: no ResNet-50 profile of $HW to plan from (${profile:-$CAL_PROFILE}); skipped"
+    return
+  fi
+  local limit=() budget=$(($(left_s) - 20)) by_call=1
+  if [[ "$which" == first ]]; then  # the first slot: CAL_FIRST plans executed or CALIBRATION_S, what comes first
+    ((budget > CALIBRATION_S)) && budget=$CALIBRATION_S by_call=0
+    limit=(--until-executed "$CAL_FIRST")
+  fi
+  ((budget > 30)) || out_of_time calibrate
+  say "calibrate $which: at most $budget s, plans from ${profile#"$ROOT"/} into $file"
+  local rc=0
+  bounded --at-most $((budget + 30)) "$PY" "$ROOT/experiments/011_deadline_calibration/gpu_calibration.py" \
+    --hardware "$HW" --profile "$profile" --out "$file" --budget "$budget" "${limit[@]+"${limit[@]}"}" \
+    "${CAL_GRID[@]}" || rc=$?
+  ((rc == TIMED_OUT)) && out_of_time calibrate
+  "$PY" "$ROOT/experiments/011_deadline_calibration/gpu_calibration.py" --table "$file" || true
+  local executed
+  executed="$(grep -c '"executed": true' "$file" 2>/dev/null)" || executed=0
+  case "$rc" in
+    0) mark_done calibrate first; mark_done calibrate rest ;;  # every case done
+    3)  # cases left: this slot is spent, unless the call's own budget cut it (then the next call goes on)
+      if [[ "$which" == first ]] && { ((executed >= CAL_FIRST)) || ((by_call == 0)); }; then
+        mark_done calibrate first
+      else
+        out_of_time calibrate
+      fi ;;
+    *) die "calibrate: gpu_calibration.py failed (exit $rc); the plans done so far are in $file." 1 ;;
+  esac
+}
+
+step_loadtime() {  # the model's load in fresh processes, before and after issue 37's faster load (experiments/012)
+  local script="$ROOT/experiments/012_load_time/run.py"
+  seed "$HW-loadtime.state"
+  done_before loadtime load && { say "loadtime: done in an earlier call"; return; }
+  if [[ ! -f "$script" ]]; then say "loadtime: no experiments/012_load_time/run.py in this tree yet: skipped"; return; fi
+  local args=(--device "$DEVICE" --arms old,new --repeats 3)
+  [[ "$DRY" == 1 ]] && args=(--device cpu --arms new --repeats 1)
+  local rc=0 before
+  before="$(ls -d "$ROOT"/experiments/012_load_time/results/*/ 2>/dev/null | sort)"
+  say "loadtime: experiments/012_load_time/run.py ${args[*]} (at most $LOADTIME_S s)"
+  bounded --at-most "$LOADTIME_S" "$PY" "$script" "${args[@]}" || rc=$?
+  ((rc == TIMED_OUT)) && (($(left_s) <= 20)) && out_of_time loadtime
+  local made
+  made="$(comm -13 <(echo "$before") <(ls -d "$ROOT"/experiments/012_load_time/results/*/ 2>/dev/null | sort) | tail -n 1)"
+  if [[ -n "$made" ]]; then  # into OUT (it comes back from the device), named by the GPU type
+    rm -rf "$OUT/$HW-loadtime" && cp -r "$made" "$OUT/$HW-loadtime"
+    [[ "$DRY" == 1 ]] && rm -rf "$made"  # the dry run leaves no results folder in the tree
+  fi
+  ((rc == 0)) || say "loadtime: run.py stopped (exit $rc); what it wrote is in $OUT/$HW-loadtime"
+  mark_done loadtime load
 }
 
 # The fit and validate steps read the profiles and predictors where they are (OUT, else SEED) without
@@ -337,21 +489,32 @@ run_step() {
     session) step_session ;;
     check) step_check ;;
     resnet50|efficientnet_b0) step_profile "$1" ;;
+    fast) step_fast resnet50 && step_fast efficientnet_b0 ;;
+    calibrate) step_calibrate first && step_calibrate rest ;;
+    loadtime) step_loadtime ;;
     fit) step_fit ;;
     validate) step_validate ;;
   esac
   say "step $1: finished"
 }
 
-# The session: every step in one call, the most important part first, so that a device session of 15
-# minutes (one machine start, one call, perhaps a short second one on the warm machine) measures what
-# matters most: one model's profile, then plans executed on it (the first H200 session spent its call
-# on two profiles and had no time left for a plan), the GPU tests, then the rest. A part that fails is
-# reported and the next one runs; a part out of time ends the call (exit 3), and the same command again
-# resumes. The GPU tests get at most GPU_TESTS_S seconds.
-GPU_TESTS_S="${CAMPAIGN_GPU_TESTS_S:-120}"
-SESSION=("check_environment" "step_profile resnet50 first" "step_validate" "check_gpu_tests $GPU_TESTS_S"
-         "step_profile efficientnet_b0 first" "step_profile resnet50 rest" "step_profile efficientnet_b0 rest")
+# The session: every step in one call, in issue 38's order: what neither GPU type has yet (ResNet-50's and
+# EfficientNet-B0's eager fp16 sweeps with the out-of-memory search; ResNet-50's is done on both), the
+# fast options (issue 39) with the bare loop, the GPU calibration's first slot (issue 37: 20 plans or 5
+# minutes), a small slot for the load's measurement (experiments/012), the GPU tests (at most 60 s), then
+# the rest: the calibration's other cases and the tf32 sweeps. A part that fails is reported and the next
+# one runs; a part out of the call's time ends the call (exit 3), and the same command again resumes.
+SESSION=("check_environment"
+         "step_profile resnet50 first"
+         "step_profile efficientnet_b0 first"
+         "step_fast resnet50"
+         "step_fast efficientnet_b0"
+         "step_calibrate first"
+         "step_loadtime"
+         "check_gpu_tests $GPU_TESTS_S"
+         "step_calibrate rest"
+         "step_profile resnet50 rest"
+         "step_profile efficientnet_b0 rest")
 
 bundle() {  # pack OUT into CAMPAIGN_BUNDLE (one file back from the device), atomically
   [[ -n "${CAMPAIGN_BUNDLE:-}" ]] || return 0

@@ -8,6 +8,10 @@ rich, psutil, nvidia-ml-py, matplotlib, pytest and hypothesis. perfmodel needs b
 
     python3 experiments/008_gpu_campaign/wheels.py            # into .whl/, for cp312 (the GPU machine)
     python3 experiments/008_gpu_campaign/wheels.py --python 3.11 --dest /tmp/w   # the same for this machine
+
+Only the session's first call carries them (device_call.sh installs them into the warm machine's /tmp/site
+for the next calls); that call must hold the working tree and the wheels within LIMIT_MIB, less MARGIN_MIB
+(tests/test_campaign.py checks the tree against WHEELS_MIB, so a growing tree is caught in CI).
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ PLATFORMS = (
 # (checked: ray.init, an actor and `perfmodel run` ran without them).
 DROP = ("ray/jars/", "ray/dashboard/client/", "ray/rllib/", "ray/serve/", "ray/llm/", "ray/data/")
 LIMIT_MIB = 64
+WHEELS_MIB = 48.1  # the seven wheels above as this script leaves them (measured 2026-11-27, Ray slimmed: 38.3)
+# The device counts more than tree_bytes() does: it refused 63.6 MiB by this count as over 64 (README.md).
+MARGIN_MIB = 2.0
 
 
 def download(spec: str, dest: Path, python: str) -> None:
@@ -118,9 +125,10 @@ def main() -> int:
     tree = tree_bytes()
     print(
         f"{total / 2**20:7.1f} MiB  wheels\n{tree / 2**20:7.1f} MiB  working tree\n"
-        f"{(total + tree) / 2**20:7.1f} MiB  in all, of {LIMIT_MIB} MiB a call may carry"
+        f"{(total + tree) / 2**20:7.1f} MiB  in the first call, of {LIMIT_MIB} MiB a call may carry "
+        f"({MARGIN_MIB:g} MiB of it kept back)"
     )
-    return 0 if total + tree <= LIMIT_MIB * 2**20 else 1
+    return 0 if total + tree <= (LIMIT_MIB - MARGIN_MIB) * 2**20 else 1
 
 
 if __name__ == "__main__":

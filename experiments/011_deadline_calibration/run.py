@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import sys
 from pathlib import Path
@@ -37,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.lab import finish_results, log, new_results, perfmodel  # noqa: E402
+from experiments.lab import finish_results, log, new_results, perfmodel, wilson  # noqa: E402
 
 MODELS = {"resnet50": 64, "efficientnet_b0": 96}
 BATCHES = "1,2,4,8,16,32"
@@ -121,15 +120,6 @@ def record_profile_processes(out: Path, processes: int) -> None:
     record = json.loads(path.read_text()) if path.is_file() else {}
     record["profile_processes"] = processes
     path.write_text(json.dumps(record, indent=2) + "\n")
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return (math.nan, math.nan)
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
 
 
 def main() -> int:
