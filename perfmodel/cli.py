@@ -117,8 +117,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"perfmodel {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
     for command in (profile, import_, fit, plan, report, run):
+        before = set(sub.choices)
         command.add_parser(sub)
+        for name in set(sub.choices) - before:
+            sub.choices[name].set_defaults(flag_names=_flag_names(sub.choices[name], command))
     return parser
+
+
+def _flag_names(parser: argparse.ArgumentParser, command) -> dict[str, str]:
+    """Python parameter name -> the flag that sets it: argparse's dests, and a command's PARAMETER_FLAGS
+    where the library's name differs (make_plan's `profiles` is --profile)."""
+    names = {a.dest: max(a.option_strings, key=len) for a in parser._actions if a.option_strings}
+    return names | getattr(command, "PARAMETER_FLAGS", {})
+
+
+_PARAMETER = re.compile(r"`([A-Za-z_]\w*)`")
+
+
+def for_the_command_line(message: str, flag_names: dict[str, str]) -> str:
+    """A library error as the command line says it: each `parameter` it names becomes the flag that sets it
+    (errors.py: library messages name Python parameters, never flags); other backquoted text stays."""
+    return _PARAMETER.sub(lambda m: flag_names.get(m[1], m[0]), message)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, OutputError):
             console.discard_pending()
             _discard_stdout(stdout)
-        console.error(str(exc))
+        console.error(for_the_command_line(str(exc), getattr(args, "flag_names", {})))
         return exc.exit_code
     except KeyboardInterrupt:
         console.error("interrupted.")

@@ -56,7 +56,7 @@ def test_model_analyzer_imports_one_configuration_with_throughput_latency(tmp_pa
     row = profile[profile["batch_size"] == 32].iloc[0]
     assert row["latency_ms"] == pytest.approx(32 / 2010.5 * 1000)  # no median in the file: Little's law
     assert row["latency_basis"] == "throughput" and row["latency_p99_ms"] == pytest.approx(16.9)
-    with pytest.raises(ProfileFormatError, match="2 model configurations .* --model-config"):
+    with pytest.raises(ProfileFormatError, match="2 model configurations .* `model_config`"):
         import_profile("model-analyzer", [DATA / "metrics-model-inference.csv"], SETTINGS)
 
 
@@ -133,7 +133,7 @@ def test_bad_tables_are_one_sentence_naming_file_row_and_column(tmp_path, conten
 
 
 def test_perf_analyzer_needs_the_batch_size_and_refuses_request_rate_sweeps(tmp_path):
-    with pytest.raises(ProfileFormatError, match="--batch-size"):
+    with pytest.raises(ProfileFormatError, match="`batch_sizes`"):
         import_profile("perf-analyzer", [DATA / "perf_analyzer_b8.csv"], SETTINGS)
     rate = tmp_path / "rate.csv"
     rate.write_text(

@@ -30,6 +30,10 @@ the latency_basis column says which. Imported rows have no warm-up or memory: pl
 """
 
 
+# The library parameters whose flag has another name (cli.for_the_command_line: errors name parameters).
+PARAMETER_FLAGS = {"batch_sizes": "--batch-size"}
+
+
 def add_parser(sub) -> None:
     from perfmodel.importers import FORMATS, LATENCY_FROM
 

@@ -73,13 +73,13 @@ def _batch_size(settings: ImportSettings, index: int, files: int) -> int:
     if not sizes:
         raise ProfileFormatError(
             "perf_analyzer's CSV does not record the batch size: give the -b of the run with "
-            "--batch-size N (or one per file: --batch-size 1,8,32)."
+            "`batch_sizes` N (or one per file: 1,8,32)."
         )
     if len(sizes) == 1:
         return sizes[0]
     if len(sizes) != files:
         raise ProfileFormatError(
-            f"--batch-size lists {len(sizes)} batch sizes for {files} files: give one for all "
+            f"`batch_sizes` lists {len(sizes)} batch sizes for {files} files: give one for all "
             "files or one per file, in the same order."
         )
     return sizes[index]
@@ -94,5 +94,5 @@ def _check_unique(frame: pd.DataFrame, paths: list[str]) -> None:
         point = ", ".join(f"{c} {first[c]}" for c in key if pd.notna(first[c]))
         raise ProfileFormatError(
             f"the files ({', '.join(paths)}) hold the point ({point}) more than once: "
-            "import each measured point once (one --batch-size per file for perf_analyzer)."
+            "import each measured point once (one of `batch_sizes` per file for perf_analyzer)."
         )

@@ -47,14 +47,14 @@ class ImportSettings:
                 object.__setattr__(self, name, text(getattr(self, name), name, error=ProfileFormatError))
         if self.latency_from not in LATENCY_FROM:
             raise ProfileFormatError(
-                f"--latency-from must be one of {', '.join(LATENCY_FROM)}, not {self.latency_from!r}."
+                f"`latency_from` must be one of {', '.join(LATENCY_FROM)}, not {self.latency_from!r}."
             )
         if self.precision is not None and self.precision.lower() not in PRECISIONS:
-            raise ProfileFormatError(f"--precision {self.precision!r} is not one of {', '.join(PRECISIONS)}.")
+            raise ProfileFormatError(f"`precision` {self.precision!r} is not one of {', '.join(PRECISIONS)}.")
         if self.input_size is not None and not (isinstance(self.input_size, int) and self.input_size >= 1):
-            raise ProfileFormatError(f"--input-size must be a whole number of pixels >= 1, not {self.input_size!r}.")
+            raise ProfileFormatError(f"`input_size` must be a whole number of pixels >= 1, not {self.input_size!r}.")
         if any(not (isinstance(b, int) and b >= 1) for b in self.batch_sizes):
-            raise ProfileFormatError(f"--batch-size takes whole numbers >= 1, not {self.batch_sizes!r}.")
+            raise ProfileFormatError(f"`batch_sizes` takes whole numbers >= 1, not {self.batch_sizes!r}.")
 
 
 def where(path: str, row: int, column: str) -> str:
@@ -137,7 +137,7 @@ def steady_latency(
     wanted = " or ".join(f"a {b} column" for b in order)
     if latency_from != "auto" and columns.get(latency_from):
         raise ProfileFormatError(
-            f"{where(path, row, columns[latency_from])} is empty; --latency-from {latency_from} needs it."
+            f"{where(path, row, columns[latency_from])} is empty; `latency_from` {latency_from} needs it."
         )
     raise ProfileFormatError(
         f"{path}, row {row + 1} has no latency: the file needs {wanted} (p50 latency, a throughput, or a mean latency)."

@@ -122,14 +122,14 @@ def _one_config(frame, column: str | None, wanted: str | None, name: str):
     """The rows of one model configuration: the one asked for, or the only one in the file."""
     if column is None:
         if wanted is not None:
-            raise ProfileFormatError(f"{name} has no 'Model Config Path' column, so --model-config cannot choose one.")
+            raise ProfileFormatError(f"{name} has no 'Model Config Path' column, so `model_config` cannot choose one.")
         return frame
     configs = list(dict.fromkeys(frame[column]))
     if wanted is None:
         if len(configs) > 1:
             raise ProfileFormatError(
                 f"{name} holds {len(configs)} model configurations ({', '.join(configs)}): "
-                f"choose one with --model-config, e.g. --model-config {configs[0]}."
+                f"choose one with `model_config`, e.g. `model_config` {configs[0]}."
             )
         return frame
     if wanted not in configs:
