@@ -47,3 +47,9 @@ class InfeasibleError(PerfmodelError):
 
 class PerfmodelWarning(UserWarning):
     """Something the user should know that does not stop the work (the CLI prints it once)."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message, for a one-sentence error."""
+    text = str(exc).strip()
+    return text.splitlines()[0].rstrip(".") if text else type(exc).__name__

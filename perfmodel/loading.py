@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import time
 
-from perfmodel.errors import BackendError, InputError
+from perfmodel.errors import BackendError, InputError, first_line
 from perfmodel.models import ModelSpec, build_model
 
 
@@ -52,8 +52,6 @@ def place_weights(model, spec: ModelSpec, device, dtype, weights: str | None):
         try:
             model.load_state_dict(state, assign=assign)
         except RuntimeError as exc:
-            from perfmodel.run.cluster import first_line
-
             raise InputError(f"the weights {weights} do not fit {spec.name}: {first_line(exc)}.") from None
         if any(t.is_meta for t in itertools.chain(model.parameters(), model.buffers())):
             raise BackendError(f"{spec.name} keeps tensors outside its state_dict, which a weights file cannot give.")
@@ -81,8 +79,6 @@ def weights_failure(path: str, exc: Exception) -> str:
     CSV, or advice to load unsafely (weights_only=False) for a file holding pickled objects."""
     import pickle
     import zipfile
-
-    from perfmodel.run.cluster import first_line
 
     if not zipfile.is_zipfile(path):  # torch.save writes a zip archive (since torch 1.6); older ones load
         return "it is not a file written by torch.save"

@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from perfmodel.errors import InputError, PerfmodelError
+from perfmodel.errors import InputError, PerfmodelError, first_line
 from perfmodel.run.keeper import ray_settings, remove_stale_folders
 
 TEMP_PREFIX = "perfmodel-ray-"
@@ -264,12 +264,6 @@ def _quiet_error_listener() -> None:
 
     if hasattr(ray_worker, "print_to_stdstream"):
         ray_worker.print_to_stdstream = lambda data, ignore_prefix=False: None
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message, for a one-sentence error."""
-    text = str(exc).strip()
-    return text.splitlines()[0].rstrip(".") if text else type(exc).__name__
 
 
 def resolve_address(address: str) -> str:

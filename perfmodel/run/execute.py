@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from perfmodel.errors import InputError, PerfmodelError
+from perfmodel.errors import InputError, PerfmodelError, first_line
 from perfmodel.models import BUILTIN_MODELS, model_file_problem
 from perfmodel.run import budget
 from perfmodel.run import cluster as clusters
@@ -505,7 +505,7 @@ def _get_all(refs: list, timeout_s: float, what: str) -> list:
         if isinstance(cause, PerfmodelError):
             raise cause from None
         if isinstance(exc, ray.exceptions.RayTaskError):
-            raise PerfmodelError(f"a worker failed while {what}: {clusters.first_line(cause or exc)}") from None
+            raise PerfmodelError(f"a worker failed while {what}: {first_line(cause or exc)}") from None
         raise PerfmodelError(f"a worker died while {what}: {_death(exc)}") from None
 
 
@@ -525,4 +525,4 @@ def _death(exc) -> str:
     for hint in ("killed", "OOM", "out of memory", "SIGKILL", "unexpectedly"):
         if hint in text:
             return "the worker process died (killed, or out of memory)"
-    return clusters.first_line(exc)
+    return first_line(exc)
