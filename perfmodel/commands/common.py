@@ -1,8 +1,11 @@
-"""What every subcommand shares: the help layout and argument types (the exit codes: perfmodel/exit_codes.py)."""
+"""What every subcommand shares: the help layout, argument types and SIGTERM handled as Ctrl-C (the exit
+codes: perfmodel/exit_codes.py)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 
 
 def formatter(prog: str) -> argparse.HelpFormatter:
@@ -28,3 +31,34 @@ def positive(unit: str, whole: bool = False, allow_zero: bool = False):
             raise argparse.ArgumentTypeError(f"must be {what}, not {shown(text)}") from None
 
     return parse
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is: finished work kept, everything started stopped."""
+
+
+class Sigterm:
+    """What the SIGTERM handler knows: whether the signal came, and whether it still raises Terminated."""
+
+    def __init__(self):
+        self.terminated = False
+        self.raising = True
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """SIGTERM raises Terminated while the yielded Sigterm's `raising` holds; once a command turns it off
+    (its work over: what it started being stopped, its results printed) SIGTERM is only noted, so that a
+    finished command still says what it did. The previous handler is back afterwards."""
+    state = Sigterm()
+
+    def handler(signum, frame) -> None:
+        state.terminated = True
+        if state.raising:
+            raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield state
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import signal
 
 from perfmodel import console, exit_codes
-from perfmodel.commands.common import formatter, positive
+from perfmodel.commands.common import Terminated, formatter, positive, sigterm_as_interrupt
 from perfmodel.errors import InputError, PerfmodelError
 
 PROFILE_EXAMPLES = """examples:
@@ -292,14 +291,6 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, handled like Ctrl-C: the finished points are kept, workers and servers stopped."""
-
-
-def _raise_terminated(signum, frame) -> None:
-    raise Terminated()
-
-
 def _drift_probe(args) -> float | None:
     from perfmodel.units import parse_duration
 
@@ -375,34 +366,31 @@ def run(args) -> int:
         return 0
     new_points = []
     counted = {"done": 0, "total": None}  # the sweep's last point event: is anything left after an interrupt?
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    try:
-        with console.progress(f"profiling {args.model}") as update:
+    with sigterm_as_interrupt():  # finished points kept, workers and servers stopped
+        try:
+            with console.progress(f"profiling {args.model}") as update:
 
-            def on_progress(event) -> None:
-                if event.kind == "start":
-                    console.note(f"planned: {event.message}")
-                elif event.kind == "point":
-                    counted.update(done=event.done, total=event.total)
-                    state = "from file" if event.resumed else event.status
-                    load = f", {event.message}" if event.message else ""
-                    eta = f" (about {duration_text(event.eta_s)} left)" if event.eta_s is not None else ""
-                    update(
-                        event.done, event.total, f"{event.input_size} px, batch {event.batch_size}{load}: {state}{eta}"
-                    )
-                    if not event.resumed:
-                        new_points.append(event.status)
-                elif event.kind == "search":
-                    console.note(f"{event.input_size} px: {event.message}")
+                def on_progress(event) -> None:
+                    if event.kind == "start":
+                        console.note(f"planned: {event.message}")
+                    elif event.kind == "point":
+                        counted.update(done=event.done, total=event.total)
+                        state = "from file" if event.resumed else event.status
+                        load = f", {event.message}" if event.message else ""
+                        eta = f" (about {duration_text(event.eta_s)} left)" if event.eta_s is not None else ""
+                        where = f"{event.input_size} px, batch {event.batch_size}{load}"
+                        update(event.done, event.total, f"{where}: {state}{eta}")
+                        if not event.resumed:
+                            new_points.append(event.status)
+                    elif event.kind == "search":
+                        console.note(f"{event.input_size} px: {event.message}")
 
-            df = run_profile(config, args.out, resume=args.resume, on_progress=on_progress)
-    except KeyboardInterrupt as exc:
-        what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-        finished = counted["total"] is not None and counted["done"] >= counted["total"]
-        console.error(f"{what}: {_saved(args.out, len(new_points), finished)}")
-        return exit_codes.TERMINATED if isinstance(exc, Terminated) else exit_codes.INTERRUPTED
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+                df = run_profile(config, args.out, resume=args.resume, on_progress=on_progress)
+        except KeyboardInterrupt as exc:
+            what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+            finished = counted["total"] is not None and counted["done"] >= counted["total"]
+            console.error(f"{what}: {_saved(args.out, len(new_points), finished)}")
+            return exit_codes.TERMINATED if isinstance(exc, Terminated) else exit_codes.INTERRUPTED
     if new_points and all(s == "error" for s in new_points):
         first = df.loc[df["status"] == "error", "error"].iloc[-1]
         raise PerfmodelError(f"no point could be measured; the last error was: {first}")

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
 
 from perfmodel import console, exit_codes
-from perfmodel.commands.common import formatter, positive
+from perfmodel.commands.common import formatter, positive, sigterm_as_interrupt
 
 RUN_EXAMPLES = """examples:
   perfmodel plan --images 2000 --deadline 90s --profile p.csv --json > plan.json
@@ -84,28 +82,6 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, handled as Ctrl-C is: finished results kept, everything started stopped."""
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM raises Terminated while state["raise"]; afterwards (the work over: Ray being stopped, the
-    results printed) it is only noted, so that a finished run still says what it did."""
-    state = {"terminated": False, "raise": True}
-
-    def handler(signum, frame):
-        state["terminated"] = True
-        if state["raise"]:
-            raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield state
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def run(args) -> int:
     from perfmodel.errors import InputError
     from perfmodel.readers import given
@@ -128,28 +104,28 @@ def run(args) -> int:
         decode_threads=args.decode_threads,
         fault=_fault_drill(),
     )
-    with _sigterm_as_interrupt() as state:
+    with sigterm_as_interrupt() as state:
         with _Live(plan) as live:
 
             def on_event(e) -> None:
                 if e.kind == "stopping":
-                    state["raise"] = False
+                    state.raising = False
                 live.event(e)
 
             try:
                 result = run_plan(plan, options, on_event)
             except KeyboardInterrupt:  # while the inputs were prepared: nothing started, nothing done
-                if not state["terminated"]:
+                if not state.terminated:
                     raise
                 console.error("terminated before the run started: nothing was done.")
                 return exit_codes.TERMINATED
-        state["raise"] = False  # e.g. a resumed run with nothing left: never started, nothing to stop
+        state.raising = False  # e.g. a resumed run with nothing left: never started, nothing to stop
         data = console.clean_for_json(result.to_dict())
         if args.json:
             console.print_json(data)
         else:
             _print_result(data)
-        code = _exit_code(result, data, state["terminated"], args)
+        code = _exit_code(result, data, state.terminated, args)
         sys.stdout.flush()  # before SIGTERM's default action (death, the output unwritten) is back
         return code
 
