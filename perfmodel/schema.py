@@ -85,6 +85,7 @@ RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "stable",
     "throughput_ips",
     "load_ms",
+    "load_process",  # the process whose load_ms (and warm-up) the row holds: rows naming one share one sample
     # A fresh process's time until its first call returned, in parts (docs/profile.md, "Where the load goes"):
     "start_python_ms",  # the interpreter and perfmodel's imports
     "start_import_ms",  # torch and the model's code (torchvision)
@@ -167,6 +168,7 @@ TEXT_COLUMNS = frozenset(
         "warmup_method",
         "warmup_includes",
         "compile_cache",
+        "load_process",
         "architecture",
         "protocol",
         "mode",
@@ -399,7 +401,46 @@ def validate_profile(df: pd.DataFrame, source: str = "profile") -> pd.DataFrame:
             f"{_where(source, i, 'latency_p99_ms')}: the 99th percentile {_fmt(p99[i])} ms is below the median "
             f"{_fmt(median[i])} ms, which cannot be."
         )
+    _check_mean(df, ok, median, source)
     return df
+
+
+_ROUNDING = 1e-4  # relative: profiles are written with 6 significant digits
+
+
+def _check_mean(df: pd.DataFrame, ok: np.ndarray, median: np.ndarray, source: str) -> None:
+    """A mean that no set of call times could have (the planner draws batch times from it): below the
+    fastest call, below half the median (half the calls take at least the median), or further from the
+    median than one standard deviation (|mean - median| <= sd holds for any set of numbers)."""
+    if "latency_mean_ms" not in df.columns:
+        return
+    mean = df["latency_mean_ms"].to_numpy(dtype=float)
+    fastest = df["latency_min_ms"].to_numpy(dtype=float) if "latency_min_ms" in df.columns else np.full(len(df), np.nan)
+    sd = df["latency_std_ms"].to_numpy(dtype=float) if "latency_std_ms" in df.columns else np.full(len(df), np.nan)
+    given = ok & ~np.isnan(mean)
+    slack = _ROUNDING * np.maximum(mean, median)
+    checks = (
+        (mean < fastest - slack, lambda i: f"is below the fastest call, latency_min_ms {_fmt(fastest[i])} ms"),
+        (
+            mean < median / 2 - slack,
+            lambda i: f"is below half the median {_fmt(median[i])} ms (half the calls take at least the median)",
+        ),
+        (
+            np.abs(mean - median) > sd + slack,
+            lambda i: (
+                f"lies further from the median {_fmt(median[i])} ms than the standard deviation "
+                f"{_fmt(sd[i])} ms allows (|mean - median| <= sd for any set of calls)"
+            ),
+        ),
+    )
+    for bad, why in checks:
+        bad = given & bad
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ProfileFormatError(
+                f"{_where(source, i, 'latency_mean_ms')}: the mean {_fmt(mean[i])} ms {why(i)}, which cannot be; "
+                "fix it or leave the cell empty."
+            )
 
 
 def _check_bounds(df: pd.DataFrame, source: str) -> None:

@@ -11,6 +11,7 @@ from conftest import run_cli
 
 from perfmodel.cli import main
 from perfmodel.errors import InfeasibleError, InputError
+from perfmodel.fixed_costs import default_samples
 from perfmodel.planning.batch import NoPlanError, make_plan, summary
 
 BATCHES = (1, 2, 4, 8)
@@ -353,14 +354,24 @@ def test_a_profile_without_warm_up_is_planned_and_says_so(tmp_path, capsys):
     with pytest.warns(Warning, match="no warm-up"):
         plan = make_plan(10_000, 60, profiles=[str(path)], input_size=64)
     a = plan.assignments[0]
-    assert a.warmup_s == pytest.approx(a.latency_s)  # the first batch timed as a steady one
+    # a GPU's first batch: a steady one plus the first call and the load this project measured on GPUs, said
+    guess = default_samples("x100", "first call")
+    assert a.warmup_s == pytest.approx(a.latency_s + guess.median_s)
     d = plan.to_dict()
     assert d["warmup_measured"] is False
     assert d["data_by_type"]["x100"]["numbers_from"] == {"torch fp32": ["a published table, v1"]}
+    fixed = d["data_by_type"]["x100"]["fixed_costs"]
+    assert fixed["first_call_excess"]["torch fp32"]["default"]["for"] == "the value and its spread"
+    assert fixed["load"]["samples"] == 1 and fixed["load"]["default"]["for"] == "the spread"  # one load_ms
     code, out, err = run_cli(
         capsys, "plan", "--images", "10000", "--deadline", "60s", "--profile", str(path), "--input-size", "64"
     )
-    assert code == 0 and "no warm-up measured: the first batch is timed as a steady one" in err
+    assert code == 0 and "no warm-up measured: the first batch is timed as a steady one plus a first call" in err
+    assert (
+        "load per x100 (profile load_ms): 0.05 s (1 process; sd 0.015 s, a guess: the spread on this project's GPUs"
+        in out
+    )
+    assert f"first call: {guess.median_s:.3g} s beyond a steady batch, sd" in out and "a guess, none measured" in out
     assert "x100 torch fp32: published numbers from a published table, v1" in err
 
 

@@ -72,7 +72,7 @@ def test_the_readable_plan_names_the_model_and_the_file(profile, capsys):
     out = capsys.readouterr().out
     digest = hashlib.sha256(profile.read_bytes()).hexdigest()[:12]
     assert "model tiny at 64 px" in out and f"{profile} (sha256 {digest})" in out
-    assert "load time per cpu: 0.05 s (from the profile load_ms)" in out
+    assert "load per cpu (profile load_ms): 0.05 s (1 process; no spread known)" in out
 
 
 def test_a_torchscript_path_plans_for_its_stem_and_is_recorded(tmp_path):

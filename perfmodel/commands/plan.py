@@ -32,7 +32,8 @@ data: with no --profile or --predictor, the shipped profiles: profiles/*.csv (th
 measurements: its CPU, for CPU pools, and one H200, h200) and profiles/reference/*.csv (published GPU
 measurements: a100, a100-80gb, a30, a10, v100, v100-32gb, t4). The plan says per hardware type where its
 numbers come from; published figures have no warm-up, so their first batch is timed as a steady one
-(warmup_measured: false in --json).
+(warmup_measured: false in --json), and on a GPU a load and a first call are added, from this project's
+own GPU measurements and said to be a guess: the plan states the fixed costs' share of the deadline.
 """
 
 
@@ -111,7 +112,8 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--load-time",
         metavar="T",
-        help="model load time per GPU (default: the profile's or predictor's load_ms, else 0)",
+        help="model load time per GPU (default: the median of the loads the profiles or predictors measured, one "
+        "per process; none measured: on a GPU this project's GPU measurements (said as a guess), on a CPU 0)",
     )
     p.add_argument(
         "--extrapolate",

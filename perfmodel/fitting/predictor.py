@@ -39,7 +39,7 @@ QUANTITIES: tuple[str, ...] = ("latency_ms", "latency_p99_ms", "warmup_ms", "mem
 KEY_COLUMNS: tuple[str, ...] = ("hardware", "model", "backend", "precision")
 EXTRA_KEY_COLUMNS: tuple[str, ...] = ("architecture", "protocol", "mode", "concurrency")
 _SEARCH_LIMIT = MAX_BATCH_SIZE  # the largest batch max_batch will ever answer (and a file may hold)
-_MAX_MEMORY_MB = 1e9  # as in a profile (perfmodel.schema.BOUNDS)
+_MAX_MEMORY_MB = _MAX_TIME_MS = 1e9  # as in a profile (perfmodel.schema.BOUNDS)
 _EPS = 1e-9  # relative slack so that pixel ratios like 4.0000000001 do not round the wrong way
 
 
@@ -63,7 +63,11 @@ class GroupPredictor:
     oom_batches: tuple[tuple[int, int], ...] = ()  # (input size, smallest batch measured oom)
     memory_capacity_mb: float | None = None  # the most memory a point measured ok used
     provenance: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
-    load_ms: float | None = None  # model load and preparation, once per process (median of the profile's load_ms)
+    load_ms: float | None = None  # model load and preparation, once per process (the median of load_samples_ms)
+    # The profile's fixed costs, one value per process that measured it (perfmodel/fixed_costs.py): the
+    # loads, and the fresh first calls' excess over their steady batch. Empty in files written before.
+    load_samples_ms: tuple[float, ...] = ()
+    first_call_samples_ms: tuple[float, ...] = ()
     transfer: MappingProxyType | None = None  # for a GPU never profiled: from what, how, and its validated error
 
     @property
@@ -357,6 +361,11 @@ class GroupPredictor:
             "oom_batches": [list(p) for p in self.oom_batches],
             "memory_capacity_mb": self.memory_capacity_mb,
             "load_ms": self.load_ms,
+            "fixed_costs": {
+                "per": "process that measured it",
+                "load_ms": list(self.load_samples_ms),
+                "first_call_excess_ms": list(self.first_call_samples_ms),
+            },
             "transfer": None if self.transfer is None else dict(self.transfer),
             "provenance": dict(self.provenance),
             "quantities": {
@@ -409,6 +418,17 @@ class GroupPredictor:
         load_ms, transfer = data.get("load_ms"), data.get("transfer")
         if load_ms is not None and not (_is_number(load_ms) and load_ms >= 0):
             raise PredictorFormatError(f"a group has load_ms {shown(load_ms)}, not a number of milliseconds >= 0.")
+        fixed = data.get("fixed_costs") or {}  # absent from files written before the samples
+        samples = (
+            {name: fixed.get(name, []) for name in ("load_ms", "first_call_excess_ms")}
+            if isinstance(fixed, dict)
+            else {}
+        )
+        if not samples or not all(_finite_list(v) and all(0 <= x <= _MAX_TIME_MS for x in v) for v in samples.values()):
+            raise PredictorFormatError(
+                "a group's fixed_costs is not an object with lists load_ms and first_call_excess_ms of "
+                f"milliseconds from 0 to {_MAX_TIME_MS:g}."
+            )
         if transfer is not None and not (isinstance(transfer, dict) and _finite_list(transfer.get("errors_pct", []))):
             raise PredictorFormatError("a group's transfer is not an object with a list of errors_pct.")
         return cls(
@@ -421,6 +441,8 @@ class GroupPredictor:
             memory_capacity_mb=None if capacity is None else float(capacity),
             provenance=MappingProxyType(dict(provenance)),
             load_ms=None if load_ms is None else float(load_ms),
+            load_samples_ms=tuple(float(x) for x in samples["load_ms"]),
+            first_call_samples_ms=tuple(float(x) for x in samples["first_call_excess_ms"]),
             transfer=None if transfer is None else MappingProxyType(transfer),
         )
 

@@ -31,6 +31,7 @@ from perfmodel.fitting.predictor import (
 )
 from perfmodel.fitting.regressors import FAMILIES
 from perfmodel.fitting.selection import BATCH_SIZE_ADVICE, DEFAULT_FAMILIES, fit_quantity, two_batch_size_errors
+from perfmodel.fixed_costs import first_call_samples_ms, load_samples_ms
 from perfmodel.schema import load_profile, validate_profile
 
 # Profile columns worth keeping beside each group: where and how it was measured.
@@ -343,6 +344,7 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
             report["reference_errors"] = copy.deepcopy(two_batch_size_errors())
         models[quantity] = QuantityModel(result.estimator, report)
 
+    loads = load_samples_ms(rows)  # one per process, never one per row
     memory = ok["memory_mb"].to_numpy(dtype=float)
     memory = memory[np.isfinite(memory) & (memory > 0)]
     return GroupPredictor(
@@ -354,17 +356,10 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
         oom_batches=_per_size(oom, "min"),
         memory_capacity_mb=float(memory.max()) if len(memory) else None,
         provenance=MappingProxyType(_provenance(rows)),
-        load_ms=load_time_ms(rows),
+        load_ms=float(np.median(loads)) if loads else None,
+        load_samples_ms=tuple(loads),
+        first_call_samples_ms=tuple(first_call_samples_ms(rows)),
     )
-
-
-def load_time_ms(rows: pd.DataFrame) -> float | None:
-    """The median load_ms of the rows that recorded one (the profiler writes it once per process)."""
-    if "load_ms" not in rows.columns:
-        return None
-    values = rows["load_ms"].to_numpy(dtype=float)
-    values = values[np.isfinite(values)]
-    return float(np.median(values)) if len(values) else None
 
 
 def _measurement_noise(ok: pd.DataFrame) -> dict:

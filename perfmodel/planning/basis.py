@@ -9,6 +9,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
+from perfmodel.fixed_costs import FixedCost, is_cpu
 from perfmodel.planning.drift import Drift
 
 EXTRAPOLATION_FACTOR = 2.0  # a predictor's batch sizes go up to this x the largest measured, unless --extrapolate
@@ -33,7 +34,8 @@ class TypeBasis:
     moments: dict[tuple[str, int, int], tuple[float, float]] = field(default_factory=dict)  # -> batch mean, sd (s)
     errors: dict[tuple[str, str], tuple[float, ...]] = field(default_factory=dict)  # (option, region) -> rel errors
     drift: Drift | None = None  # measured by the profile's probe; None: the default for the hardware
-    load_sd_s: float = 0.0
+    load: FixedCost | None = None  # the load, as measured or stated (fixed_costs.py)
+    first_call: dict[str, FixedCost] = field(default_factory=dict)  # option -> its first call's excess
 
 
 @dataclass
@@ -95,6 +97,7 @@ class Basis:
                     }
                 )
         options = list(dict.fromkeys(options))
+        fixed = [a.load_s + a.warmup_s for a in plan.assignments if a.hardware == name and a.count]
         out = {
             "numbers_from": {o: list(t.sources.get(o, {})) for o in options},
             "kinds": {o: t.kinds.get(o) for o in options},
@@ -103,6 +106,19 @@ class Basis:
             "beyond_measured": beyond,
             "loosely_measured": loose,
         }
+        if t.load is not None:
+            first = {o: t.first_call[o] for o in options if o in t.first_call}
+            out["fixed_costs"] = {
+                "load": t.load.to_dict(),
+                "first_call_excess": {o: cost.to_dict() for o, cost in first.items()},
+                # on a GPU, added to the first batch of an option whose warm-up nobody measured
+                "first_call_added_s": {
+                    o: cost.median_s for o, cost in first.items() if not cost.per_batch and not is_cpu(name)
+                },
+                # the largest load + first batch of the type's workers, and its share of the deadline
+                "load_and_first_call_s": max(fixed, default=0.0),
+                "share_of_deadline": max(fixed, default=0.0) / plan.deadline_s,
+            }
         measured_with = min((t.measured_workers[o] for o in options if o in t.measured_workers), default=None)
         if measured_with is not None and plan.gpus_by_type[name] > measured_with:
             out["workers_when_measured"] = {"planned": plan.gpus_by_type[name], "measured_with": measured_with}
@@ -129,8 +145,11 @@ def notes(basis_dict: dict) -> list[str]:
     for name, t in basis_dict.get("data_by_type", {}).items():
         for option, sources in t["numbers_from"].items():
             line = f"{name} {option}: {t['kinds'][option]} numbers from {'; '.join(sources)}"
+            added = ((t.get("fixed_costs") or {}).get("first_call_added_s") or {}).get(option)
             if not t["warmup_measured"]:
                 line += "; no warm-up measured: the first batch is timed as a steady one"
+                if added:
+                    line += f" plus a first call of {added:.3g} s (above)"
             lines.append(line + ".")
         lines += list(t["transferred"].values())
         if "workers_when_measured" in t:

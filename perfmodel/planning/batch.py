@@ -21,6 +21,7 @@ import numpy as np
 import solvers
 from perfmodel import shipped
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
+from perfmodel.fixed_costs import FixedCost, Samples, default_samples, first_call_samples_ms, is_cpu, load_samples_ms
 from perfmodel.planning import arguments, choice, drift
 from perfmodel.planning.basis import EXTRAPOLATION_FACTOR, Basis
 from perfmodel.planning.context import Option, PlannedJob, build_context, model_argument, option_of
@@ -55,21 +56,57 @@ class NoPlanError(InfeasibleError):
 class _Options:
     """Candidate batch sizes gathered for one hardware type, per input size (seconds)."""
 
-    columns: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]]] = field(default_factory=dict)
-    load_s: list[float] = field(default_factory=list)
-    load_from: set[str] = field(default_factory=set)  # "profile" / "predictor": where load_s came from
+    # per input size: (batch, latency, warm-up, labels, where no warm-up was measured) per source
+    columns: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray, list[str], np.ndarray]]] = field(
+        default_factory=dict
+    )
+    # The fixed costs' samples (seconds), one per process that measured them (perfmodel/fixed_costs.py):
+    # the loads, and per option the fresh first calls' excess over a steady batch (a compiled option's
+    # first call compiles: its own); `sources` where they come from.
+    loads: list[float] = field(default_factory=list)
+    first_calls: dict[str, list[float]] = field(default_factory=dict)
+    sources: dict[str, None] = field(default_factory=dict)
     details: dict[str, Option] = field(default_factory=dict)  # what each candidate label stands for
 
-    def add(self, size: int, batch, latency_s, warmup_s, labels) -> None:
+    def add(self, size: int, batch, latency_s, warmup_s, labels, unmeasured) -> None:
+        unmeasured = np.broadcast_to(np.asarray(unmeasured, bool), np.shape(batch))
         self.columns.setdefault(size, []).append(
-            (np.asarray(batch), np.asarray(latency_s), np.asarray(warmup_s), list(labels))
+            (np.asarray(batch), np.asarray(latency_s), np.asarray(warmup_s), list(labels), unmeasured)
         )
+
+    def add_first_calls(self, excess_s: dict[str, float]) -> None:
+        """Add each option's first call beyond a steady batch to its candidates whose warm-up nobody measured."""
+        for size, parts in self.columns.items():
+            self.columns[size] = [
+                (b, lat, warm + no * np.array([excess_s.get(x, 0.0) for x in labels]), labels, no)
+                for b, lat, warm, labels, no in parts
+            ]
+
+    def add_fixed_costs(self, source: str, loads_ms, first_calls_ms: dict[str, list[float]]) -> None:
+        if len(loads_ms) or any(len(v) for v in first_calls_ms.values()):
+            self.sources[source] = None
+        self.loads += [x / 1000 for x in loads_ms]
+        for label, values in first_calls_ms.items():
+            self.first_calls.setdefault(label, []).extend(x / 1000 for x in values)
+
+    def fixed_costs(self, hardware: str, load_given: float | None, unmeasured) -> tuple[FixedCost, dict]:
+        """The type's load, and each option's first call (`unmeasured`: the options whose warm-up nobody
+        measured), each with the default that stands in where too few were measured."""
+        source = "; ".join(self.sources) or "none"
+        own = Samples(tuple(self.loads), source) if load_given is None else Samples((load_given,), "--load-time")
+        first = default_samples(hardware, "first call")
+        return FixedCost("load", own, default_samples(hardware, "load")), {
+            label: FixedCost(
+                "first call", Samples(tuple(self.first_calls.get(label, ())), source), first, label not in unmeasured
+            )
+            for label in self.details
+        }
 
     def candidates(self, size: int) -> solvers.Candidates | None:
         parts = self.columns.get(size)
         if not parts:
             return None
-        b, lat, warm, labels = zip(*parts)
+        b, lat, warm, labels, _ = zip(*parts)
         return solvers.Candidates(
             size,
             np.concatenate(b),
@@ -163,12 +200,17 @@ def make_plan(
     basis = Basis(extrapolate=switch(r.extrapolate, "extrapolate"), probability=target is not None)
     model, model_path = model_argument(r.model)
     options, model = _gather(profiles, predictors, model, sorted(workload), r, basis)
+    for name, o in options.items():
+        t = basis.of(name)
+        t.load, t.first_call = o.fixed_costs(name, load_s, {*t.warmup_unmeasured, *t.no_warmup_model})
+        if not is_cpu(name):  # a GPU's first call is seconds: where not measured, the option's or the default's
+            o.add_first_calls({label: cost.median_s for label, cost in t.first_call.items() if not cost.per_batch})
     decode_s = _with_decode(options, r.decode, basis)
 
     def solve_at(m: float, images: int | None = None) -> solvers.Plan:
         """The plan at margin m, for `images` in place of the asked number (one input size only)."""
         work = workload if images is None else {size: images for size in workload}
-        return _solve(_problem(options, work, deadline_s, r, m, load_s), r.time_limit)
+        return _solve(_problem(options, work, deadline_s, r, m, basis), r.time_limit)
 
     if target is None:
         plan = solve_at(margin)
@@ -182,7 +224,7 @@ def make_plan(
     )
     plan = dataclasses.replace(plan, annotations=annotations)
     context = build_context(
-        model, model_path, sorted(workload), r.use, margin, profiles, predictors, options, load_s, decode_s
+        model, model_path, sorted(workload), r.use, margin, profiles, predictors, options, basis, decode_s
     )
     return PlannedJob(plan, context)
 
@@ -347,7 +389,7 @@ def _no_plan_for(exc: NoPlanError, margin: float, solve_at, basis, deadline_s, t
     message = explain(d).replace(
         "no plan meets the deadline", f"no plan meets the deadline with probability {target:g}"
     )
-    if margin > 0:  # at no margin the median plan is refused too: a lower --confidence would not help
+    if margin > 0 and target > MIN_CONFIDENCE:  # at no margin the median plan is refused too: no lower one helps
         message += f" Or ask for a lower --confidence (it kept {margin:.0%} of the deadline in reserve)."
     return NoPlanError(message, d)
 
@@ -539,24 +581,25 @@ def _record_profile_basis(basis, hardware, group) -> None:
 
 
 def _from_profiles(options, frame, model, sizes, use, backend, precision, basis) -> None:
-    rows = frame[(frame["status"] == "ok") & (frame["model"] == model) & frame["input_size"].isin(sizes)]
+    options_rows = frame[frame["model"] == model]
+    if backend:
+        options_rows = options_rows[options_rows["backend"] == backend]
+    if precision:
+        options_rows = options_rows[options_rows["precision"] == precision]
+    rows = options_rows[(options_rows["status"] == "ok") & options_rows["input_size"].isin(sizes)]
     if "rate_per_s" in rows.columns:  # open-loop rows time a served stream, not a batch
         rows = rows[rows["rate_per_s"].isna()]
-    if backend:
-        rows = rows[rows["backend"] == backend]
-    if precision:
-        rows = rows[rows["precision"] == precision]
     column = LATENCY_COLUMNS[use]
     for hardware, group in rows.groupby("hardware", sort=True):
         o = options.setdefault(str(hardware), _Options())
         _record_profile_basis(basis, str(hardware), group)
-        if "load_ms" in group.columns and group["load_ms"].notna().any():
-            loads = group["load_ms"].dropna().to_numpy(dtype=float) / 1000
-            o.load_s.append(float(np.median(loads)))
-            o.load_from.add("profile")
-            if len(loads) > 1:  # every point loads the model afresh: their spread is the load's
-                basis.of(str(hardware)).load_sd_s = max(basis.of(str(hardware)).load_sd_s, float(np.std(loads, ddof=1)))
-        _record_drift(basis.of(str(hardware)), group)
+        # every row of the option (any input size or status) that timed a load or a fresh first call
+        processes = options_rows[options_rows["hardware"] == hardware]
+        for file, part in processes.groupby("profile_file", sort=False):
+            labels = np.array([_label(r) for r in part.itertuples(index=False)])
+            first = {label: first_call_samples_ms(part[labels == label]) for label in dict.fromkeys(labels)}
+            o.add_fixed_costs(f"profile {file}", load_samples_ms(part), first)
+        _record_drift(basis.of(str(hardware)), group, str(hardware))
         for size, at in group.groupby("input_size", sort=True):
             latency = at[column].to_numpy(dtype=float)
             points = list(at.itertuples(index=False))
@@ -566,7 +609,8 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
             )
             basis.of(str(hardware)).warmup_filled.update(filled)
             basis.of(str(hardware)).warmup_unmeasured.update(unmeasured)
-            o.add(int(size), at["batch_size"].to_numpy(dtype=np.int64), latency / 1000, warmup / 1000, labels)
+            batch = at["batch_size"].to_numpy(dtype=np.int64)
+            o.add(int(size), batch, latency / 1000, warmup / 1000, labels, np.isin(labels, list(unmeasured)))
             o.details.update((label, option_of(r)) for label, r in zip(labels, points))
             mean, sd = batch_moments(*(_column(at, c) for c in ("latency_ms", "latency_p99_ms", *MOMENT_COLUMNS)))
             moments = basis.of(str(hardware)).moments
@@ -585,7 +629,8 @@ def _warn_unmeasured_warmup(basis, plan: solvers.Plan) -> None:
     if names:
         warnings.warn(
             f"{len(names)} predictor group(s) have no warm-up model ({', '.join(names[:3])}"
-            f"{', ...' if len(names) > 3 else ''}); planning their first batch with the latency instead.",
+            f"{', ...' if len(names) > 3 else ''}); planning their first batch with the latency"
+            f"{_first_call_added(basis, used)}.",
             PerfmodelWarning,
             stacklevel=3,
         )
@@ -600,18 +645,29 @@ def _warn_unmeasured_warmup(basis, plan: solvers.Plan) -> None:
         )
     if unmeasured:
         warnings.warn(
-            f"{unmeasured} profile point(s) have no warm-up time; planning with their latency instead.",
+            f"{unmeasured} profile point(s) have no warm-up time; planning with their latency"
+            f"{_first_call_added(basis, used)}.",
             PerfmodelWarning,
             stacklevel=3,
         )
+
+
+def _first_call_added(basis, used) -> str:
+    """' plus a first call of 2.08 s on a100' where a GPU's first batch got one (make_plan), else ' instead'."""
+    said = []
+    for h, label in used:
+        cost = basis.of(h).first_call.get(label)
+        if not is_cpu(h) and cost is not None and not cost.per_batch and cost.median_s > 0:
+            said.append(f"{cost.median_s:.3g} s on {h} {label}")
+    return f" plus a first call of {', '.join(said)} (see the load line)" if said else " instead"
 
 
 def _column(frame, name):
     return frame[name].to_numpy(dtype=float) if name in frame.columns else None
 
 
-def _record_drift(t, group) -> None:
-    t.drift = drift.from_rows(group) or t.drift
+def _record_drift(t, group, hardware: str) -> None:
+    t.drift = drift.from_rows(group, hardware) or t.drift
 
 
 def _fill_warmup(batch, labels, latency, warmup):
@@ -660,14 +716,15 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
     for group in predictor.select(model=model, backend=backend, precision=precision):
         o = options.setdefault(group.hardware, _Options())
         t = basis.of(group.hardware)
-        load_ms = getattr(group, "load_ms", None)
-        if load_ms is not None:
-            o.load_s.append(float(load_ms) / 1000)
-            o.load_from.add("predictor")
+        loads = getattr(group, "load_samples_ms", ()) or ()
+        if not loads and getattr(group, "load_ms", None) is not None:  # a file written before the samples
+            loads = (group.load_ms,)
         low, high = min(group.input_sizes), max(group.input_sizes)
         label = f"{group.backend} {group.precision} " + (
             "(transferred)" if getattr(group, "transfer", None) else "(predicted)"
         )
+        first = list(getattr(group, "first_call_samples_ms", ()) or ())
+        o.add_fixed_costs(f"predictor {name}", loads, {label: first})
         _record_predictor_basis(basis, group, label, name, predictor)
         for size in sizes:
             if not low <= size <= high:
@@ -704,7 +761,8 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
                     PerfmodelWarning,
                     stacklevel=3,
                 )
-            o.add(size, b[good], latency[good] / 1000, warmup[good] / 1000, [label] * int(good.sum()))
+            no_model = label in t.no_warmup_model
+            o.add(size, b[good], latency[good] / 1000, warmup[good] / 1000, [label] * int(good.sum()), no_model)
             o.details[label] = option_of(group)
             _record_predictor_spread(t, group, label, size, b[good])
 
@@ -746,8 +804,8 @@ def _record_predictor_spread(t, group, label: str, size: int, b: np.ndarray) -> 
             samples = group.error_samples(beyond=region == "beyond", quantity="latency_ms")
             if samples is not None and getattr(group, "transfer", None) is None:
                 samples = undirected(samples)
-            if samples is not None:
-                t.errors[(label, region)] = tuple(float(x) for x in samples)
+            if samples is not None:  # measured/predicted <= 0 (a negative prediction) is no slowdown factor
+                t.errors[(label, region)] = tuple(float(x) for x in samples if x > -1)
 
 
 def _with_decode(options: dict[str, _Options], decode, basis: Basis) -> float:
@@ -760,7 +818,9 @@ def _with_decode(options: dict[str, _Options], decode, basis: Basis) -> float:
         raise InputError(f"--decode-time must be a duration >= 0 per image, e.g. 2ms, not {decode!r}.")
     for o in options.values():
         for size, parts in o.columns.items():
-            o.columns[size] = [(b, lat + b * seconds, warm + b * seconds, labels) for b, lat, warm, labels in parts]
+            o.columns[size] = [
+                (b, lat + b * seconds, warm + b * seconds, labels, no) for b, lat, warm, labels, no in parts
+            ]
     for t in basis.types.values():
         t.moments = {key: (mean + key[2] * seconds, sd) for key, (mean, sd) in t.moments.items()}
     return float(seconds)
@@ -792,14 +852,14 @@ def pool_counts(found, pool, prices, objective) -> tuple[dict, dict]:
     return counts, prices
 
 
-def _problem(options, workload, deadline_s, r: PlanRequest, margin: float, load_s) -> solvers.Problem:
+def _problem(options, workload, deadline_s, r: PlanRequest, margin: float, basis) -> solvers.Problem:
     counts, prices = pool_counts(options, r.pool, r.prices, r.objective)
     try:
         types = []
         for name, count in counts.items():
             o = options[name]
             candidates = [c for c in (o.candidates(size) for size in workload) if c is not None]
-            load = load_s if load_s is not None else (float(np.median(o.load_s)) if o.load_s else 0.0)
+            load = basis.of(name).load.median_s  # --load-time, the measured median, or a stated default
             types.append(solvers.GpuType(name, count, candidates, cost_per_hour=prices.get(name), load_s=load))
         return solvers.Problem(
             types,

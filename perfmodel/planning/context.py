@@ -12,8 +12,6 @@ import hashlib
 import os
 from dataclasses import dataclass
 
-import numpy as np
-
 import solvers
 
 PLAN_FORMAT = "perfmodel-plan"
@@ -146,22 +144,14 @@ def build_context(
     profiles,
     predictors,
     options: dict,
-    load_time_given: float | None,
+    basis,
     decode_s: float = 0.0,
 ) -> PlanContext:
-    """The context of a plan made by make_plan. `options` maps each hardware type to what _gather found:
-    its load times (load_s, load_from) and the Option of each candidate label (details)."""
+    """The context of a plan made by make_plan. `options` maps each hardware type to what _gather found, the
+    Option of each candidate label (details); `basis` holds each type's load (planning/basis.py)."""
     sources = [_source("profile", p) for p in profiles if _profile_has(p, model)]
     sources += [_source("predictor", p) for p in predictors]
-    load_times = {}
-    for name, o in options.items():
-        if load_time_given is not None:
-            load_times[name] = LoadTime(float(load_time_given), "--load-time")
-        elif o.load_s:
-            seconds = float(np.median(o.load_s))  # as make_plan gives the solver
-            load_times[name] = LoadTime(seconds, " and ".join(f"{kind} load_ms" for kind in sorted(o.load_from)))
-        else:
-            load_times[name] = LoadTime(0.0, "none")
+    load_times = {name: _load_time(basis.of(name).load) for name in options}
     details = {(name, label): option for name, o in options.items() for label, option in o.details.items()}
     return PlanContext(
         model,
@@ -174,6 +164,16 @@ def build_context(
         details,
         decode_s,
     )
+
+
+def _load_time(load) -> LoadTime:
+    """The load the solver planned with (the median of the processes measured, --load-time, or a default)."""
+    if load.own.source == "--load-time":
+        return LoadTime(load.median_s, "--load-time")
+    if load.guessed:
+        return LoadTime(load.median_s, "none" if load.default is None else "default")
+    kinds = sorted({part.split(" ", 1)[0] for part in load.own.source.split("; ")})
+    return LoadTime(load.median_s, " and ".join(f"{kind} load_ms" for kind in kinds))
 
 
 def _profile_has(path, model: str) -> bool:
@@ -230,6 +230,32 @@ def _largest_part(job: PlannedJob) -> str:
     return f"; the largest part: {SPREAD_NAMES.get(source, source)}"
 
 
+def _fixed_costs(name: str, load: LoadTime, fixed: dict | None, plan) -> list[str]:
+    """What a worker of the type pays before its batches: the load and the first call, as measured (or
+    what stands in for them), and their share of the deadline (fixed_costs.py)."""
+    from perfmodel.planning.batch import format_seconds  # batch imports this module
+
+    if fixed is None:  # a plan of no images of this type
+        return []
+    where = {"none": "", "default": "", "--load-time": " (--load-time)"}.get(load.source, f" ({load.source})")
+    line = f"load per {name}{where}: {fixed['load']['described']}"
+    if load.source == "none":
+        line += ": set it with --load-time"
+    for option, first in fixed["first_call_excess"].items():
+        if first["samples"] or first["default"] is not None:
+            line += (
+                f"; first call{'' if len(fixed['first_call_excess']) == 1 else f' ({option})'}: {first['described']}"
+            )
+    spread = (plan.annotations.get("spread_by_source_s") or {}).get("load and warm-up")
+    share = (
+        f"load and first batch take {fixed['load_and_first_call_s']:.3g} s, {fixed['share_of_deadline']:.0%} of "
+        f"the {format_seconds(plan.deadline_s)} deadline"
+    )
+    if spread is not None:
+        share += f"; their spread adds {format_seconds(spread)} to the makespan's p95"
+    return [line, share]
+
+
 def describe(job: PlannedJob) -> list[str]:
     """Lines for people: what was planned, from which files, under which assumptions."""
     c = job.context
@@ -248,12 +274,10 @@ def describe(job: PlannedJob) -> list[str]:
     for s in c.sources:
         where = _shown(s.path) if s.path else "a predictor object"
         lines.append(f"planned from {s.kind} {where}" + (f" (sha256 {s.sha256[:12]})" if s.sha256 else ""))
+    types = job.plan.annotations.get("data_by_type") or {}
     for name, t in c.load_times.items():
         if name in job.plan.gpus_by_type:
-            how = {"none": "none measured, so 0 s: set it with --load-time", "--load-time": "from --load-time"}.get(
-                t.source, f"from the {t.source}"
-            )
-            lines.append(f"load time per {name}: {t.seconds:.3g} s ({how})")
+            lines += _fixed_costs(name, t, (types.get(name) or {}).get("fixed_costs"), job.plan)
     if c.decode_s:
         lines.append(f"decoding: {c.decode_s * 1000:.3g} ms per image, added to every batch (--decode-time)")
     return lines

@@ -30,6 +30,8 @@ class Drift:
         """The relative standard deviation of the average speed over a run of `seconds`."""
         if self.rel_sd <= 0 or seconds <= 0 or math.isinf(self.corr_s):
             return self.rel_sd
+        if self.corr_s <= 0:  # no correlation at all: the speed's moves average out over any run
+            return 0.0
         x = seconds / self.corr_s
         return self.rel_sd * math.sqrt(2.0 * (x - 1.0 + math.exp(-x)) / (x * x))
 
@@ -89,15 +91,26 @@ def point_level_for(hardware: str) -> Drift | None:
     return CPU_POINT_LEVEL if hardware.startswith("cpu") else None
 
 
-def from_rows(frame) -> Drift | None:
-    """The drift a profile's probe measured (the median over the rows that have it), or None."""
-    if not set(COLUMNS) <= set(frame.columns):
+def from_rows(frame, hardware: str) -> Drift | None:
+    """The drift a profile's probe measured (the median over the rows that have each figure), or None. A
+    profile with only one of the two figures (written by hand) takes the other from the hardware's default,
+    and its source says so."""
+    medians = {}
+    for column in COLUMNS:
+        values = frame[column].dropna() if column in frame.columns else ()
+        if len(values):
+            medians[column] = float(np.median(values))
+    if not medians:
         return None
-    measured = frame[list(COLUMNS)].dropna()
-    if not len(measured):
-        return None
-    rel_sd, corr_s = (float(np.median(measured[c])) for c in COLUMNS)
-    return Drift(rel_sd, corr_s, "measured by perfmodel profile's drift probe")
+    default = default_for(hardware)
+    rel_sd = medians.get("drift_rel_sd", default.rel_sd)
+    corr_s = medians.get("drift_corr_s", default.corr_s)
+    source = "measured by perfmodel profile's drift probe"
+    if len(medians) == 1:
+        (given,) = medians
+        (missing,) = set(COLUMNS) - {given}
+        source = f"{given} from the profile; {missing} (not in it) from the {default.source}"
+    return Drift(rel_sd, corr_s, source)
 
 
 def analyse_probe(ends_s, durations_s, window_s: float = PROBE_WINDOW_S) -> tuple[float, float] | None:

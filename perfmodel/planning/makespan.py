@@ -30,15 +30,17 @@ from perfmodel.planning.drift import Drift
 SOURCES = ("batch", "load and warm-up", "drift", "profile", "predictor", "transfer", "co-location")
 QUANTILES = (0.05, 0.5, 0.9, 0.95, 0.99)
 QUADRATURE_POINTS = 20_000  # the most points of the shared factors' grid (the nodes per factor shrink to fit)
-NODES = {"normal": 24, "samples": 64}  # per factor: Gauss-Hermite exact to ~1e-4 in P here; samples' quantiles
+# per factor: Gauss-Hermite exact to ~1e-4 in P here (odd: a node at the median); samples' quantiles
+NODES = {"normal": 25, "samples": 64}
 _MAX_SIMULATED = 30_000_000  # batch draws in all; beyond it `simulate` declines
 
 
 @dataclass(frozen=True)
 class Shared:
-    """A slowdown shared by every worker that names it: a worker's compute time is multiplied by
-    1 + scale * e, e standard normal ('normal'; scale given per worker group) or drawn from `values`
-    ('samples': measured relative errors, scale 1)."""
+    """A slowdown shared by every worker that names it: a worker's compute time is multiplied by a factor
+    that is positive by construction: exp(sigma(scale) * e), e standard normal ('normal'; a lognormal of
+    median 1 and relative spread `scale`, given per worker group), or 1 + e with e drawn from `values`
+    ('samples': measured relative errors, each above -1, scale 1)."""
 
     source: str  # one of SOURCES
     kind: str = "normal"
@@ -47,7 +49,7 @@ class Shared:
     def nodes(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Quadrature nodes of e and their weights (summing to 1)."""
         if self.kind == "normal":
-            x, w = np.polynomial.hermite_e.hermegauss(n)
+            x, w = np.polynomial.hermite_e.hermegauss(n - 1 if n > 2 and n % 2 == 0 else n)  # 0 a node
             return x, w / w.sum()
         values = np.asarray(self.values, float)
         if len(values) > n:  # evenly spaced quantiles keep the shape with fewer points
@@ -58,6 +60,15 @@ class Shared:
         if self.kind == "normal":
             return rng.standard_normal(size)
         return rng.choice(np.asarray(self.values, float), size)
+
+    def factor(self, e: np.ndarray, scale: float) -> np.ndarray:
+        """The slowdown at e (nodes or draws), for a worker group's scale."""
+        return np.exp(log_sd(scale) * e) if self.kind == "normal" else 1 + scale * e
+
+
+def log_sd(rel_sd: float) -> float:
+    """The sd of the log of a lognormal whose relative spread is rel_sd (about rel_sd when it is small)."""
+    return math.sqrt(math.log1p(rel_sd * rel_sd))
 
 
 @dataclass(frozen=True)
@@ -108,8 +119,8 @@ class Makespan:
         return float(self._cdf(np.array([t], float), only)[0])
 
     def quantiles(self, levels=QUANTILES, only: str | None = None) -> dict[float, float]:
-        """The makespan's quantiles (seconds), each found by bisection on `probability`."""
-        low = max((g.load_s + 0.5 * g.compute_s for g in self.groups), default=0.0)
+        """The makespan's quantiles (seconds), each found by bisection on `probability` from 0."""
+        low = 0.0
         high = max((g.mean_s for g in self.groups), default=0.0) * 2 + 1e-9
         while self._cdf(np.array([high]), only)[0] < max(levels):
             high *= 2
@@ -163,9 +174,9 @@ class Makespan:
             factor = np.ones(len(weights))
             for key, scale in g.shared:
                 if key in column:
-                    factor = factor * (1 + scale * values[:, column[key]])
+                    factor = factor * self.shared[key].factor(values[:, column[key]], scale)
             share = g.compute_s / g.mean_s if g.mean_s > 0 else 0.0
-            slowdowns.append(np.maximum(1 + share * (factor - 1), 1e-9))
+            slowdowns.append((1 - share) + share * factor)  # > 0: factor > 0 and share <= 1
         return values, weights, slowdowns
 
     def _on(self, key: str, only: str | None) -> bool:
@@ -186,7 +197,7 @@ class Makespan:
             drift_keys = [k for k, _ in g.shared if k in self.drifts]
             for key, scale in g.shared:
                 if key not in self.drifts:  # shared drift is drawn below, as a path
-                    factor = factor * (1 + scale * shared[key])
+                    factor = factor * self.shared[key].factor(shared[key], scale)
             n = g.batches + 1
             times = _lognormal_draws(rng, g.batch_mean_s, g.batch_sd_s, (draws, g.count, n))
             times[:, :, 0] = _lognormal_draws(rng, g.warmup_s, g.warmup_sd_s, (draws, g.count))
@@ -194,9 +205,9 @@ class Makespan:
                 key = (drift_keys[0], g.batch_mean_s, n)
                 if key not in machine_drift:
                     machine_drift[key] = _drift_path(rng, self.drifts[drift_keys[0]], g.batch_mean_s, (draws, 1, n))
-                times = times * (1 + machine_drift[key])
+                times = times * machine_drift[key]
             if own is not None:
-                times = times * (1 + _drift_path(rng, own, g.batch_mean_s, (draws, g.count, n)))
+                times = times * _drift_path(rng, own, g.batch_mean_s, (draws, g.count, n))
             compute = times.sum(axis=2) * factor[:, None]
             load = _lognormal_draws(rng, g.load_s, g.load_sd_s, (draws, g.count))
             finish = np.maximum(finish, (load + compute).max(axis=1))
@@ -253,12 +264,17 @@ def _lognormal_draws(rng, mean: float, sd: float, shape) -> np.ndarray:
 
 
 def _drift_path(rng, drift: Drift, step_s: float, shape) -> np.ndarray:
-    """Relative speed deviations batch by batch: AR(1) with the drift's sd and correlation time."""
-    phi = 0.0 if step_s <= 0 else math.exp(-step_s / drift.corr_s) if math.isfinite(drift.corr_s) else 1.0
-    noise = rng.standard_normal(shape) * drift.rel_sd
+    """The slowdown batch by batch: exp of an AR(1) path with the drift's relative spread (as a lognormal's)
+    and its correlation time (0: none from one batch to the next)."""
+    if step_s <= 0 or drift.corr_s <= 0:
+        phi = 0.0
+    else:
+        phi = math.exp(-step_s / drift.corr_s) if math.isfinite(drift.corr_s) else 1.0
+    noise = rng.standard_normal(shape) * log_sd(drift.rel_sd)
     path = np.empty(shape)
     path[..., 0] = noise[..., 0]
     innovation = math.sqrt(max(1 - phi * phi, 0.0))
     for i in range(1, shape[-1]):
         path[..., i] = phi * path[..., i - 1] + innovation * noise[..., i]
-    return path
+    sigma = log_sd(drift.rel_sd)
+    return np.exp(path - sigma * sigma / 2)  # mean 1, as the closed form's drift variance around the mean

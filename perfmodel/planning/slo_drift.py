@@ -64,7 +64,7 @@ def _measured(profiles) -> dict:
             continue
         frame = load_profile(path)
         for name, rows in frame.groupby("hardware"):
-            d = drifts.from_rows(rows)
+            d = drifts.from_rows(rows, str(name))
             if d is not None:
                 found[str(name)] = d
     return found

@@ -3,7 +3,9 @@
 Where each spread comes from:
 - a batch's mean and standard deviation: the profile's latency_mean_ms and latency_std_ms, else a
   lognormal through its p50 and p99, else none (a published median alone);
-- load: the spread of the profile's load_ms over its points (each point loads the model afresh);
+- load and first call: their samples, one per process that measured them (perfmodel/fixed_costs.py), as a
+  mean and an sd; with fewer than two, the stated default's relative spread (this project's GPU
+  measurements; none on a CPU);
 - drift: the profile's drift probe (drift_rel_sd, drift_corr_s), else a stated default (drift.py); on a
   CPU the machine's drift is shared by its workers, a GPU drifts on its own; a CPU worker's speed also
   differs from the profile's by its own factor for the whole run (drift.CPU_LEVEL, measured run against profile);
@@ -79,6 +81,11 @@ def makespan_of(plan, basis) -> Makespan:
         key = (a.label, a.input_size, a.batch_size)
         mean, sd = t.moments.get(key, (a.latency_s, 0.0))
         warmup = a.warmup_s + (mean - a.latency_s)  # the first batch: its warm-up excess over the batch's mean
+        load_s, load_sd, warmup_sd = a.load_s, 0.0, 0.0
+        if t.load is not None:  # the solver plans on the median load; the distribution has its mean and sd
+            load_s = t.load.mean_s
+            load_sd = t.load.sd_at(load_s)
+            warmup_sd = t.first_call[a.label].sd_at(max(a.warmup_s - a.latency_s, 0.0))
         compute_s = warmup + (a.batches - 1) * mean
         drift = t.drift or default_for(a.hardware)
         names: list[tuple[str, float]] = []
@@ -119,12 +126,13 @@ def makespan_of(plan, basis) -> Makespan:
         groups.append(
             Workers(
                 count=a.count,
-                load_s=a.load_s,
+                load_s=load_s,
                 warmup_s=warmup,
                 batches=a.batches - 1,
                 batch_mean_s=mean,
                 batch_sd_s=sd,
-                load_sd_s=t.load_sd_s,
+                load_sd_s=load_sd,
+                warmup_sd_s=warmup_sd,
                 drift=own,
                 shared=tuple(names),
                 name=f"{a.hardware} {a.label} batch {a.batch_size}",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from dataclasses import asdict, replace
 
 import psutil
@@ -32,6 +33,12 @@ from perfmodel.profile.worker_process import WorkerProcess
 from perfmodel.torch_runner import TorchOptions, check_device
 
 PER_POINT_OVERHEAD_S = 1.0  # set-up, the warm-up calls, memory release and the monitor, per point (estimates)
+
+
+def process_name(kind: str) -> str:
+    """The `load_process` of the rows whose load (and warm-up) one worker measured: rows naming the same
+    process hold one sample of the load, not one each (perfmodel/fixed_costs.py)."""
+    return f"{kind}-{uuid.uuid4().hex[:12]}"
 
 
 def _max_batch(config: ProfileConfig, is_cuda: bool) -> int:
@@ -255,7 +262,7 @@ class _TorchSweep:
         fresh = c.fresh_warmup(batch_size)
         if fresh:
             first = self._fresh_warmup(batch_size, input_size)
-            row["load_ms"] = first.get("load_ms")
+            row["load_ms"], row["load_process"] = first.get("load_ms"), first.get("load_process")
             if first["status"] != "ok":
                 return self._failed(row, first, batch_size, input_size)
             row["warmup_ms"] = first["warmup_ms"]
@@ -264,7 +271,7 @@ class _TorchSweep:
             if not self.is_cuda:
                 row["memory_mb"] = first["memory_mb"]
         else:
-            row["load_ms"] = self.loaded["load_ms"]
+            row["load_ms"], row["load_process"] = self.loaded["load_ms"], self.loaded["load_process"]
         mark = self.monitor.window()
         steady = self._steady(
             batch_size,
@@ -334,6 +341,7 @@ class _TorchSweep:
             self.measuring.stop()
             self._raise_load_failure(loaded)
         loaded["start_s"] = time.monotonic() - self.measuring.started_at
+        loaded["load_process"] = process_name("measuring")
         return loaded
 
     def _raise_load_failure(self, reply: dict) -> None:
@@ -403,4 +411,4 @@ class _TorchSweep:
             **loaded["parts"],
             "cold_start_ms": (answered - fresh.started_at) * 1e3,
         }
-        return {**first, "load_ms": loaded["load_ms"], "parts": parts}
+        return {**first, "load_ms": loaded["load_ms"], "parts": parts, "load_process": process_name("fresh")}
