@@ -181,3 +181,6 @@ def test_a_gpu_plan_never_counts_a_load_without_spread(h100_predictor, tmp_path)
     fixed = d["data_by_type"]["h100"]["fixed_costs"]
     assert fixed["load"]["samples"] == 1 and fixed["load"]["default"]["for"] == "the spread"
     assert d["spread_by_source_s"]["load and warm-up"] > 0
+    given = make_plan(50_000, 60, input_size=224, predictors=[str(old)], load_time="2s").to_dict()
+    load = given["data_by_type"]["h100"]["fixed_costs"]["load"]
+    assert given["load_time"]["h100"] == {"s": 2.0, "source": "--load-time"} and load["sd_s"] > 0

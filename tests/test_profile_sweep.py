@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from perfmodel.errors import BackendError, InputError
+from perfmodel.fixed_costs import load_samples_ms
 from perfmodel.profile import run_profile
 from perfmodel.schema import REQUIRED_COLUMNS, load_profile
 
@@ -199,6 +200,10 @@ def test_fresh_warmup_only_at_chosen_batch_sizes(tmp_path, tiny_config):
     warm = dict(zip(df["batch_size"], df["warmup_ms"]))
     assert warm[2] > 0 and np.isnan(warm[1]) and np.isnan(warm[4])
     assert (df["load_ms"] > 0).all() and (df["memory_mb"] > 0).all()
+    # which process measured each row's load: batch 2's own fresh one; 1 and 4 the measuring worker's, one load
+    process = dict(zip(df["batch_size"], df["load_process"]))
+    assert process[2].startswith("fresh-") and process[1] == process[4] and process[1].startswith("measuring-")
+    assert len(load_samples_ms(load_profile(tmp_path / "p.csv"))) == 2
 
 
 def test_fresh_warmup_sizes_off_the_doubling_path_are_measured_too(tmp_path, tiny_config):
