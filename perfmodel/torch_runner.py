@@ -65,16 +65,16 @@ class TorchOptions:
         if self.compile_mode not in COMPILE_MODES:
             raise InputError(f"unknown compile mode {self.compile_mode!r}: choose one of {', '.join(COMPILE_MODES)}.")
         if self.compile_mode != "default" and not self.compile:
-            raise InputError(f"compile mode {self.compile_mode} is a mode of torch.compile: add --compile.")
+            raise InputError(f"--compile-mode {self.compile_mode} is a mode of torch.compile: add --compile.")
         if self.compile and self.compile_mode == "reduce-overhead" and not self.device.startswith("cuda"):
             raise InputError(
-                "--compile reduce-overhead is torch.compile with CUDA graphs, for CUDA devices; on a CPU it would "
-                "be the default mode under another name: use --compile (default) or --compile max-autotune."
+                "--compile-mode reduce-overhead is torch.compile with CUDA graphs, for CUDA devices; on a CPU it "
+                "would be the default mode under another name: use --compile-mode default or max-autotune."
             )
         if self.cuda_graphs and self.compile_mode in _GRAPHING_MODES:
             raise InputError(
-                f"--compile {self.compile_mode} captures CUDA graphs of its own: leave --cuda-graphs out (or use "
-                "--compile default with --cuda-graphs)."
+                f"--compile-mode {self.compile_mode} captures CUDA graphs of its own: leave --cuda-graphs out (or "
+                "use --compile-mode default with --cuda-graphs)."
             )
         if self.precision not in PRECISIONS:
             raise InputError(f"unknown precision {self.precision!r}: choose one of {', '.join(PRECISIONS)}.")

@@ -86,13 +86,16 @@ def add_parser(sub) -> None:
     p.add_argument("--channels-last", action="store_true", help="run in channels-last memory format")
     p.add_argument(
         "--compile",
-        nargs="?",
-        const="default",
+        action="store_true",
+        help="torch.compile the model: one static graph per batch size, compiled by the first call (the "
+        "warm-up) into a fresh cache",
+    )
+    p.add_argument(
+        "--compile-mode",
+        default=None,
         choices=["default", "reduce-overhead", "max-autotune"],
-        metavar="MODE",
-        help="torch.compile the model, in MODE: default, reduce-overhead or max-autotune (both with CUDA graphs "
-        "of their own, CUDA only for reduce-overhead); one static graph per batch size, compiled by the first "
-        "call (the warm-up) in a fresh cache (default mode: default)",
+        help="torch.compile's mode, with --compile: reduce-overhead and max-autotune capture CUDA graphs of "
+        "their own (reduce-overhead: CUDA only) (default: default)",
     )
     p.add_argument("--cuda-graphs", action="store_true", help="replay a captured CUDA graph per batch size (CUDA only)")
     p.add_argument(
@@ -325,8 +328,8 @@ def run(args) -> int:
         input_sizes=parse_input_sizes(args.input_sizes),
         precision=args.precision,
         channels_last=args.channels_last,
-        compile=args.compile is not None,
-        compile_mode=args.compile or "default",
+        compile=args.compile,
+        compile_mode=args.compile_mode or "default",
         cuda_graphs=args.cuda_graphs,
         warmup=args.warmup,
         fresh_warmup_at=args.fresh_warmup_at,

@@ -355,7 +355,7 @@ def _compile_problem(runner, first, later, when: str) -> dict | None:
         return {
             "status": "failed",
             "kind": "error",
-            "error": f"torch.compile --compile {mode} gave up its CUDA graphs for this model, so the row would "
+            "error": f"torch.compile --compile-mode {mode} gave up its CUDA graphs for this model, so the row would "
             "not be what it says (run with TORCH_LOGS=perf_hints to see why)",
         }
     return None

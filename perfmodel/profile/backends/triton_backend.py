@@ -175,7 +175,7 @@ def _options(config: ProfileConfig) -> TritonOptions:
         )
     for flag, given in (
         ("--cuda-graphs", config.cuda_graphs),
-        (f"--compile {config.compile_mode}", config.compile_mode != "default"),
+        (f"--compile-mode {config.compile_mode}", config.compile_mode != "default"),
         ("--fresh-warmup-at", config.fresh_warmup_at is not None),
         ("--search-tolerance", config.search_tolerance > 0),
         ("--processes", config.processes > 1),  # a served model's process is the server's, not one per point
