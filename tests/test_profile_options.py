@@ -134,3 +134,26 @@ def _scratch_folders(prefix: str) -> list[str]:
     from pathlib import Path
 
     return [str(p) for p in Path(tempfile.gettempdir()).glob(f"{prefix}*")]
+
+
+@pytest.mark.slow
+def test_an_in_process_warm_up_compiles_even_at_the_drift_probes_batch(tmp_path):
+    """The drift probe runs the sweep's smallest batch first: with --warmup in-process it must not run in
+    the measuring worker, whose first call at that batch is the point's warm-up (it compiled nothing there)."""
+    from perfmodel.profile import ProfileConfig, StabilityRule, run_profile
+
+    config = ProfileConfig(
+        "tiny",
+        batch_sizes=(2,),
+        input_sizes=(16,),
+        compile=True,
+        warmup="in-process",
+        drift_probe_s=1.0,
+        rule=StabilityRule(max_time_s=0.5),
+        worker_timeout_s=1200,
+        call_timeout_s=1200,
+    )
+    row = run_profile(config, tmp_path / "p.csv").iloc[0]
+    assert row["status"] == "ok" and row["drift_probe_s"] == 1.0
+    assert row["compile_cache"] == "process" and row["compile_graphs"] == 1
+    assert row["compile_ms"] > 0.5 * row["warmup_ms"]

@@ -158,7 +158,11 @@ class _TorchSweep:
 
     def _drift_probe(self) -> dict:
         """The drift columns every row of this sweep carries: one small batch timed back to back (the
-        smallest batch of the first input size), its window medians' spread and correlation time."""
+        smallest batch of the first input size), its window medians' spread and correlation time.
+
+        With --warmup in-process the measuring worker times each point's first call, so it must not have
+        run the probe's shape before (its cuDNN choice or its compilation would be missing from that
+        point's warm-up): the probe then runs in a worker of its own."""
         seconds = self.config.probe_s
         if not seconds:
             return {}
@@ -169,7 +173,14 @@ class _TorchSweep:
             "input_size": c.input_sizes[0],
             "seconds": seconds,
         }
-        reply = self.measuring.request(request, seconds + c.call_timeout_s + 60, "--call-timeout")
+        backstop = seconds + c.call_timeout_s + 60
+        if c.warmup == "in-process":
+            with WorkerProcess(own_compile_cache=c.compile) as prober:
+                reply = prober.request(self._load_request(), c.worker_timeout_s, "--worker-timeout")
+                if reply["status"] == "ok":
+                    reply = prober.request(request, backstop, "--call-timeout")
+        else:
+            reply = self.measuring.request(request, backstop, "--call-timeout")
         if reply["status"] != "ok" or reply.get("drift_rel_sd") is None:
             if not self.measuring.is_alive():
                 self.loaded = {**self.loaded, **self._start_measuring_worker()}
