@@ -42,7 +42,7 @@ def profiles_folder() -> Path | None:
 
 
 def sources() -> tuple[list[Path], list[Path]]:
-    """(profiles, predictors) that `perfmodel plan` uses when given no --profile or --predictor.
+    """(profiles, predictors) that a plan uses when given no profiles or predictors.
 
     The shipped predictors (profiles/*.json and profiles/reference/*.json) if there are any, else the
     shipped profiles: this project's own (profiles/*.csv: its CPU, for CPU pools, and an H200) and the
@@ -68,7 +68,7 @@ def sources() -> tuple[list[Path], list[Path]]:
             return [], predictors
         if profiles:
             return profiles, []
-    raise InputError("no profiles found in profiles/: give --profile FILE or --predictor FILE.")
+    raise InputError("no profiles found in profiles/: give `profiles` or `predictors`, the files to plan on.")
 
 
 def _same_folder(a: Path, b: Path | None) -> bool:

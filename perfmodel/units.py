@@ -18,7 +18,7 @@ _DURATION = re.compile(rf"([-+]?)\s*({_NUMBER})\s*(ms|s|sec|m|min|h|hr)?")
 _SECONDS = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hr": 3600.0, None: 1.0}
 _COUNT = re.compile(r"([-+]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([kKMG])?")
 _SCALE = {None: 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9}
-GPU_TYPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # what --pool and --price can name
+GPU_TYPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # what a pool and prices can name
 
 # The largest values anything typed may take: beyond them the input is a slip of the keyboard, and
 # the arithmetic further on (int64 image counts, float seconds) would stop being exact.
@@ -108,7 +108,7 @@ _PER = {
 }
 
 
-def parse_rate(text: str, what: str = "--rate") -> float:
+def parse_rate(text: str, what: str = "`rate`") -> float:
     """'400/s', '20k/s', '1.5k/s', '24000/min', '2M/h' or a bare number (per second) -> requests/s (> 0)."""
     raw = str(text).strip()
     match = re.fullmatch(rf"({_NUMBER})\s*([kKM])?\s*(?:/\s*([a-z]+))?", raw)
@@ -123,7 +123,7 @@ def parse_rate(text: str, what: str = "--rate") -> float:
     return value
 
 
-def parse_rates(text: str, what: str = "--rate") -> tuple[float, ...]:
+def parse_rates(text: str, what: str = "`rate`") -> tuple[float, ...]:
     """'50,100,200/s' (the last item's unit applies to bare numbers before it) or '50/s,1k/s' -> requests/s."""
     items = [item.strip() for item in str(text).split(",")]
     unit = re.search(r"/\s*[a-z]+$", items[-1]) if items and items[-1] else None
@@ -136,7 +136,7 @@ def parse_rates(text: str, what: str = "--rate") -> tuple[float, ...]:
     return tuple(dict.fromkeys(rates))
 
 
-def parse_percentile(text: str, what: str = "--percentile") -> float:
+def parse_percentile(text: str, what: str = "`percentile`") -> float:
     """'99', '99.9' or 'p99' -> 99.0: the share of requests, in percent, that must meet the objective."""
     stripped = str(text).strip().lower()
     raw = stripped.removeprefix("p").removesuffix("%")
@@ -179,20 +179,20 @@ def _name(key: str, what: str) -> str:
 def parse_pool(text: str, maximum: int | None = None) -> dict[str, int]:
     """'h100=8,a100=4' -> {'h100': 8, 'a100': 4}; a count may be 0 (and at most `maximum`)."""
     return {
-        _name(k, "--pool"): parse_count(v, f"--pool count for {k}", "GPUs", maximum)
-        for k, v in _pairs(text, "--pool", "h100=8,a100=4")
+        _name(k, "`pool`"): parse_count(v, f"`pool` count for {k}", "GPUs", maximum)
+        for k, v in _pairs(text, "`pool`", "h100=8,a100=4")
     }
 
 
 def parse_prices(text: str) -> dict[str, float]:
     """'h100=2.5,a100=1.2' -> price per GPU-hour for each type (0 to MAX_PRICE)."""
     prices = {}
-    for k, v in _pairs(text, "--price", "h100=2.5,a100=1.2"):
-        name = _name(k, "--price")
+    for k, v in _pairs(text, "`prices`", "h100=2.5,a100=1.2"):
+        name = _name(k, "`prices`")
         price = float(v) if re.fullmatch(rf"[-+]?{_NUMBER}", v) else math.nan
         if not (0 <= price <= MAX_PRICE):
             raise InputError(
-                f"--price for {name}: {shown(v)} is not a price per GPU-hour (a number from 0 to {MAX_PRICE:,.0f})."
+                f"`prices` for {name}: {shown(v)} is not a price per GPU-hour (a number from 0 to {MAX_PRICE:,.0f})."
             )
         prices[name] = price
     return prices
@@ -210,20 +210,20 @@ def parse_input_size(text, what: str = "input size") -> int:
 
 def parse_mix(text: str, images: int | None = None, maximum: int | None = None) -> dict[int, int]:
     """'224=70000,512=30000' (counts), or '224=70%,512=30%' of `images` -> {input size: images}."""
-    pairs = [(parse_input_size(k, "--mix input size"), v) for k, v in _pairs(text, "--mix", "224=70000,512=30000")]
+    pairs = [(parse_input_size(k, "`mix` input size"), v) for k, v in _pairs(text, "`mix`", "224=70000,512=30000")]
     percents = [v.endswith("%") for _, v in pairs]
     if not any(percents):
-        counts = {size: parse_count(v, f"--mix count for {size} px", maximum=maximum) for size, v in pairs}
+        counts = {size: parse_count(v, f"`mix` count for {size} px", maximum=maximum) for size, v in pairs}
         if images is not None and sum(counts.values()) != images:
-            raise InputError(f"--mix adds up to {sum(counts.values()):,} images, but --images says {images:,}.")
+            raise InputError(f"`mix` adds up to {sum(counts.values()):,} images, but `images` says {images:,}.")
         return counts
     if not all(percents):
-        raise InputError(f"--mix {shown(text)} mixes counts and percentages; use one or the other.")
+        raise InputError(f"`mix` {shown(text)} mixes counts and percentages; use one or the other.")
     if images is None:
-        raise InputError("--mix in percentages needs --images: the total the percentages share.")
+        raise InputError("`mix` in percentages needs `images`: the total the percentages share.")
     shares = [_percentage(v[:-1]) for _, v in pairs]
     if any(s is None for s in shares) or sum(shares) != 100:
-        raise InputError(f"--mix {shown(text)}: the percentages must be numbers from 0 to 100 that add up to 100%.")
+        raise InputError(f"`mix` {shown(text)}: the percentages must be numbers from 0 to 100 that add up to 100%.")
     exact = [images * s / 100 for s in shares]
     counts = [int(e) for e in exact]
     for i in sorted(range(len(exact)), key=lambda i: (-(exact[i] - counts[i]), i))[: images - sum(counts)]:

@@ -102,7 +102,7 @@ def test_pools_prices_and_mixes():
         (lambda: parse_pool("h 100=1"), "GPU type name"),
         (lambda: parse_prices("h100=cheap"), "price"),
         (lambda: parse_mix("224=70%,512=20%", 100), "add up to 100"),
-        (lambda: parse_mix("224=70%,512=30%"), "needs --images"),
+        (lambda: parse_mix("224=70%,512=30%"), "needs `images`"),
         (lambda: parse_mix("224=70%,512=300"), "mixes counts and percentages"),
         (lambda: parse_mix("224=7,512=3", 100), "adds up to 10"),
         (lambda: parse_mix("big=7"), "pixels"),

@@ -6,6 +6,9 @@ from perfmodel import console, exit_codes
 from perfmodel.commands import plan_online
 from perfmodel.commands.common import formatter
 
+# The library parameters whose flag has another name (cli.for_the_command_line: errors name parameters).
+PARAMETER_FLAGS = {"profiles": "--profile", "predictors": "--predictor", "prices": "--price"}
+
 PLAN_EXAMPLES = """examples:
   perfmodel plan --images 100000 --deadline 60s
   perfmodel plan --images 100k --deadline 1.5m --profile profiles/cpu-resnet50-torch.csv --input-size 64 --json

@@ -80,12 +80,14 @@ def make_online_plan(
     from perfmodel.planning.batch import DEFAULT_INPUT_SIZE
 
     rate_s = None if rate is None else rate if isinstance(rate, (int, float)) else parse_rate(rate)
-    slo_s = slo if isinstance(slo, (int, float)) else parse_duration(slo, "--slo")
+    slo_s = slo if isinstance(slo, (int, float)) else parse_duration(slo, "`slo`")
     pct = percentile if isinstance(percentile, (int, float)) else parse_percentile(percentile)
-    share = margin if isinstance(margin, (int, float)) else parse_fraction(margin, "--margin")
+    share = margin if isinstance(margin, (int, float)) else parse_fraction(margin, "`margin`")
     trace = read_arrivals(arrivals) if isinstance(arrivals, (str, os.PathLike)) else arrivals
     if rate_s is None and trace is None:
-        raise InputError("give --rate (e.g. --rate 400/s) or --arrivals FILE: online plans need a request rate.")
+        raise InputError(
+            "give `rate` (e.g. 400/s) or `arrivals` (a file of arrival times): online plans need a request rate."
+        )
     profiles, predictors = arguments.sources(profiles, "profiles"), arguments.sources(predictors, "predictors", True)
     if not profiles and not predictors:
         profiles, predictors = shipped.sources()
@@ -114,7 +116,7 @@ def make_online_plan(
         largest = max(o.largest for found in options.values() for o in found)
         if problem.request_size > largest:
             raise InputError(
-                f"--request-size {problem.request_size} is above the largest batch timed ({largest} "
+                f"`request_size` {problem.request_size} is above the largest batch timed ({largest} "
                 "images): no GPU takes requests of that many images."
             )
         return solve_online(problem)
@@ -127,7 +129,7 @@ def make_online_plan(
 
 
 def _gpu_types(options: dict[str, list[ServiceTimes]], pool, prices, objective) -> list[OnlineGpuType]:
-    """The pool (every type found, in any number, without --pool) and its prices, checked as batch plans do."""
+    """The pool (every type found, in any number, without a pool) and its prices, checked as batch plans do."""
     counts, prices = pool_counts(options, pool, prices, objective)
     return [OnlineGpuType(name, n, options[name], prices.get(name)) for name, n in counts.items()]
 
@@ -156,14 +158,17 @@ def service_options(
         what = " ".join(x for x in (backend, precision) if x)
         sizes = _sizes_timed(frame, model, backend, precision) if frame is not None else []
         if sizes:
-            measured = f"sizes timed so: {', '.join(map(str, sizes))}: plan at one with --input-size {sizes[0]}"
+            measured = f"sizes timed so: {', '.join(map(str, sizes))}: plan at one with `input_size` {sizes[0]}"
         elif frame is not None:
-            measured = "the profiles time it so at no input size: profile it without --rate, at concurrency 1"
+            measured = (
+                "the profiles time it so at no input size: profile it one request at a time (no open-loop rate, "
+                "concurrency 1)"
+            )
         else:
-            measured = "give --input-size of a size measured"
+            measured = "give `input_size` of a size measured"
         raise InputError(
             f"nothing times {model}{' ' + what if what else ''} at {input_size} px one request at a time (status ok, "
-            f"concurrency 1, no --rate rows); {measured}, or give a predictor."
+            f"concurrency 1, no open-loop rate); {measured}, or give a predictor."
         )
     return options
 
@@ -310,7 +315,7 @@ def explain_online(d: OnlineDiagnosis) -> str:
 
         fixes.append(f"allow an SLO of at least {format_seconds(d.min_slo_s, up=True)}")
     if d.margin:
-        fixes.append("plan with a smaller --margin")
+        fixes.append("plan with a smaller `margin`")
     message = f"no plan meets the SLO: {d.reason}."
     if fixes:
         message += " To make it feasible: " + "; or ".join(fixes) + "."

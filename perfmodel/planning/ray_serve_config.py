@@ -83,9 +83,9 @@ def ray_serve_settings(plan, cpu_types=("cpu",)) -> dict[str, ServeSettings]:
     return out
 
 
-def check_target(path: str | os.PathLike, inputs=()) -> None:
+def check_target(ray_serve_config: str | os.PathLike, inputs=()) -> None:
     """Fail before planning if the file cannot be written or is one of the inputs."""
-    output_file(path, "--ray-serve-config", inputs)
+    output_file(ray_serve_config, "`ray_serve_config`", inputs)
 
 
 def write_settings(path: str | os.PathLike, settings: dict[str, ServeSettings], header: str) -> None:
@@ -106,7 +106,7 @@ def write_settings(path: str | os.PathLike, settings: dict[str, ServeSettings], 
 
 def read_settings(path: str | os.PathLike) -> dict[str, ServeSettings]:
     """The settings of a file that write_settings wrote; InputError for anything else."""
-    hint = "give a file written by perfmodel plan --mode online --ray-serve-config"
+    hint = "give a file written by `perfmodel plan --mode online --ray-serve-config`"
     data = read_json(path, InputError, "Ray Serve settings", hint)
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("deployments"), dict):
         raise InputError(f"{os.fspath(path)} is not a perfmodel Ray Serve settings file: {hint}.")

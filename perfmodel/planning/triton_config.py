@@ -64,13 +64,14 @@ def targets(directory: Path, names: list[str]) -> dict[str, Path]:
     return {name: directory / "configs" / f"{name}.pbtxt" for name in names}
 
 
-def check_target(directory: str | os.PathLike, protected=()) -> Path:
-    """Fail before any work if DIR cannot take the configs (not a directory, read-only, one of the inputs)."""
-    path = output_folder(directory, "--triton-config", protected, writes=(CONFIG, "configs/*.pbtxt"))
+def check_target(triton_config: str | os.PathLike, protected=()) -> Path:
+    """Fail before any work if the directory cannot take the configs (not a directory, read-only, one of the
+    inputs)."""
+    path = output_folder(triton_config, "`triton_config`", protected, writes=(CONFIG, "configs/*.pbtxt"))
     # what the plan writes into (several types: DIR/configs/), of the wrong kind, would fail after solving
     if (path / "configs").exists() and not (path / "configs").is_dir():
         raise InputError(
-            f"--triton-config {path}: {path / 'configs'} is a file, where a plan for several GPU types writes "
+            f"`triton_config` {path}: {path / 'configs'} is a file, where a plan for several GPU types writes "
             "one config per type: move it away, or give another directory."
         )
     return path
