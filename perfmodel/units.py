@@ -1,7 +1,8 @@
 """What people type, parsed: durations (60s, 1.5m, 250ms, 2h), counts (100000, 100k, 1.5M), percentages
 (5%, 0.05), GPU pools (h100=8,a100=4), input-size mixes (224=70000,512=30000 or 224=70%,512=30%),
 prices (h100=2.5), request rates (400/s, 20k/s, 24000/min) and percentiles (99, p99.9). Each parser
-returns plain numbers or raises InputError with one sentence.
+returns plain numbers or raises InputError with one sentence. figure, format_seconds and spoken_list say
+numbers back to people.
 """
 
 from __future__ import annotations
@@ -32,6 +33,17 @@ def figure(value: float) -> str:
     """A rate, count or cost for people: 4 significant digits, and whole with thousands separators from
     1,000 up (27,870, never 2.787e+04)."""
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def format_seconds(value: float, up: bool = False) -> str:
+    """'250 ms', '58.7 s', '12.5 min', '3.2 h' (3 significant digits); `up` rounds up, for a deadline to meet."""
+    units = (("h", 3600.0, 7200.0), ("min", 60.0, 600.0), ("s", 1.0, 1.0), ("ms", 0.001, 0.0))
+    unit, scale = next((u, s) for u, s, above in units if value >= above or u == "ms")
+    x = value / scale
+    if up and x > 0:
+        step = 10.0 ** (math.floor(math.log10(x)) - 2)
+        x = math.ceil(x / step - 1e-6) * step
+    return f"{x:,.0f} {unit}" if x >= 1000 else f"{x:.3g} {unit}"
 
 
 def spoken_list(items) -> str:

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from perfmodel.cli import main
 from perfmodel.errors import InputError
-from perfmodel.planning.batch import NoPlanError, make_plan, probability_line
+from perfmodel.planning.batch import NoPlanError, make_plan
+from perfmodel.planning.batch_text import probability_line
 from perfmodel.planning.drift import (
     CPU_DEFAULT,
     CPU_LEVEL,

@@ -12,7 +12,8 @@ from conftest import run_cli
 from perfmodel.cli import main
 from perfmodel.errors import InfeasibleError, InputError
 from perfmodel.fixed_costs import default_samples
-from perfmodel.planning.batch import NoPlanError, make_plan, summary
+from perfmodel.planning.batch import NoPlanError, make_plan
+from perfmodel.planning.batch_text import summary
 
 BATCHES = (1, 2, 4, 8)
 
@@ -342,7 +343,7 @@ def test_predictors_stay_within_twice_the_measured_batch_unless_told():
     assert max(a.batch_size for a in far.assignments) > 2 * FakeGroup.batch_range[1]
     d = far.to_dict()
     assert d["extrapolation"]["allowed"] is True and d["data_by_type"]["gpu"]["beyond_measured"]
-    from perfmodel.planning.basis import notes
+    from perfmodel.planning.batch_text import notes
 
     assert any("--extrapolate" in line for line in notes(d)) and any("beyond the largest" in line for line in notes(d))
 

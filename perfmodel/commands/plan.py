@@ -186,18 +186,17 @@ def _confidence(text: str | None):
 
 def run(args) -> int:
     from perfmodel.errors import InputError
-    from perfmodel.planning.basis import notes, transferred_lines
-    from perfmodel.planning.batch import (
-        MAX_GPUS,
-        MAX_IMAGES,
+    from perfmodel.planning.batch import MAX_GPUS, MAX_IMAGES, NoPlanError, make_plan
+    from perfmodel.planning.batch_text import (
         PLAN_COLUMNS,
-        NoPlanError,
-        make_plan,
+        describe,
+        notes,
         plan_rows,
         probability_line,
         summary,
+        transferred_lines,
     )
-    from perfmodel.planning.context import PLAN_FORMAT, PLAN_SCHEMA_VERSION, describe
+    from perfmodel.planning.context import PLAN_FORMAT, PLAN_SCHEMA_VERSION
     from perfmodel.readers import given, number, shown
     from perfmodel.units import parse_count, parse_duration, parse_input_size, parse_mix, parse_pool, parse_prices
 

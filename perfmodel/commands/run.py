@@ -275,7 +275,7 @@ def _print_result(data: dict) -> None:
             f"deadline {data['deadline_s']:g} s {met}"
         )
         if data.get("deadline_probability") is not None:
-            from perfmodel.planning.batch import shown_probability
+            from perfmodel.planning.batch_text import shown_probability
 
             line += f" (the plan gave it probability {shown_probability(data['deadline_probability'])})"
     if data["decode_s_per_image"] is not None:

@@ -1,11 +1,11 @@
 """What a plan's numbers rest on, per hardware type: where they come from, what was not measured, how far
 a predictor was trusted, and the spreads behind the makespan's distribution. perfmodel.planning.batch fills
-a Basis while it gathers candidates; the plan carries `Basis.to_dict(plan)` in its JSON and `notes(plan)` in its output.
+a Basis while it gathers candidates; the plan carries `Basis.to_dict(plan)` in its JSON, which batch_text.notes
+says for people.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -123,65 +123,3 @@ class Basis:
         if measured_with is not None and plan.gpus_by_type[name] > measured_with:
             out["workers_when_measured"] = {"planned": plan.gpus_by_type[name], "measured_with": measured_with}
         return out
-
-
-def transferred_lines(basis_dict: dict) -> list[str]:
-    """The first lines of a plan on numbers transferred to a GPU nobody profiled: which types, and that the
-    deadline probability counts the transfer's error."""
-    types = [name for name, t in basis_dict.get("data_by_type", {}).items() if t.get("transferred")]
-    if not types:
-        return []
-    them = "it" if len(types) == 1 else "them"
-    return [
-        f"TRANSFERRED: the numbers for {', '.join(types)} were never measured on {them}; "
-        "they are other GPUs' curves carried through the GPU specifications, and the deadline probability counts "
-        "the transfer's held-out error (below). Profile one before promising this deadline."
-    ]
-
-
-def notes(basis_dict: dict) -> list[str]:
-    """Lines for the readable output: per type used, where its numbers come from and what they lack."""
-    lines = []
-    for name, t in basis_dict.get("data_by_type", {}).items():
-        for option, sources in t["numbers_from"].items():
-            line = f"{name} {option}: {t['kinds'][option]} numbers from {'; '.join(sources)}"
-            added = ((t.get("fixed_costs") or {}).get("first_call_added_s") or {}).get(option)
-            if not t["warmup_measured"]:
-                line += "; no warm-up measured: the first batch is timed as a steady one"
-                if added:
-                    line += f" plus a first call of {added:.3g} s (above)"
-            lines.append(line + ".")
-        lines += list(t["transferred"].values())
-        if "workers_when_measured" in t:
-            w = t["workers_when_measured"]
-            lines.append(
-                f"{name}: {w['planned']} workers planned from times measured with {w['measured_with']} running; "
-                f"workers on one machine slow each other: profile with --alongside {w['planned'] - 1} to "
-                "time them as they will run."
-            )
-        for b in t.get("loosely_measured", []):
-            if b.get("counted"):
-                lines.append(
-                    f"{name} {b['option']} at {b['input_size']} px: the profile knows batch {b['batch_size']}'s "
-                    f"median time within +-{b['median_ci_rel']:.0%} only (95% interval); the deadline probability "
-                    "counts it: profile again with a longer --max-time-per-point to narrow it."
-                )
-                continue
-            lines.append(
-                f"{name} {b['option']} at {b['input_size']} px: the profile knows batch {b['batch_size']}'s median "
-                f"time within +-{b['median_ci_rel']:.0%} only (95% interval), wider than the {b['margin']:.0%} "
-                f"margin: profile it again with a longer --max-time-per-point, or plan with --margin "
-                f"{math.ceil(b['median_ci_rel'] * 100)}%."
-            )
-        for b in t["beyond_measured"]:
-            lines.append(
-                f"{name} {b['option']} at {b['input_size']} px: batch {b['batch_size']} lies beyond the largest "
-                f"measured ({b['largest_measured']:g}); its time is extrapolated."
-            )
-    extrapolation = basis_dict.get("extrapolation", {})
-    if extrapolation.get("allowed"):
-        lines.append(
-            "--extrapolate: predictors were used past 2x the largest batch measured, where their error was "
-            "never measured."
-        )
-    return lines

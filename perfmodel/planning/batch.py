@@ -24,10 +24,11 @@ from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, Perfmo
 from perfmodel.fixed_costs import FixedCost, Samples, default_samples, first_call_samples_ms, is_cpu, load_samples_ms
 from perfmodel.planning import arguments, choice, drift
 from perfmodel.planning.basis import EXTRAPOLATION_FACTOR, Basis
+from perfmodel.planning.batch_text import explain
 from perfmodel.planning.context import Option, PlannedJob, build_context, model_argument, option_of
 from perfmodel.planning.spread import batch_moments, makespan_of, undirected
 from perfmodel.readers import number, plain, switch
-from perfmodel.units import MAX_SECONDS, figure, parse_count, parse_duration, parse_fraction, shown, spoken_list
+from perfmodel.units import MAX_SECONDS, parse_count, parse_duration, parse_fraction, shown, spoken_list
 
 # The most images (in all) and GPUs (of one type) a plan may hold: beyond them the solver's
 # arithmetic would stop being exact (solvers.problem.MAX_COUNT); no real job comes near.
@@ -417,24 +418,6 @@ def deadline_keys(distribution, deadline_s: float, target: float | None) -> dict
             "drift": {name: basis_drift.to_dict() for name, basis_drift in distribution.drifts.items()},
         },
     }
-
-
-def probability_line(data: dict) -> str | None:
-    """'finishes by 60 s with probability 0.97; median 41.2 s, p95 52.0 s' from the plan JSON."""
-    p = data.get("deadline_probability")
-    q = data.get("makespan_quantiles_s") or {}
-    if p is None or "p50" not in q:
-        return None
-    line = f"finishes by {format_seconds(data['deadline_s'])} with probability {shown_probability(p)}; "
-    line += f"median {format_seconds(q['p50'])}, p95 {format_seconds(q['p95'])}"
-    asked = (data.get("confidence") or {}).get("asked")
-    return line + (f" (asked for {asked:g})" if asked is not None else " (fixed rule: no probability asked)")
-
-
-def shown_probability(p: float) -> str:
-    if p >= 0.9995:
-        return "> 0.999"
-    return f"{p:.3f}" if p >= 0.99 else f"{p:.2f}"
 
 
 def _gather(profiles, predictors, model, sizes, r: PlanRequest, basis) -> tuple[dict[str, _Options], str]:
@@ -874,90 +857,3 @@ def _problem(options, workload, deadline_s, r: PlanRequest, margin: float, basis
         )
     except solvers.ProblemError as exc:
         raise InputError(str(exc)) from None
-
-
-def explain(d: solvers.Diagnosis) -> str:
-    """The diagnosis as a message: why, then what would make a plan possible."""
-    fixes = []
-    more = [f"{n:,} more {name}" for name, n in d.extra_gpus.items() if n is not None]
-    if more:
-        fixes.append("add " + " or ".join(more))
-    if d.max_images and d.images:
-        fixes.append(f"ask for no more than {d.max_images:,} images by this deadline (or use --mode relaxed)")
-    if d.min_deadline_s is not None:
-        shortest = format_seconds(d.min_deadline_s, up=True)
-        fixes.append(f"allow a deadline of at least {shortest}" if d.exact else f"allow a deadline of {shortest}")
-    message = f"no plan meets the deadline: {d.reason}."
-    if fixes:
-        message += " To make it feasible: " + "; or ".join(fixes) + "."
-    elif d.unservable:
-        message += " No number of GPUs helps: allow a longer deadline, or a smaller --margin or --load-time."
-    return message
-
-
-def format_seconds(value: float, up: bool = False) -> str:
-    """'250 ms', '58.7 s', '12.5 min', '3.2 h' (3 significant digits); `up` rounds up, for a deadline to meet."""
-    units = (("h", 3600.0, 7200.0), ("min", 60.0, 600.0), ("s", 1.0, 1.0), ("ms", 0.001, 0.0))
-    unit, scale = next((u, s) for u, s, above in units if value >= above or u == "ms")
-    x = value / scale
-    if up and x > 0:
-        step = 10.0 ** (math.floor(math.log10(x)) - 2)
-        x = math.ceil(x / step - 1e-6) * step
-    return f"{x:,.0f} {unit}" if x >= 1000 else f"{x:.3g} {unit}"
-
-
-def summary(plan: solvers.Plan) -> str:
-    """One line: '12 x cpu, 100,000 images by 58.7 s of 60 s (margin 5%), optimal, solved in 14 ms'."""
-    gpus = " + ".join(f"{n:,} x {name}" for name, n in plan.gpus_by_type.items()) or "no GPUs"
-    asked = None if None in plan.images_requested.values() else sum(plan.images_requested.values())
-    images = f"{plan.total_images:,} images"
-    if plan.mode == "relaxed":
-        images = (
-            f"{plan.total_images:,} of {asked:,} images"
-            if asked is not None
-            else f"{plan.total_images:,} images (as many as fit)"
-        )
-    line = f"{gpus}, {images} by {format_seconds(plan.makespan_s)} of {format_seconds(plan.deadline_s)}"
-    if plan.margin and plan.annotations.get("confidence", {}).get("asked") is None:
-        line += f" (margin {plan.margin:.0%})"
-    line += ", optimal" if plan.status == "optimal" else f", within {plan.gap:.2%} of optimal"
-    if plan.cost is not None:
-        line += f", cost {figure(plan.cost)} (GPUs paid for the whole deadline)"
-    return line + f", solved in {format_seconds(plan.solve_time_s)}"
-
-
-PLAN_COLUMNS = (
-    "GPUs",
-    "type",
-    "option",
-    "size px",
-    "batch",
-    "batches",
-    "last batch",
-    "images/GPU",
-    "load s",
-    "warm-up s",
-    "batch s",
-    "finish s",
-)
-
-
-def plan_rows(plan: solvers.Plan) -> list[tuple]:
-    """One row per group of identical GPUs, for console.table with PLAN_COLUMNS."""
-    return [
-        (
-            a.count,
-            a.hardware,
-            a.label or "-",
-            a.input_size,
-            a.batch_size,
-            a.batches,
-            a.last_batch,
-            a.images,
-            a.load_s,
-            a.warmup_s,
-            a.latency_s,
-            a.finish_s,
-        )
-        for a in plan.assignments
-    ]

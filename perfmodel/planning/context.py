@@ -3,7 +3,8 @@ each candidate, the input sizes, the files it was planned from (with their sha25
 p99, and where the load time came from.
 
 solvers/ knows nothing of models or files: this context lives beside its Plan, and PlannedJob.to_dict
-merges both into the plan JSON that `perfmodel run` and `perfmodel report --plan` read.
+merges both into the plan JSON that `perfmodel run` and `perfmodel report --plan` read (batch_text.describe
+says it for people).
 """
 
 from __future__ import annotations
@@ -193,12 +194,6 @@ def _source(kind: str, item) -> Source:
     return Source(kind, None, None)  # a Predictor object given in Python
 
 
-def _shown(path: str) -> str:
-    """A path as short as it is clear: relative when it lies under the current directory."""
-    relative = os.path.relpath(path)
-    return path if relative.startswith("..") else relative
-
-
 def check_plan_format(data: dict, source: str, hint: str) -> None:
     """Refuse a JSON that says it is something else, or a plan of a newer schema than this perfmodel reads.
     Plans written before the format key existed have neither key and are accepted."""
@@ -209,75 +204,3 @@ def check_plan_format(data: dict, source: str, hint: str) -> None:
     if fmt != PLAN_FORMAT:
         raise InputError(f"{source} is a {fmt!r} file, not a plan; {hint}.")
     version(data, source, "plan", range(1, PLAN_SCHEMA_VERSION + 1), hint)
-
-
-SPREAD_NAMES = {  # spread_by_source_s's keys, said for people
-    "batch": "batch-to-batch spread",
-    "load and warm-up": "load and warm-up",
-    "drift": "the machine's drift",
-    "profile": "the profiled medians' own uncertainty",
-    "predictor": "the predictor's measured error",
-    "transfer": "the error of the transfer to a GPU never profiled",
-    "co-location": "co-located workers",
-}
-
-
-def _largest_part(job: PlannedJob) -> str:
-    spread = job.plan.annotations.get("spread_by_source_s") or {}
-    if not spread or max(spread.values()) <= 0:
-        return ""
-    source = max(spread, key=spread.get)
-    return f"; the largest part: {SPREAD_NAMES.get(source, source)}"
-
-
-def _fixed_costs(name: str, load: LoadTime, fixed: dict | None, plan) -> list[str]:
-    """What a worker of the type pays before its batches: the load and the first call, as measured (or
-    what stands in for them), and their share of the deadline (fixed_costs.py)."""
-    from perfmodel.planning.batch import format_seconds  # batch imports this module
-
-    if fixed is None:  # a plan of no images of this type
-        return []
-    where = {"none": "", "default": "", "--load-time": " (--load-time)"}.get(load.source, f" ({load.source})")
-    line = f"load per {name}{where}: {fixed['load']['described']}"
-    if load.source == "none":
-        line += ": set it with --load-time"
-    for option, first in fixed["first_call_excess"].items():
-        if first["samples"] or first["default"] is not None:
-            line += (
-                f"; first call{'' if len(fixed['first_call_excess']) == 1 else f' ({option})'}: {first['described']}"
-            )
-    spread = (plan.annotations.get("spread_by_source_s") or {}).get("load and warm-up")
-    share = (
-        f"load and first batch take {fixed['load_and_first_call_s']:.3g} s, {fixed['share_of_deadline']:.0%} of "
-        f"the {format_seconds(plan.deadline_s)} deadline"
-    )
-    if spread is not None:
-        share += f"; their spread adds {format_seconds(spread)} to the makespan's p95"
-    return [line, share]
-
-
-def describe(job: PlannedJob) -> list[str]:
-    """Lines for people: what was planned, from which files, under which assumptions."""
-    c = job.context
-    model = f"{c.model} ({c.model_path})" if c.model_path else c.model
-    asked = (job.plan.annotations.get("confidence") or {}).get("asked")
-    if asked is not None:
-        reserve = (
-            f"{job.plan.margin:.1%} of the deadline kept in reserve for the spread{_largest_part(job)}"
-            if job.plan.margin
-            else "met with none of the deadline kept in reserve"
-        )
-        rule = f"planned for deadline probability {asked:g} ({reserve})"
-    else:
-        rule = f"{'p99' if c.use == 'p99' else 'median (p50)'} latency, margin {c.margin:.0%}"
-    lines = [f"model {model} at {', '.join(f'{s} px' for s in c.input_sizes)}; {rule}"]
-    for s in c.sources:
-        where = _shown(s.path) if s.path else "a predictor object"
-        lines.append(f"planned from {s.kind} {where}" + (f" (sha256 {s.sha256[:12]})" if s.sha256 else ""))
-    types = job.plan.annotations.get("data_by_type") or {}
-    for name, t in c.load_times.items():
-        if name in job.plan.gpus_by_type:
-            lines += _fixed_costs(name, t, (types.get(name) or {}).get("fixed_costs"), job.plan)
-    if c.decode_s:
-        lines.append(f"decoding: {c.decode_s * 1000:.3g} ms per image, added to every batch (--decode-time)")
-    return lines

@@ -27,7 +27,7 @@ from perfmodel.files import read_csv_text
 from perfmodel.planning import arguments
 from perfmodel.planning.batch import _load_predictor, _pick_model, pool_counts
 from perfmodel.readers import plain, switch
-from perfmodel.units import figure, parse_duration, parse_fraction, parse_percentile, parse_rate
+from perfmodel.units import figure, format_seconds, parse_duration, parse_fraction, parse_percentile, parse_rate
 from solvers import InfeasibleProblem, ProblemError, SolverError
 from solvers.online_solution import percent
 from solvers.online_solve import OnlineDiagnosis, OnlineGpuType, OnlinePlan, OnlineProblem, ServiceTimes, solve_online
@@ -311,8 +311,6 @@ def explain_online(d: OnlineDiagnosis) -> str:
     if d.max_rate_per_s:
         fixes.append(f"ask for no more than {figure(d.max_rate_per_s)} requests/s")
     if d.min_slo_s is not None and d.min_slo_s > d.slo_s:
-        from perfmodel.planning.batch import format_seconds
-
         fixes.append(f"allow an SLO of at least {format_seconds(d.min_slo_s, up=True)}")
     if d.margin:
         fixes.append("plan with a smaller `margin`")
@@ -325,8 +323,6 @@ def explain_online(d: OnlineDiagnosis) -> str:
 def online_summary(plan: OnlinePlan) -> str:
     """'3 x cpu: 400 requests/s within 100 ms for 99% of them (up to 431/s), optimal, solved in 412 ms';
     with a margin '... of them (up to 431/s; margin 10%: holds the SLO with every batch 10% slower), ...'."""
-    from perfmodel.planning.batch import format_seconds
-
     gpus = " + ".join(f"{n:,} x {name}" for name, n in plan.gpus_by_type.items())
     margin = ""
     if plan.margin:
