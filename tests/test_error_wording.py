@@ -39,6 +39,18 @@ CONVERTED = (
     "perfmodel/planning/ray_serve_config.py",
     "perfmodel/planning/slo_drift.py",
     "perfmodel/planning/triton_config.py",
+    "perfmodel/profile/affinity.py",
+    "perfmodel/profile/lifetime.py",
+    "perfmodel/profile/neighbours.py",
+    "perfmodel/profile/output.py",
+    "perfmodel/profile/search.py",
+    "perfmodel/profile/worker_process.py",
+    "perfmodel/profile/backends/triton_backend.py",
+    "perfmodel/profile/backends/triton_client.py",
+    "perfmodel/profile/backends/triton_process.py",
+    "perfmodel/profile/backends/triton_rate.py",
+    "perfmodel/profile/backends/triton_server.py",
+    "perfmodel/profile/backends/triton_stats.py",
 )
 ROOT = Path(__file__).resolve().parent.parent
 _ARGV = {"append", "extend", "insert", "add_argument", "Popen", "run", "check_call", "check_output"}
@@ -167,3 +179,18 @@ def test_plan_online_names_parameters_and_the_command_line_their_flags(capsys):
     assert cli.main(["plan", "--mode", "online", "--rate", "400/s", "--slo", "50ms", "--price", "h100=cheap"]) == 2
     said = capsys.readouterr().err
     assert "--price for h100: 'cheap' is not a price" in said and "`" not in said
+
+
+def test_profile_with_triton_names_parameters_and_the_command_line_their_flags(tmp_path, capsys):
+    from perfmodel.profile.backends.triton_backend import TritonOptions
+
+    with pytest.raises(perfmodel.InputError, match="^`rates` 0.01/s over `duration_s` 1 s: fewer than one request"):
+        TritonOptions(rates=(0.01,), duration_s=1.0)
+    profile = ["profile", "--model", "tiny", "--backend", "triton", "--out", str(tmp_path / "p.csv")]
+    assert cli.main([*profile, "--rate", "0.01/s", "--duration", "1s"]) == 2
+    said = capsys.readouterr().err
+    assert "--rate 0.01/s over --duration 1 s: fewer than one request" in said and "`" not in said
+    assert cli.main([*profile, "--url", "http://127.0.0.1:8001"]) == 2
+    said = capsys.readouterr().err
+    assert "--url http://127.0.0.1:8001: give host:port without the scheme" in said and "`" not in said
+    assert not (tmp_path / "p.csv").exists()

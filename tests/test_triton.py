@@ -40,7 +40,7 @@ NEEDS_TRITONCLIENT = pytest.mark.skipif(
 
 
 def test_url_names_one_protocol_port():
-    with pytest.raises(InputError, match="one --protocol"):
+    with pytest.raises(InputError, match="one protocol in `protocols`"):
         TritonOptions(protocols=("http", "grpc"), url="127.0.0.1:8001")
     with pytest.raises(InputError, match="without the scheme"):
         TritonOptions(url="http://127.0.0.1:8000", protocols=("http",))

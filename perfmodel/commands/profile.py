@@ -8,6 +8,21 @@ from perfmodel import console, exit_codes
 from perfmodel.commands.common import Terminated, formatter, positive, sigterm_as_interrupt
 from perfmodel.errors import InputError, PerfmodelError
 
+# The library parameters (ProfileConfig's, TritonOptions') whose flag has another name (cli.for_the_command_line:
+# errors name parameters).
+PARAMETER_FLAGS = {
+    "worker_timeout_s": "--worker-timeout",
+    "call_timeout_s": "--call-timeout",
+    "drift_probe_s": "--drift-probe",
+    "protocols": "--protocol",
+    "modes": "--mode",
+    "concurrencies": "--concurrency",
+    "request_timeout_s": "--request-timeout",
+    "server_timeout_s": "--server-timeout",
+    "rates": "--rate",
+    "duration_s": "--duration",
+}
+
 PROFILE_EXAMPLES = """examples:
   perfmodel profile --model resnet50 --device cpu --batch-sizes 1,2,4 --input-sizes 64,96 --out /tmp/p.csv
   perfmodel profile --model efficientnet_b0 --device cuda --precision fp16 --batch-sizes auto \\

@@ -22,11 +22,11 @@ EXAMPLE = "1 or 2-3 or 0,2"
 def usable_cpus() -> frozenset[int]:
     """The cores this process may run on; InputError where the system cannot pin (not Linux)."""
     if not hasattr(os, "sched_getaffinity"):
-        raise InputError("--server-cpus needs Linux (the scheduler's CPU affinity); leave it out here.")
+        raise InputError("`server_cpus` needs Linux (the scheduler's CPU affinity); leave it out here.")
     return frozenset(os.sched_getaffinity(0))
 
 
-def parse_cpus(text: str, option: str = "--server-cpus") -> tuple[int, ...]:
+def parse_cpus(text: str, option: str = "`server_cpus`") -> tuple[int, ...]:
     """'1', '2-3', '0,2-3' -> the sorted core numbers, each one this process may use, and at least one
     of those left over (for the load generator); InputError for anything else."""
     usable = usable_cpus()

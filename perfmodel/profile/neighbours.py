@@ -23,15 +23,15 @@ def check_alongside(alongside: int, threads: int, is_cuda: bool) -> None:
         return
     if is_cuda:
         raise InputError(
-            "--alongside is for CPU workers that share one machine's cores; a plan gives each GPU "
-            "worker a GPU of its own: leave --alongside out with --device cuda."
+            "`alongside` is for CPU workers that share one machine's cores; a plan gives each GPU "
+            "worker a GPU of its own: leave `alongside` out with `device` cuda."
         )
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     needed = (alongside + 1) * threads
     if needed > cores:
         raise InputError(
-            f"--alongside {alongside} with {threads} thread(s) each needs {needed} cores and this process may "
-            f"use {cores}: give at most --alongside {max(0, cores // threads - 1)}."
+            f"`alongside` {alongside} with {threads} thread(s) each needs {needed} cores and this process may "
+            f"use {cores}: give at most `alongside` {max(0, cores // threads - 1)}."
         )
 
 
@@ -62,10 +62,10 @@ class Neighbours:
 
     def _ask_all(self, request: dict, timeout_s: float) -> dict:
         for i in range(self.count):
-            reply = self._worker(i).request(request, timeout_s, "--call-timeout")
+            reply = self._worker(i).request(request, timeout_s, "`call_timeout_s`")
             if reply["status"] != "ok":
                 self._drop(i)  # a new one takes over at the next point
-                return {**reply, "error": f"a worker alongside (--alongside): {reply.get('error', '')}"}
+                return {**reply, "error": f"a worker alongside (`alongside`): {reply.get('error', '')}"}
         return {"status": "ok"}
 
     def _worker(self, i: int) -> WorkerProcess:
@@ -77,10 +77,10 @@ class Neighbours:
         worker = WorkerProcess()
         self.workers[i] = worker
         worker.start()
-        loaded = worker.request(self.load_request, self.load_timeout_s, "--worker-timeout")
+        loaded = worker.request(self.load_request, self.load_timeout_s, "`worker_timeout_s`")
         if loaded["status"] != "ok":
             self._drop(i)
-            raise BackendError(f"a worker alongside (--alongside) could not load the model: {loaded.get('error', '')}")
+            raise BackendError(f"a worker alongside (`alongside`) could not load the model: {loaded.get('error', '')}")
         return worker
 
     def _drop(self, i: int) -> None:

@@ -22,12 +22,12 @@ ABSENT_MEANS = {"alongside": "0", "processes": "1"}
 
 class ProfileOutput:
     def __init__(self, path: str | os.PathLike, resume: bool):
-        self.path = output_file(path)
+        self.path = output_file(path, "`out`")
         self.existing: pd.DataFrame | None = None
         if self.path.exists():
             if not resume:
                 raise InputError(
-                    f"{self.path} already exists: add --resume to continue that sweep, or choose another --out."
+                    f"{self.path} already exists: continue that sweep with `resume`, or choose another `out`."
                 )
             self.existing = load_profile(self.path)
         self.rows: list[dict] = [] if self.existing is None else self.existing.to_dict("records")
@@ -77,7 +77,7 @@ class ProfileOutput:
                 if theirs and theirs != {_normal(settings[column])}:
                     raise InputError(
                         f"{self.path} was measured with {column}={', '.join(sorted(theirs))}, this run has "
-                        f"{settings[column]}: resume with the same settings, or write to a new --out."
+                        f"{settings[column]}: resume with the same settings, or write to a new `out`."
                     )
 
 

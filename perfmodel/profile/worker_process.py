@@ -73,10 +73,10 @@ class WorkerProcess(OwnedChild):
             os.close(write_end)
         self._replies = read_end
 
-    def request(self, message: dict, timeout_s: float, flag: str) -> dict:
+    def request(self, message: dict, timeout_s: float, setting: str) -> dict:
         """Send one request and wait for its answer, at most `timeout_s` (then the worker is killed).
 
-        `flag` names the option that sets the limit, for the message."""
+        `setting` names the parameter that sets the limit, for the message (`call_timeout_s`)."""
         if not self.is_alive():
             return self._died()
         try:
@@ -92,7 +92,7 @@ class WorkerProcess(OwnedChild):
                 return {
                     "status": "failed",
                     "kind": "timeout",
-                    "error": f"the worker did not answer within {timeout_s:g} s ({flag}) and was stopped",
+                    "error": f"the worker did not answer within {timeout_s:g} s ({setting}) and was stopped",
                 }
             ready, _, _ = select.select([self._replies], [], [], min(remaining, 1.0))
             if ready:

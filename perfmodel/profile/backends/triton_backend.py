@@ -72,36 +72,36 @@ class TritonOptions:
     server_cpus: tuple[int, ...] = ()  # the local server's CPU cores; the load generator gets the others
 
     def __post_init__(self):
-        for name, values, allowed in (("--protocol", self.protocols, PROTOCOLS), ("--mode", self.modes, MODES)):
+        for name, values, allowed in (("`protocols`", self.protocols, PROTOCOLS), ("`modes`", self.modes, MODES)):
             bad = [v for v in values if v not in allowed]
             if not values or bad:
                 raise InputError(
                     f"{name}: {', '.join(bad) or 'nothing'} is not one of {', '.join(allowed)}; "
-                    f"give e.g. {name} {','.join(allowed)}."
+                    f"give e.g. {','.join(allowed)}."
                 )
         if not self.concurrencies or any(c < 1 for c in self.concurrencies):
-            raise InputError("--concurrency needs positive whole numbers, e.g. 1,4,16.")
+            raise InputError("`concurrencies` needs positive whole numbers, e.g. 1,4,16.")
         if self.architecture is not None and self.architecture not in ARCHITECTURES:
-            raise InputError(f"--architecture must be {' or '.join(ARCHITECTURES)}, not {self.architecture!r}.")
+            raise InputError(f"`architecture` must be {' or '.join(ARCHITECTURES)}, not {self.architecture!r}.")
         if any(not (math.isfinite(r) and r > 0) for r in self.rates) or not self.duration_s > 0:
-            raise InputError("--rate needs request rates > 0, e.g. 50,100,200/s, and --duration a time > 0.")
+            raise InputError("`rates` needs request rates > 0, e.g. 50,100,200/s, and `duration_s` a time > 0.")
         if self.rates:
             from perfmodel.profile.backends.triton_rate import check_rates
 
             check_rates(self.rates, self.duration_s)
         if self.request_timeout_s <= 0 or self.server_timeout_s <= 0:
-            raise InputError("--request-timeout and --server-timeout must be positive numbers of seconds.")
+            raise InputError("`request_timeout_s` and `server_timeout_s` must be positive numbers of seconds.")
         if self.url is not None and self.server_cpus:
             raise InputError(
-                "--server-cpus places the server perfmodel starts; a running server (--url) runs where "
-                "it runs: leave --server-cpus out, or --url out."
+                "`server_cpus` places the server perfmodel starts; a running server (`url`) runs where "
+                "it runs: leave `server_cpus` out, or `url` out."
             )
         if self.url is not None:
             split_url(self.url)
             if len(self.protocols) != 1:
                 raise InputError(
-                    "--url names one server port, and a port speaks one protocol: give one --protocol (HTTP and gRPC "
-                    "listen on different ports), and run again with --resume for the other."
+                    "`url` names one server port, and a port speaks one protocol: name one protocol in `protocols` "
+                    "(HTTP and gRPC listen on different ports), and run again with `resume` for the other."
                 )
 
     @property
@@ -115,18 +115,18 @@ class TritonOptions:
             return "local-server"
         try:
             return "local-server" if ipaddress.ip_address(host).is_loopback else "remote-server"
-        except ValueError:  # a host name: only the user knows where it is; --architecture says so
+        except ValueError:  # a host name: only the user knows where it is; `architecture` says so
             return "remote-server"
 
 
 def split_url(url: str) -> tuple[str, int]:
     """'host:port' -> (host, port); InputError for anything else."""
     if "://" in url:
-        raise InputError(f"--url {url}: give host:port without the scheme, e.g. --url 10.0.0.2:8001.")
+        raise InputError(f"`url` {url}: give host:port without the scheme, e.g. 10.0.0.2:8001.")
     host, _, port = url.strip().rpartition(":")
     host = host.strip("[]")
     if not host or not re.fullmatch(r"[0-9]{1,5}", port) or not 0 < int(port) < 65536:  # not str.isdecimal: '٨
-        raise InputError(f"--url {url}: give host:port, e.g. --url 127.0.0.1:8001 (gRPC) or 127.0.0.1:8000 (HTTP).")
+        raise InputError(f"`url` {url}: give host:port, e.g. 127.0.0.1:8001 (gRPC) or 127.0.0.1:8000 (HTTP).")
     return host, int(port)
 
 
@@ -171,17 +171,18 @@ def _options(config: ProfileConfig) -> TritonOptions:
         raise InputError("the triton backend takes TritonOptions as its backend_options.")
     if config.batch_sizes is None:
         raise InputError(
-            "--batch-sizes auto is for the in-process backend; with --backend triton give a list, e.g. 1,2,4."
+            "a search for `batch_sizes` (auto) is for the in-process backend; with `backend` triton give a list, "
+            "e.g. 1,2,4."
         )
-    for flag, given in (
-        ("--cuda-graphs", config.cuda_graphs),
-        (f"--compile-mode {config.compile_mode}", config.compile_mode != "default"),
-        ("--fresh-warmup-at", config.fresh_warmup_at is not None),
-        ("--search-tolerance", config.search_tolerance > 0),
-        ("--processes", config.processes > 1),  # a served model's process is the server's, not one per point
+    for setting, given in (
+        ("`cuda_graphs`", config.cuda_graphs),
+        (f"`compile_mode` {config.compile_mode}", config.compile_mode != "default"),
+        ("`fresh_warmup_at`", config.fresh_warmup_at is not None),
+        ("`search_tolerance`", config.search_tolerance > 0),
+        ("`processes`", config.processes > 1),  # a served model's process is the server's, not one per point
     ):
         if given:
-            raise InputError(f"{flag} is for the in-process backend; leave it out with --backend triton.")
+            raise InputError(f"{setting} is for the in-process backend; leave it out with `backend` triton.")
     return opts
 
 
@@ -226,13 +227,13 @@ def server_hardware_key(device: str, url: str | None) -> str:
     if not device.strip().lower().startswith("cuda"):
         return "cpu"
     if url is not None:
-        raise InputError("with --url on a GPU server, name its pool key with --hardware (e.g. --hardware h100).")
+        raise InputError("with `url` on a GPU server, name its pool key with `hardware` (e.g. h100).")
     from perfmodel.torch_runner import check_device
 
     device = check_device(device)  # no GPU here: say so, rather than blame NVML
     nvml, reason = open_nvml(int(device.partition(":")[2] or 0))
     if nvml is None:
-        raise InputError(f"cannot read the GPU's name ({reason}); name its pool key with --hardware.")
+        raise InputError(f"cannot read the GPU's name ({reason}); name its pool key with `hardware`.")
     try:
         return hardware_key(nvml.info().name, True)
     finally:
@@ -379,7 +380,7 @@ class _TritonSweep:
     def _with_resume_hint(self, exc: PerfmodelError) -> PerfmodelError:
         if not self.measured:
             return exc
-        return type(exc)(f"{exc} {self.output.saved()} Run the same command with --resume to measure the rest.")
+        return type(exc)(f"{exc} {self.output.saved()} Run it again with `resume` to measure the rest.")
 
     def _fixed(self, target: _Target, protocol: str) -> dict:
         fixed = {

@@ -105,7 +105,7 @@ def _module(protocol: str):
         else:
             import tritonclient.http as module
     except ImportError:  # the optional extra is not installed (e.g. beside numpy 2, which pytriton refuses)
-        raise DeviceError("--backend triton needs the Triton client: pip install 'perfmodel[triton]'.") from None
+        raise DeviceError("`backend` triton needs the Triton client: pip install 'perfmodel[triton]'.") from None
     return module
 
 
@@ -471,7 +471,7 @@ class ServerConnection:
         except Exception as exc:
             raise DeviceError(
                 f"cannot reach a Triton server at {self.url} over {self.protocol.upper()} ({_short(exc)}): check the "
-                "address and port (HTTP and gRPC listen on different ports), or leave --url out to let perfmodel "
+                "address and port (HTTP and gRPC listen on different ports), or leave `url` out to let perfmodel "
                 "start a local server."
             ) from None
         if not live:
@@ -491,7 +491,7 @@ class ServerConnection:
         if not ready:
             raise DeviceError(
                 f"the model {model_name!r} on the Triton server at {self.url} is not ready ({why}): load it on the "
-                "server, or name the served model with --server-model."
+                "server, or name the served model with `server_model`."
             )
         as_json = {"as_json": True} if self.protocol == "grpc" else {}
         metadata = self._call("get_model_metadata", model_name, **as_json)

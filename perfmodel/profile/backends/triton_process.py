@@ -130,7 +130,7 @@ class LocalTritonServer(OwnedChild):
         if importlib.util.find_spec("pytriton") is None:
             raise DeviceError(
                 "the local Triton server needs nvidia-pytriton: pip install 'perfmodel[triton]' "
-                "(it needs numpy<2), or measure a running server with --url."
+                "(it needs numpy<2), or measure a running server with `url`."
             )
         try:
             return self._start()
@@ -176,7 +176,7 @@ class LocalTritonServer(OwnedChild):
             if time.perf_counter() > deadline:
                 raise DeviceError(
                     f"the local Triton server was not ready within {self.start_timeout_s:g} s ({self._log_tail()}); "
-                    "allow more time with --server-timeout."
+                    "allow more time with `server_timeout_s`."
                 )
             time.sleep(0.05)
         ready = json.loads(ready_file.read_text())

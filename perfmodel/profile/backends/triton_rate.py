@@ -80,14 +80,14 @@ def check_rates(rates, duration_s: float) -> None:
     for rate in rates:
         if rate * duration_s < 1:
             raise InputError(
-                f"--rate {rate:.3g}/s over --duration {duration_s:g} s: fewer than one request would be due in the "
-                "measured window; give a higher rate or a longer --duration."
+                f"`rates` {rate:.3g}/s over `duration_s` {duration_s:g} s: fewer than one request would be due in the "
+                "measured window; give a higher rate or a longer `duration_s`."
             )
         if rate * span > MAX_REQUESTS_PER_RATE:
             raise InputError(
-                f"--rate {rate:.3g}/s over {span:g} s (--duration {duration_s:g} s and its warm-up) would schedule "
+                f"`rates` {rate:.3g}/s over {span:g} s (`duration_s` {duration_s:g} s and its warm-up) would schedule "
                 f"{rate * span:,.3g} requests, more than the {MAX_REQUESTS_PER_RATE:,} one rate may send: give at "
-                f"most {MAX_REQUESTS_PER_RATE / span:,.0f}/s, or a shorter --duration."
+                f"most {MAX_REQUESTS_PER_RATE / span:,.0f}/s, or a shorter `duration_s`."
             )
 
 
@@ -389,7 +389,7 @@ def sweep_rates(config, opts, output: ProfileOutput, notify, hardware: str, moni
     if too_big:
         raise InputError(
             f"request size {too_big[0]} is above the server's max batch size {batching.max_batch_size}: "
-            "give smaller --batch-sizes or a larger --max-batch-size."
+            "give smaller `batch_sizes` or a larger `max_batch_size`."
         )
     points = []
     for protocol, size, batch, rate in (
