@@ -7,7 +7,7 @@ must (fp16 below fp32; CUDA graphs counting their pool), TF32, and a real sticky
 All of them together must take under a minute (the GPU campaign gives them 60 s of a lent machine's 15
 minutes). A worker process costs seconds there before it measures anything (Python, torch, the CUDA
 context; the H100 run of 2026-11-27 took 11 s to start a ResNet-50 worker): the first version of these
-tests started 16 of them and stopped after 6 of 13 tests at its 120 s limit. So the tests run the
+tests started 15 of them and stopped after 6 of 13 tests at its 120 s limit. So the tests run the
 worker's own code (profile/worker.py's Worker) in this process, one CUDA context for all, and start
 processes only where processes are what is tested: one sweep end to end with a fresh warm-up process,
 the out-of-memory search, and the broken context that must end a sweep. `InProcessWorker` is also
