@@ -131,7 +131,11 @@ def read_json(path: str | os.PathLike, error: type[PerfmodelError], what: str, h
     no key twice in one object, no nesting deeper than MAX_JSON_DEPTH, no file over MAX_INPUT_BYTES.
     """
     source = source_of(path, error, hint)
-    data = read_bytes(path, error, hint)
+    return decode_json(read_bytes(path, error, hint), source, error, what, hint)
+
+
+def decode_json(data: bytes, source: str, error: type[PerfmodelError], what: str, hint: str):
+    """read_json on the bytes of a file already read (`source` names it), e.g. to hash the same bytes."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

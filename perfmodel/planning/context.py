@@ -14,9 +14,8 @@ import os
 from dataclasses import dataclass
 
 import solvers
+from perfmodel.planning.fields import PLAN_FORMAT, PLAN_SCHEMA_VERSION
 
-PLAN_FORMAT = "perfmodel-plan"
-PLAN_SCHEMA_VERSION = 1
 TORCHSCRIPT_SUFFIXES = (".pt", ".pth", ".ts", ".jit")
 _SERVING_FIELDS = ("protocol", "mode", "concurrency")  # recorded for served (Triton) profiles
 
@@ -192,15 +191,3 @@ def _source(kind: str, item) -> Source:
         path = os.fspath(item)
         return Source(kind, path, sha256_of(path))
     return Source(kind, None, None)  # a Predictor object given in Python
-
-
-def check_plan_format(data: dict, source: str, hint: str) -> None:
-    """Refuse a JSON that says it is something else, or a plan of a newer schema than this perfmodel reads.
-    Plans written before the format key existed have neither key and are accepted."""
-    from perfmodel.errors import InputError
-    from perfmodel.readers import version
-
-    fmt = data.get("format", PLAN_FORMAT)
-    if fmt != PLAN_FORMAT:
-        raise InputError(f"{source} is a {fmt!r} file, not a plan; {hint}.")
-    version(data, source, "plan", range(1, PLAN_SCHEMA_VERSION + 1), hint)

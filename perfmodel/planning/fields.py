@@ -1,72 +1,89 @@
-"""The known fields of a plan JSON, checked: what `perfmodel plan --json` writes in each, so that a
-reader (report, run) draws or runs nothing wrong. The one checker of plan files: the plan's own fields,
-each assignment (a group of GPUs) and each per-GPU row. Fields this perfmodel does not know are left alone."""
+"""A plan file: what `perfmodel plan --json` writes in each known field, and the one reader of plan files
+(`report --plan` draws what it reads; `run` types it for running, perfmodel/run/planfile.py). The reader
+checks the plan's own fields, each assignment (a group of GPUs) and each per-GPU row, and the totals
+against the assignments they are summed from, so that no reader draws or runs anything wrong. Fields this
+perfmodel does not know are left alone."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-import os
 from collections import Counter
+from dataclasses import dataclass
 
 from perfmodel.errors import InputError
-from perfmodel.files import read_json
+from perfmodel.files import decode_json, read_bytes, source_of
+from perfmodel.readers import version
 from perfmodel.schema import PRECISIONS
 from perfmodel.units import GPU_TYPE_NAME, MAX_BATCH_SIZE, MAX_INPUT_SIZE, MAX_SECONDS, shown
 from solvers.problem import MAX_COUNT
 
+PLAN_FORMAT = "perfmodel-plan"  # written by the planner (planning/context.py), checked here
+PLAN_SCHEMA_VERSION = 1
 PLAN_STATUSES = ("optimal", "feasible", "infeasible")
 PLAN_HOW = "give the JSON that `perfmodel plan --json` prints"
 
 
-def read_batch_plan(path, online: str) -> dict:
-    """Read a batch plan file (soft or relaxed) for report and run, every known field checked: InputError
-    with one sentence otherwise. `online` says why the reader cannot use an online plan."""
-    from perfmodel.planning.context import check_plan_format  # context imports numpy and the solvers
+@dataclass(frozen=True)
+class PlanFile:
+    """A batch plan file as read: where it is, the sha256 of its bytes (a run's labels name their plan by
+    it) and its JSON, every known field checked."""
 
-    plan = read_json(path, InputError, "a plan", PLAN_HOW)
-    source = os.fspath(path)
+    path: str
+    sha256: str
+    data: dict
+
+
+def read_plan(path, online: str) -> PlanFile:
+    """Read a batch plan file (soft or relaxed), every known field checked: InputError with one sentence
+    otherwise. `online` says why the reader cannot use an online plan."""
+    source = source_of(path, InputError, PLAN_HOW)
+    raw = read_bytes(path, InputError, PLAN_HOW)
+    plan = decode_json(raw, source, InputError, "a plan", PLAN_HOW)
     if isinstance(plan, dict) and plan.get("mode") == "online":
         raise InputError(f"{source} is an online plan (--mode online): {online}.")
     if not isinstance(plan, dict) or not isinstance(plan.get("status"), str):
         raise InputError(f'{source} is JSON but not a plan (no "status"); {PLAN_HOW}.')
-    check_plan_format(plan, source, PLAN_HOW)
-    check_plan_fields(plan, source, PLAN_HOW)
-    return plan
+    fmt = plan.get("format", PLAN_FORMAT)  # plans written before the format key have neither key
+    if fmt != PLAN_FORMAT:
+        raise InputError(f"{source} is a {fmt!r} file, not a plan; {PLAN_HOW}.")
+    version(plan, source, "plan", range(1, PLAN_SCHEMA_VERSION + 1), PLAN_HOW)
+    check_fields(plan, source)
+    return PlanFile(source, hashlib.sha256(raw).hexdigest(), plan)
 
 
-def check_plan_fields(plan: dict, source: str, how: str) -> None:
+def check_fields(plan: dict, source: str) -> None:
     """InputError naming the first known field (of the plan, an assignment or a per-GPU row) that does
-    not hold what the plan command writes there."""
+    not hold what the plan command writes there, or a total that is not what the assignments hold."""
     if plan["status"] not in PLAN_STATUSES:
-        raise InputError(
-            f"{source} has the status {shown(plan['status'])}, which is none of {', '.join(PLAN_STATUSES)}; {how}."
-        )
+        statuses = ", ".join(PLAN_STATUSES)
+        raise InputError(f"{source} has the status {shown(plan['status'])}, which is none of {statuses}; {PLAN_HOW}.")
     problem = _fields_problem(plan, _PLAN_FIELDS)
     if problem:
-        raise InputError(f"{source}: {problem}; {how}.")
+        raise InputError(f"{source}: {problem}; {PLAN_HOW}.")
     if plan["status"] == "infeasible":
         return
     assignments = plan.get("assignments")
     if not isinstance(assignments, list):
-        raise InputError(f'{source} is not a plan (no "assignments" list); {how}.')
-    _check_rows(assignments, "assignment", source, how)
+        raise InputError(f'{source} is not a plan (no "assignments" list); {PLAN_HOW}.')
+    _check_rows(assignments, "assignment", source)
     rows = plan.get("gpus")  # one per GPU; absent where a plan is too large to list every GPU
     if rows is not None and not isinstance(rows, list):
-        raise InputError(f'{source}: "gpus" is {_json(rows)}, not a list; {how}.')
+        raise InputError(f'{source}: "gpus" is {_json(rows)}, not a list; {PLAN_HOW}.')
     if rows is not None:
-        _check_rows(rows, "GPU", source, how)
+        _check_rows(rows, "GPU", source)
     problem = _quantiles_problem(plan.get("makespan_quantiles_s")) or _totals_problem(plan) or _gpus_problem(plan)
     if problem:
-        raise InputError(f"{source}: {problem}; {how}.")
+        raise InputError(f"{source}: {problem}; {PLAN_HOW}.")
 
 
-def _check_rows(rows: list, kind: str, source: str, how: str) -> None:
+def _check_rows(rows: list, kind: str, source: str) -> None:
     """Assignments and per-GPU rows hold the same fields: InputError at the first that does not."""
     for i, row in enumerate(rows):
         problem = _assignment_problem(row)
         if problem:
-            raise InputError(f"{source}, {kind} {i + 1}: {problem}; {how}.")
+            raise InputError(f"{source}, {kind} {i + 1}: {problem}; {PLAN_HOW}.")
 
 
 # What each known field must hold (None is allowed wherever a field is optional).

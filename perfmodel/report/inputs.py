@@ -9,7 +9,7 @@ import pandas as pd
 
 from perfmodel.errors import InputError
 from perfmodel.files import read_json
-from perfmodel.planning.fields import read_batch_plan
+from perfmodel.planning import fields
 from perfmodel.readers import version
 from perfmodel.report.groups import SOURCE
 from perfmodel.report.runfile import check_run
@@ -53,7 +53,7 @@ def read_plan(path) -> dict | None:
     """
     if path is None:
         return None
-    return read_batch_plan(path, online="the report draws batch plans (soft, relaxed) only")
+    return fields.read_plan(path, online="the report draws batch plans (soft, relaxed) only").data
 
 
 def read_run(path) -> dict | None:

@@ -1,20 +1,18 @@
-"""A plan JSON read for running: checked, and expanded to one WorkerPlan per planned GPU.
+"""A plan typed for running: one WorkerPlan per planned GPU.
 
 The file is read, and every field's value (the plan's, each assignment's, each per-GPU row's) checked, by
-the one plan reader and checker, perfmodel.planning.fields (report reads plans with it too); this module
-adds what running needs on top: the fields it cannot run without, a model, and a backend and precision
-that in-process PyTorch runs.
+the one plan reader, perfmodel.planning.fields (report reads plans with it too); this module adds what
+running needs on top: the fields it cannot run without, a model, and a backend and precision that
+in-process PyTorch runs.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from perfmodel.errors import InputError
-from perfmodel.planning.context import sha256_of
 from perfmodel.planning.drift import Drift
-from perfmodel.planning.fields import PLAN_HOW, read_batch_plan
+from perfmodel.planning.fields import PLAN_HOW, PlanFile, read_plan
 from perfmodel.torch_runner import PRECISIONS as TORCH_PRECISIONS
 from perfmodel.torch_runner import parse_backend
 
@@ -78,12 +76,16 @@ class RunPlan:
 
 def read_run_plan(path) -> RunPlan:
     """Read and check a plan; InputError with one sentence for anything that cannot be run."""
-    data = read_batch_plan(
-        path,
-        online="it sizes a server for a request rate, there is no set of images to run; deploy it with plan "
-        "--triton-config, or run a batch plan",
+    online = (
+        "it sizes a server for a request rate, there is no set of images to run; deploy it with plan "
+        "--triton-config, or run a batch plan"
     )
-    source = os.fspath(path)
+    return runnable(read_plan(path, online))
+
+
+def runnable(plan: PlanFile) -> RunPlan:
+    """The plan read as what running it needs; InputError with one sentence for anything that cannot be run."""
+    data, source = plan.data, plan.path
     if data["status"] == "infeasible":
         reason = data.get("reason") if isinstance(data.get("reason"), str) else "no plan met the deadline"
         raise InputError(
@@ -100,6 +102,8 @@ def read_run_plan(path) -> RunPlan:
     if model_path is not None and not isinstance(model_path, str):
         raise InputError(f'{source}: "model"."path" is not a file name; {REMAKE}.')
     _require(data, ("deadline_s", "margin", "makespan_s"), source)
+    # What the plan says of its odds: the probability it stated, the one it was made for, the drifts it assumed.
+    probability, asked, drifts = _probability(data), _asked(data), _drifts(data)
     workers = tuple(_workers(data, source))
     if not workers:
         raise InputError(f"{source} assigns no GPU, so there is nothing to run.")
@@ -108,7 +112,7 @@ def read_run_plan(path) -> RunPlan:
         by_size[w.input_size] = by_size.get(w.input_size, 0) + w.images
     return RunPlan(
         source,
-        sha256_of(path),
+        plan.sha256,
         model["name"],
         model_path,
         float(data["deadline_s"]),
@@ -116,14 +120,14 @@ def read_run_plan(path) -> RunPlan:
         float(data["makespan_s"]),
         by_size,
         workers,
-        _probability(data),
-        _asked(data),
-        _drifts(data),
+        probability,
+        asked,
+        drifts,
     )
 
 
 def _probability(data: dict) -> float | None:
-    p = data.get("deadline_probability")  # a probability from 0 to 1 where given (checked by read_batch_plan)
+    p = data.get("deadline_probability")  # a probability from 0 to 1 where given (checked by read_plan)
     return None if p is None else float(p)
 
 
@@ -184,7 +188,7 @@ def _workers(data: dict, source: str):
         yield WorkerPlan(index=index, name=f"{hardware}#{number}", **values)
 
 
-# What running a GPU's share needs of its row; check_plan_fields has checked the value of each one present.
+# What running a GPU's share needs of its row; read_plan has checked the value of each one present.
 _ROW_FIELDS = (
     "hardware",
     "input_size",
