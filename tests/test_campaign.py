@@ -52,7 +52,7 @@ def test_dry_run_runs_every_step_and_the_next_call_resumes_from_its_files(tmp_pa
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     ran = [re.sub(r" \d+$", "", n) for n in re.findall(r"\] session: (.+)$", done.stdout, re.M)]
     assert ran == [*session(), "step_fit"]  # campaign.sh's order, every part run
-    compiled = "no --compile MODE yet" not in done.stdout  # issue 39's modes (an older perfmodel skips them)
+    compiled = "no --compile-mode yet" not in done.stdout  # issue 39's modes (an older perfmodel skips them)
     for step in ("resnet50", "efficientnet_b0"):
         options = ["channels-last-bf16", "channels-last-fp32", *(["compile-fp32"] if compiled else []), "fp32"]
         profiles = sorted(out.glob(f"cpu-{step}-*.csv"))
@@ -224,8 +224,8 @@ def test_the_budget_fits_the_device_limits():
         calls = [call for _, call in budget.schedule(hw)]
         assert set(calls) <= {"-", "1", "1-2", "2", "2-later", "1-later", "later"}
         assert calls[0] == "1"
-    n, seconds = budget.calibration_first()
-    assert 0 < n <= budget.CAL_FIRST and seconds <= budget.CALIBRATION_S
+        n, seconds = budget.calibration_first(hw)
+        assert 0 < n <= budget.CAL_FIRST and seconds <= budget.CALIBRATION_S
 
 
 def test_the_budget_is_fitted_on_both_gpu_types_measured_points():
@@ -258,7 +258,7 @@ def test_the_budget_counts_what_campaign_sh_runs():
     assert len(options) == len(budget.FAST)
     for (name, flags), counted in zip(options, budget.FAST):
         mode = counted.partition(":")[2]
-        assert (f"--compile {mode}" in flags) if mode else ("--compile" not in flags), name
+        assert (f"--compile --compile-mode {mode}" in flags) if mode else ("--compile" not in flags), name
         assert ("--cuda-graphs" in flags) == ("cuda-graphs" in counted), name
     for name, value in (
         ("FAST_OPTION_S", budget.FAST_OPTION_S),

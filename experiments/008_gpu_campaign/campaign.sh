@@ -68,7 +68,7 @@ set_grid() {
     FRESH=2 SEARCH_TOL=0.1 WORKER_TIMEOUT=120 CALL_TIMEOUT=60
     # CUDA graphs and compile's GPU modes need CUDA: one option of each kind the CPU can run.
     FAST_OPTIONS=("torch-channels-last-fp32:--precision fp32 --channels-last"
-                  "torch-compile-fp32:--precision fp32 --compile default --batch-sizes 2 --warmup in-process --call-timeout 300")
+                  "torch-compile-fp32:--precision fp32 --compile --compile-mode default --batch-sizes 2 --warmup in-process --call-timeout 300")
     FAST_OPTION_S="${CAMPAIGN_FAST_OPTION_S:-300}"  # Inductor's C++ compile of the tiny model: 50-90 s on 2 busy cores
     FAST_SWEEP=(--input-sizes 32 --batch-sizes 1,4 --max-time-per-point 0.2 --max-time-short-calls 0.4 --drift-probe 0)
     FAST_FRESH=1
@@ -93,9 +93,9 @@ set_grid() {
     # measuring process (a new process: its compile cache starts empty).
     FAST_OPTIONS=("torch-channels-last-fp16:--precision fp16 --channels-last"
                   "torch-channels-last-cuda-graphs-fp16:--precision fp16 --channels-last --cuda-graphs"
-                  "torch-compile-fp16:--precision fp16 --channels-last --compile default $COMPILED"
-                  "torch-compile-reduce-overhead-fp16:--precision fp16 --channels-last --compile reduce-overhead $COMPILED"
-                  "torch-compile-max-autotune-fp16:--precision fp16 --channels-last --compile max-autotune --input-sizes 224 --batch-sizes 256 --warmup in-process --call-timeout 300")
+                  "torch-compile-fp16:--precision fp16 --channels-last --compile --compile-mode default $COMPILED"
+                  "torch-compile-reduce-overhead-fp16:--precision fp16 --channels-last --compile --compile-mode reduce-overhead $COMPILED"
+                  "torch-compile-max-autotune-fp16:--precision fp16 --channels-last --compile --compile-mode max-autotune --input-sizes 224 --batch-sizes 256 --warmup in-process --call-timeout 300")
     FAST_SWEEP=(--input-sizes 224,448 --batch-sizes 1,8,32,256,1024,2048 --max-time-per-point 0.5
                 --max-time-short-calls 2)
     FAST_FRESH=1
@@ -141,8 +141,6 @@ lacking() {  # the --flags of $1 (an option's flags) that this perfmodel profile
   for word in $1; do
     [[ "$word" == --* ]] && ! grep -q -- "$word\b" <<<"$PROFILE_HELP" && out+=("$word")
   done
-  # torch.compile's modes (issue 39): `--compile MODE`, not the bare switch of before
-  [[ " $1 " == *" --compile "* ]] && ! grep -q -- "--compile \[MODE\]" <<<"$PROFILE_HELP" && out+=("--compile MODE")
   echo "${out[*]+"${out[*]}"}"
 }
 
