@@ -99,6 +99,23 @@ def test_a_sweep_on_cuda_end_to_end(tmp_path, tiny_config):
 
 
 @pytest.mark.gpu
+def test_nvml_finds_each_gpu_torch_sees_by_its_uuid():
+    """The monitor's counters are those of torch's GPU: torch's UUID (printed without NVML's "GPU-") and
+    PCI address find it in NVML, whatever CUDA_VISIBLE_DEVICES shows."""
+    import torch
+
+    from perfmodel.profile.monitor import gpu_id, open_nvml
+
+    for i in range(torch.cuda.device_count()):
+        nvml, reason = open_nvml(gpu_id(f"cuda:{i}"))
+        assert nvml is not None, reason
+        try:
+            assert nvml.info().name == torch.cuda.get_device_name(i)
+        finally:
+            nvml.close()
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize(
     "options",
     [

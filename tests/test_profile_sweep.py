@@ -271,9 +271,9 @@ def test_real_cpu_out_of_memory_in_a_fresh_worker(tmp_path, tiny_config):
 
 
 def test_without_nvml_the_sweep_goes_on(tmp_path, tiny_config):
-    from perfmodel.profile.monitor import HardwareMonitor
+    from perfmodel.profile.monitor import GpuId, HardwareMonitor
 
-    monitor = HardwareMonitor(gpu_index=10_000)  # no such GPU: no NVML library here, or no such device there
+    monitor = HardwareMonitor(GpuId("cuda:0", "GPU-0", None))  # no NVML library here, or no such GPU there
     with pytest.warns(UserWarning, match="GPU counters are not available"):
         monitor.start()
     try:

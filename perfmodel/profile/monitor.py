@@ -7,6 +7,11 @@ and the profiler only talks to it between points: `window()` marks where a point
 `summary(mark)` returns min/avg/max of every counter since. Without NVML (no GPU, no driver) the GPU
 counters stay empty and the monitor says so once.
 
+Which GPU: the one torch calls `cuda:N`, found in NVML by its UUID (or PCI address), never by N. NVML
+numbers every GPU of the machine in PCI order; torch numbers only those CUDA_VISIBLE_DEVICES shows, fastest
+first unless CUDA_DEVICE_ORDER=PCI_BUS_ID. When NVML has no GPU of that UUID or address, the GPU counters
+stay empty, with a warning, rather than come from another GPU.
+
 Besides the hardware, the monitor can watch named processes ("roles"): `watch("server", pid)` adds
 `server_rss_mb_max`, `server_cpu_avg` and `server_cpu_max` (CPU in percent of one core).
 """
@@ -40,6 +45,29 @@ CPU_INTERVAL_S = 0.25
 
 
 @dataclass(frozen=True)
+class GpuId:
+    """A torch CUDA device in the terms NVML finds it by: its UUID ("GPU-..."), its PCI address."""
+
+    device: str  # "cuda:1", for messages
+    uuid: str | None
+    pci_bus_id: str | None  # NVML's form, "00000000:3B:00.0"
+
+
+def gpu_id(device: str) -> GpuId:
+    """Which GPU torch's `device` ("cuda:N") is (imports torch). Reading the properties creates no CUDA
+    context (no process in nvidia-smi, torch 2.10 + CUDA 13, unslothai/unsloth-zoo#1053), so the GPU's
+    memory counter does not count this process."""
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.device(device))
+    uuid = str(getattr(props, "uuid", "") or "")  # torch writes it without NVML's "GPU-"
+    uuid = (uuid if uuid.startswith("GPU-") else f"GPU-{uuid}") if uuid else None
+    pci = [getattr(props, f"pci_{part}_id", None) for part in ("domain", "bus", "device")]  # newer torch only
+    pci_bus_id = None if None in pci else "{:08X}:{:02X}:{:02X}.0".format(*pci)
+    return GpuId(device, uuid, pci_bus_id)
+
+
+@dataclass(frozen=True)
 class GpuInfo:
     name: str
     driver: str
@@ -49,12 +77,25 @@ class GpuInfo:
 class _Nvml:
     """The few NVML reads the monitor needs, behind one object that can fail to exist."""
 
-    def __init__(self, index: int):
+    def __init__(self, gpu: GpuId):
         import pynvml
 
         pynvml.nvmlInit()
         self._nvml = pynvml
-        self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        self.handle = None
+        ways = ((gpu.uuid, pynvml.nvmlDeviceGetHandleByUUID), (gpu.pci_bus_id, pynvml.nvmlDeviceGetHandleByPciBusId))
+        for key, find in ways:
+            if key is not None and self.handle is None:
+                try:
+                    self.handle = find(key)
+                except pynvml.NVMLError:
+                    pass
+        if self.handle is None:
+            self.close()
+            raise LookupError(
+                f"NVML has no GPU with {gpu.device}'s UUID ({gpu.uuid or 'unknown'}) or PCI address "
+                f"({gpu.pci_bus_id or 'unknown'})"
+            )
 
     def info(self) -> GpuInfo:
         n = self._nvml
@@ -90,12 +131,12 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def open_nvml(gpu_index: int | None) -> tuple[_Nvml | None, str | None]:
+def open_nvml(gpu: GpuId | None) -> tuple[_Nvml | None, str | None]:
     """NVML for this GPU, or None and the reason it is unavailable."""
-    if gpu_index is None:
+    if gpu is None:
         return None, None
     try:
-        return _Nvml(gpu_index), None
+        return _Nvml(gpu), None
     except Exception as exc:  # ImportError, NVMLError_LibraryNotFound, NVMLError_DriverNotLoaded ...
         return None, f"{type(exc).__name__}: {exc}".strip()
 
@@ -105,10 +146,10 @@ def open_nvml(gpu_index: int | None) -> tuple[_Nvml | None, str | None]:
 
 
 class _Sampler:
-    def __init__(self, gpu_index: int | None, interval_s: float, host_pid: int, roles: dict[str, list]):
+    def __init__(self, gpu: GpuId | None, interval_s: float, host_pid: int, roles: dict[str, list]):
         self.interval_s = interval_s
         self.host_pid = host_pid
-        self.nvml, self.reason = open_nvml(gpu_index)
+        self.nvml, self.reason = open_nvml(gpu)
         self.roles = {name: (pid, tree) for name, (pid, tree) in roles.items()}
         self.samples: list[dict[str, float]] = []
         self.lock = threading.Lock()
@@ -182,7 +223,8 @@ def _serve(config: dict) -> None:
     from perfmodel.profile.lifetime import exit_with_parent
 
     exit_with_parent()
-    sampler = _Sampler(config["gpu_index"], config["interval_s"], config["host_pid"], config["roles"])
+    gpu = GpuId(**config["gpu"]) if config["gpu"] else None
+    sampler = _Sampler(gpu, config["interval_s"], config["host_pid"], config["roles"])
     info = asdict(sampler.nvml.info()) if sampler.nvml is not None else None
     _answer({"nvml": sampler.nvml is not None, "reason": sampler.reason, "gpu": info})
     threading.Thread(target=sampler.run, daemon=True).start()
@@ -210,7 +252,7 @@ def _answer(message: dict) -> None:
 
 
 class HardwareMonitor:
-    """`with HardwareMonitor(gpu_index) as monitor:` samples every `interval_s` in its own process.
+    """`with HardwareMonitor(gpu_id("cuda:0")) as monitor:` samples every `interval_s` in its own process.
 
     `host_rss_mb` counts this process with its children (workers, a local server; not the monitor).
     `roles` name processes to watch from the start: {"client": (pid, False)} watches one process,
@@ -219,11 +261,11 @@ class HardwareMonitor:
 
     def __init__(
         self,
-        gpu_index: int | None = None,
+        gpu: GpuId | None = None,
         interval_s: float = 0.05,
         roles: dict[str, tuple[int | None, bool]] | None = None,
     ):
-        self.gpu_index = gpu_index
+        self.gpu = gpu
         self.interval_s = interval_s
         self.roles = dict(roles or {})
         self._proc: subprocess.Popen | None = None
@@ -246,7 +288,7 @@ class HardwareMonitor:
 
     def start(self) -> None:
         config = {
-            "gpu_index": self.gpu_index,
+            "gpu": asdict(self.gpu) if self.gpu is not None else None,
             "interval_s": self.interval_s,
             "host_pid": os.getpid(),
             "roles": {k: list(v) for k, v in self.roles.items()},
@@ -268,7 +310,7 @@ class HardwareMonitor:
             raise
         self._has_gpu = ready["nvml"]
         self._info = GpuInfo(**ready["gpu"]) if ready["gpu"] else None
-        if self.gpu_index is not None and not self._has_gpu:
+        if self.gpu is not None and not self._has_gpu:
             warnings.warn(
                 f"GPU counters are not available ({ready['reason']}); the gpu_* columns stay empty and the sweep "
                 "goes on.",

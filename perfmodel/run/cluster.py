@@ -18,7 +18,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -52,12 +51,13 @@ class Reservation:
         return options
 
 
-def local_gpus() -> dict[str, int]:
-    """This machine's GPUs by hardware key ('h100': 2), from NVML; {} without GPUs or NVML."""
+def local_gpus() -> dict[str, list[str]]:
+    """The GPUs a local run may use, by hardware key, each named as a worker's CUDA_VISIBLE_DEVICES will
+    name it: {"h100": ["GPU-5e0f...", ...]}, or the entries of CUDA_VISIBLE_DEVICES where it is set (only
+    the GPUs it shows). {} without GPUs or NVML; an InputError where it shows none of them, or where NVML
+    cannot tell the type of a GPU it numbers."""
     try:
         import pynvml
-
-        from perfmodel.profile.provenance import hardware_key
     except ImportError:
         return {}
     try:
@@ -65,13 +65,66 @@ def local_gpus() -> dict[str, int]:
     except Exception:  # no driver, no GPU
         return {}
     try:
-        names = []
+        gpus = []
         for i in range(pynvml.nvmlDeviceGetCount()):
-            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))
-            names.append(name.decode() if isinstance(name, bytes) else str(name))
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name, uuid, pci = (
+                pynvml.nvmlDeviceGetName(handle),
+                pynvml.nvmlDeviceGetUUID(handle),
+                pynvml.nvmlDeviceGetPciInfo(handle).busId,
+            )
+            gpus.append(NvmlGpu(*(v.decode() if isinstance(v, bytes) else str(v) for v in (name, uuid, pci))))
     finally:
         pynvml.nvmlShutdown()
-    return dict(Counter(hardware_key(n, True) for n in names))
+    out: dict[str, list[str]] = {}
+    for gpu, name in visible_gpus(gpus, os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("CUDA_DEVICE_ORDER")):
+        out.setdefault(gpu.type, []).append(name)
+    return out
+
+
+@dataclass(frozen=True)
+class NvmlGpu:
+    name: str  # "NVIDIA H100 80GB HBM3"
+    uuid: str  # "GPU-5e0f..."
+    pci_bus_id: str  # "00000000:3B:00.0"
+
+    @property
+    def type(self) -> str:
+        from perfmodel.profile.provenance import hardware_key
+
+        return hardware_key(self.name, True)
+
+
+def visible_gpus(gpus: list[NvmlGpu], setting: str | None, order: str | None) -> list[tuple[NvmlGpu, str]]:
+    """Each GPU that CUDA_VISIBLE_DEVICES=`setting` shows, with the entry that names it, read as CUDA reads
+    it: up to the first entry that names no GPU (-1, MIG-..., a typo); a number counts in CUDA's order,
+    PCI bus order with CUDA_DEVICE_ORDER=PCI_BUS_ID and otherwise fastest first (which NVML cannot tell
+    apart where the GPUs differ); GPU-... is a GPU's UUID or its start. Unset: every GPU, by UUID."""
+    if setting is None:
+        return [(g, g.uuid) for g in gpus]
+    by_bus = sorted(gpus, key=lambda g: g.pci_bus_id.upper())
+    types = sorted({g.type for g in gpus})
+    out = []
+    for entry in (e.strip() for e in setting.split(",")):
+        if re.fullmatch(r"[0-9]{1,4}", entry) and int(entry) < len(gpus):
+            if len(types) > 1 and (order or "").strip().upper() != "PCI_BUS_ID":
+                raise InputError(
+                    f"CUDA_VISIBLE_DEVICES={setting} numbers the GPUs of a node with {' and '.join(types)} "
+                    "GPUs fastest first, which does not tell which is which: set CUDA_DEVICE_ORDER=PCI_BUS_ID "
+                    "(nvidia-smi's numbers), or name the GPUs by UUID (nvidia-smi -L)."
+                )
+            out.append((by_bus[int(entry)], entry))
+            continue
+        match = [g for g in gpus if entry.startswith("GPU-") and g.uuid.startswith(entry)]
+        if len(match) != 1:
+            break
+        out.append((match[0], entry))
+    if gpus and not out:
+        raise InputError(
+            f"CUDA_VISIBLE_DEVICES={setting!r} shows none of this machine's {len(gpus)} GPUs: unset it, or "
+            "name the GPUs to use (their numbers, or UUIDs from nvidia-smi -L)."
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -81,6 +134,7 @@ class NodeSpec:
     num_cpus: int = 1
     num_gpus: int = 0
     resources: dict[str, float] = field(default_factory=dict)  # e.g. {"h100": 1}
+    gpu_ids: tuple[str, ...] = ()  # its raylet's CUDA_VISIBLE_DEVICES: the GPUs Ray gives its workers
 
     def resources_as_ray_lists_them(self) -> dict[str, float]:
         return {"CPU": self.num_cpus, "GPU": self.num_gpus, **self.resources}
@@ -89,14 +143,22 @@ class NodeSpec:
 class LocalRay:
     """A Ray cluster on this machine for one run, kept by perfmodel.run.keeper (see there why).
 
+    `gpus` are local_gpus(). Ray gives a worker that reserves a GPU any GPU of its node, whatever type the
+    worker also reserves; so on a machine with GPUs of several types each type is a node of its own (its
+    raylet sees only those GPUs, with one CPU per GPU), the first type's GPUs on the head.
     `nodes` adds further nodes (tests, experiments): a cluster of several raylets on one machine, each
     with its own resources, any of which lose_node() can take away as a crashed machine would go.
     """
 
-    def __init__(self, num_cpus: int | None = None, gpus: dict[str, int] | None = None, nodes: list[NodeSpec] = ()):
+    def __init__(
+        self, num_cpus: int | None = None, gpus: dict[str, list[str]] | None = None, nodes: list[NodeSpec] = ()
+    ):
         self.num_cpus = num_cpus or os.cpu_count() or 1
-        self.gpus = dict(gpus or {})
-        self.extra_nodes = list(nodes)
+        types = [(name, tuple(ids)) for name, ids in (gpus or {}).items() if ids]
+        self.head_gpus = types[0][1] if types else ()
+        self.head_resources = {types[0][0]: len(self.head_gpus)} if types else {}
+        by_type = [NodeSpec(len(ids), len(ids), {name: len(ids)}, ids) for name, ids in types[1:]]
+        self.extra_nodes = [*nodes, *by_type]
         self.node_pids: dict[int, int] = {}  # further node number (1, 2, ...) -> its `ray start` PID
         self.process: subprocess.Popen | None = None
         self.temp_dir: Path | None = None
@@ -105,7 +167,7 @@ class LocalRay:
 
     def nodes(self) -> list[dict]:
         """Its nodes, as ray.nodes() describes them: checked against before it starts."""
-        head = NodeSpec(self.num_cpus, sum(self.gpus.values()), self.gpus)
+        head = NodeSpec(self.num_cpus, len(self.head_gpus), self.head_resources)
         return [{"Alive": True, "Resources": n.resources_as_ray_lists_them()} for n in [head, *self.extra_nodes]]
 
     def start(self) -> str:
@@ -128,10 +190,10 @@ class LocalRay:
             "--num-cpus",
             str(self.num_cpus),
             "--num-gpus",
-            str(sum(self.gpus.values())),
+            str(len(self.head_gpus)),
         ]
-        if self.gpus:
-            command += ["--resources", json.dumps(self.gpus)]
+        if self.head_gpus:
+            command += ["--resources", json.dumps(self.head_resources), "--gpu-ids", ",".join(self.head_gpus)]
         if self.extra_nodes:
             command += ["--nodes", json.dumps([asdict(n) for n in self.extra_nodes])]
         with _signals_after():  # an interrupt inside Popen would lose the keeper it started: stop() must know it

@@ -1,11 +1,14 @@
 """The keeper of a local Ray: starts it, and makes sure nothing of it outlives `perfmodel run`.
 
-    python -m perfmodel.run.keeper --temp-dir DIR --num-cpus N [--num-gpus G] [--resources JSON] [--nodes JSON]
+    python -m perfmodel.run.keeper --temp-dir DIR --num-cpus N [--num-gpus G --gpu-ids IDS] [--resources JSON]
+                                   [--nodes JSON]
 
 with ray_settings(token) in its environment (perfmodel.run.cluster.LocalRay does this). --nodes adds
 further nodes on this machine, each its own raylet with its own resources (`ray start --address`, as on a
-real cluster): [{"num_cpus": 1, "num_gpus": 1, "resources": {"h100": 1}}, ...]. Tests and experiments use
-them to place workers by type and to lose a node (kill its processes) while a plan runs.
+real cluster): [{"num_cpus": 1, "num_gpus": 1, "resources": {"h100": 1}, "gpu_ids": ["GPU-5e0f..."]}, ...].
+A node's GPU IDs (--gpu-ids for the head) become its raylet's CUDA_VISIBLE_DEVICES: the GPUs Ray hands its
+workers. perfmodel run puts each GPU type of a machine on a node of its own; tests and experiments add nodes
+to place workers by type and to lose a node (kill its processes) while a plan runs.
 
 Why a separate process: Ray ties its GCS and raylet to the process that started them (the kernel's
 parent-death signal), but the agents the raylet starts outlive a SIGKILLed driver by a minute or more,
@@ -103,7 +106,7 @@ class Keeper:
             command += ["--ray-client-server-port", str(_free_port())]
         if args.resources:
             command += ["--resources", args.resources]
-        self.ray = self._popen(command, "ray-start.log")
+        self.ray = self._popen(command, "ray-start.log", args.gpu_ids.split(",") if args.gpu_ids else [])
         address_file = self.temp_dir / "ray_current_cluster"
         return self._until(
             self.ray,
@@ -141,15 +144,17 @@ class Keeper:
         if node.get("resources"):
             command += ["--resources", json.dumps(node["resources"])]
         log = f"ray-start-node{number}.log"
-        process = self._popen(command, log)
+        process = self._popen(command, log, node.get("gpu_ids") or [])
         self.nodes.append(process)
         started = self.temp_dir / log
         self._until(process, log, lambda: "Ray runtime started" in started.read_text(errors="replace"))
         return process.pid
 
-    def _popen(self, command: list[str], log: str) -> subprocess.Popen:
+    def _popen(self, command: list[str], log: str, gpu_ids: list[str]) -> subprocess.Popen:
         out = open(self.temp_dir / log, "wb")
         env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_TOKEN_PATH")}
+        if gpu_ids:  # Ray gives each worker one of these, as its CUDA_VISIBLE_DEVICES
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(gpu_ids)
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
 
     def _until(self, process: subprocess.Popen, log: str, done):
@@ -233,6 +238,7 @@ def main(argv=None) -> int:
     parser.add_argument("--temp-dir", required=True)
     parser.add_argument("--num-cpus", type=int, required=True)
     parser.add_argument("--num-gpus", type=int, default=0)
+    parser.add_argument("--gpu-ids", default="", help="the head's GPUs, as its CUDA_VISIBLE_DEVICES names them")
     parser.add_argument("--resources", default="")
     parser.add_argument("--object-store-mb", type=int, default=256)
     parser.add_argument("--nodes", default="[]", help="further nodes, a JSON list (see the module's docstring)")

@@ -23,7 +23,7 @@ import psutil
 from perfmodel.errors import BackendError, InputError
 from perfmodel.models import resolve_model
 from perfmodel.profile.config import Estimate, ProfileConfig, ProgressCallback, SweepEvent
-from perfmodel.profile.monitor import CPU_INTERVAL_S, HardwareMonitor
+from perfmodel.profile.monitor import CPU_INTERVAL_S, HardwareMonitor, gpu_id
 from perfmodel.profile.neighbours import Neighbours, check_alongside
 from perfmodel.profile.output import ProfileOutput
 from perfmodel.profile.provenance import hardware_key, now_utc
@@ -113,7 +113,7 @@ class _TorchSweep:
 
     def run(self) -> None:
         c = self.config
-        gpu_index = int(self.device.partition(":")[2] or 0) if self.is_cuda else None
+        gpu = gpu_id(self.device) if self.is_cuda else None
         try:
             self.loaded = self._start_measuring_worker()
             provenance = self.loaded["provenance"]
@@ -135,7 +135,7 @@ class _TorchSweep:
                 **provenance,
             }
             self.output.check_resumable(self.identity, {**self.fixed, "processes": c.processes})
-            with HardwareMonitor(gpu_index=gpu_index, interval_s=0.05 if self.is_cuda else CPU_INTERVAL_S) as monitor:
+            with HardwareMonitor(gpu, interval_s=0.05 if self.is_cuda else CPU_INTERVAL_S) as monitor:
                 self.monitor = monitor
                 if monitor.has_gpu_counters:
                     self.fixed["driver"] = monitor.gpu_info().driver

@@ -45,7 +45,7 @@ from perfmodel.profile.backends.triton_server import TOKEN_ENV
 from perfmodel.profile.backends.triton_stats import server_times_ms
 from perfmodel.profile.config import Estimate, ProfileConfig, ProgressCallback, SweepEvent
 from perfmodel.profile.failures import describe
-from perfmodel.profile.monitor import HardwareMonitor, open_nvml
+from perfmodel.profile.monitor import GpuId, HardwareMonitor, gpu_id, open_nvml
 from perfmodel.profile.output import ProfileOutput
 from perfmodel.profile.provenance import hardware_key, now_utc
 from perfmodel.schema import SCHEMA_VERSION
@@ -130,7 +130,7 @@ def split_url(url: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def serving_monitor(gpu_index: int | None) -> HardwareMonitor:
+def serving_monitor(gpu: GpuId | None) -> HardwareMonitor:
     """The hardware monitor plus the client's and the server's own resident memory and CPU.
 
     `host_rss_mb` counts the profiler with its children (so a local server too); `client_*` is the
@@ -140,9 +140,7 @@ def serving_monitor(gpu_index: int | None) -> HardwareMonitor:
     the server when both share the machine, but never from the client's timing threads: the monitor
     is its own process.
     """
-    return HardwareMonitor(
-        gpu_index=gpu_index, interval_s=0.2, roles={"client": (os.getpid(), False), "server": (None, True)}
-    )
+    return HardwareMonitor(gpu, interval_s=0.2, roles={"client": (os.getpid(), False), "server": (None, True)})
 
 
 @dataclass
@@ -206,20 +204,24 @@ def sweep(config: ProfileConfig, output: ProfileOutput, notify: ProgressCallback
             return
         from perfmodel.profile.backends.triton_rate import sweep_rates
 
-        gpu_index = _gpu_index(config) if opts.url is None else None
+        gpu = _local_gpu(config.device) if opts.url is None else None
         sweep_rates(
             config,
             opts,
             output,
             notify,
             config.hardware or server_hardware_key(config.device, opts.url),
-            lambda: serving_monitor(gpu_index),
+            lambda: serving_monitor(gpu),
         )
 
 
-def _gpu_index(config: ProfileConfig) -> int | None:
-    device = config.device.strip().lower()
-    return int(device.partition(":")[2] or 0) if device.startswith("cuda") else None
+def _local_gpu(device: str) -> GpuId | None:
+    """The GPU a local server runs on (the server's torch numbers the GPUs as this process's does)."""
+    if not device.strip().lower().startswith("cuda"):
+        return None
+    from perfmodel.torch_runner import check_device
+
+    return gpu_id(check_device(device))  # no GPU here: say so, rather than blame torch
 
 
 def server_hardware_key(device: str, url: str | None) -> str:
@@ -228,10 +230,7 @@ def server_hardware_key(device: str, url: str | None) -> str:
         return "cpu"
     if url is not None:
         raise InputError("with `url` on a GPU server, name its pool key with `hardware` (e.g. h100).")
-    from perfmodel.torch_runner import check_device
-
-    device = check_device(device)  # no GPU here: say so, rather than blame NVML
-    nvml, reason = open_nvml(int(device.partition(":")[2] or 0))
+    nvml, reason = open_nvml(_local_gpu(device))
     if nvml is None:
         raise InputError(f"cannot read the GPU's name ({reason}); name its pool key with `hardware`.")
     try:
@@ -276,11 +275,9 @@ class _TritonSweep:
         loads = [(p, m, k) for p in o.protocols for m in o.modes for k in o.concurrencies]
         self.total = len(groups) * len(loads)
         self.notify(SweepEvent("start", total=self.total, message=estimate(c).describe()))
-        gpu_index = (
-            int(c.device.partition(":")[2] or 0) if self.is_cuda and self.architecture == "local-server" else None
-        )
+        gpu = _local_gpu(c.device) if self.architecture == "local-server" else None
         target: _Target | None = None
-        with serving_monitor(gpu_index) as monitor:
+        with serving_monitor(gpu) as monitor:
             self.monitor = monitor
             try:
                 for size, batch in groups:
