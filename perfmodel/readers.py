@@ -1,8 +1,9 @@
 """What people give perfmodel, read by class: one reader per class of input, for every command and the library.
 
 Each reader takes a value as it was given (command-line text, a CSV cell, a JSON value, or a Python value
-from a caller of the library) and `what`, the name a message says: the flag on the command line
-("--margin"), the parameter in the library ("margin"), the place in a file ("p.csv, row 3, column 'x'").
+from a caller of the library) and `what`, the name a message says: the flag where the command line reads it
+("--margin"), the parameter in backquotes where the library does ("`margin`", shown on the command line as
+its flag: errors.py), the place in a file ("p.csv, row 3, column 'x'").
 It returns the value, or raises InputError (or the `error` class given) with one sentence.
 
 Numbers
@@ -231,7 +232,7 @@ def names_a_folder(text: str) -> bool:
     return text.endswith(("/", os.sep)) or os.path.basename(text) in ("", ".", "..")
 
 
-def output_file(path, what: str = "--out", inputs: Iterable = (), error: type[InputError] = InputError) -> Path:
+def output_file(path, what: str = "`out`", inputs: Iterable = (), error: type[InputError] = InputError) -> Path:
     """Fail early, before any work, unless `path` can be written as a file; nothing is created here.
 
     Refused: a name that is a folder's ('newdir/', '.'), an existing folder, a symbolic link (the atomic
@@ -272,7 +273,7 @@ def output_file(path, what: str = "--out", inputs: Iterable = (), error: type[In
 
 
 def output_folder(
-    path, what: str = "--out", inputs: Iterable = (), writes: Iterable[str] = (), error: type[InputError] = InputError
+    path, what: str = "`out`", inputs: Iterable = (), writes: Iterable[str] = (), error: type[InputError] = InputError
 ) -> Path:
     """Fail early unless `path` is a folder that can be written into, or can be made (with the folders above
     it) where it is missing; nothing is created here. `writes`: the names (glob patterns) of the files the
@@ -298,7 +299,7 @@ def output_folder(
 
 
 def not_an_input(
-    path, inputs: Iterable, what: str = "--out", fix: str = "choose another output file", error=InputError
+    path, inputs: Iterable, what: str = "`out`", fix: str = "choose another output file", error=InputError
 ) -> None:
     """Refuse to write `path` when it is one of `inputs`: the same file (device and inode), whatever the
     spelling (./x.csv, a symbolic link, a hard link)."""

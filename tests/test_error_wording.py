@@ -51,6 +51,23 @@ CONVERTED = (
     "perfmodel/profile/backends/triton_rate.py",
     "perfmodel/profile/backends/triton_server.py",
     "perfmodel/profile/backends/triton_stats.py",
+    "perfmodel/report/__init__.py",
+    "perfmodel/report/build.py",
+    "perfmodel/report/content.py",
+    "perfmodel/report/groups.py",
+    "perfmodel/report/html.py",
+    "perfmodel/report/inputs.py",
+    "perfmodel/report/plan_figures.py",
+    "perfmodel/report/predictor_figures.py",
+    "perfmodel/report/profile_figures.py",
+    "perfmodel/report/run_figures.py",
+    "perfmodel/report/runfile.py",
+    "perfmodel/report/style.py",
+    "perfmodel/report/tables.py",
+    "perfmodel/fitting/train.py",
+    "perfmodel/fitting/selection.py",
+    "perfmodel/fitting/gpu_specs.py",
+    "perfmodel/readers.py",
 )
 ROOT = Path(__file__).resolve().parent.parent
 _ARGV = {"append", "extend", "insert", "add_argument", "Popen", "run", "check_call", "check_output"}
@@ -194,3 +211,18 @@ def test_profile_with_triton_names_parameters_and_the_command_line_their_flags(t
     said = capsys.readouterr().err
     assert "--url http://127.0.0.1:8001: give host:port without the scheme" in said and "`" not in said
     assert not (tmp_path / "p.csv").exists()
+
+
+def test_report_names_parameters_and_the_command_line_their_flags(tmp_path, capsys):
+    taken = tmp_path / "taken"
+    taken.write_text("a file, not a folder")
+    with pytest.raises(perfmodel.InputError, match=r"^nothing to report: .* a predictor \(`predictors`\), a `plan`"):
+        perfmodel.make_report(out_dir=tmp_path / "r")
+    with pytest.raises(perfmodel.InputError, match=f"^`out_dir` {taken} is a file"):
+        perfmodel.make_report(plan=tmp_path / "plan.json", out_dir=taken)
+    assert cli.main(["report", "--out", str(tmp_path / "r")]) == 2
+    said = capsys.readouterr().err
+    assert "a predictor (--predictor), a --plan or a --run" in said and "`" not in said
+    assert cli.main(["report", "--plan", str(tmp_path / "plan.json"), "--out", str(taken)]) == 2
+    said = capsys.readouterr().err
+    assert f"--out {taken} is a file" in said and "`" not in said

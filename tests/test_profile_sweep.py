@@ -107,7 +107,7 @@ def test_interrupted_sweep_keeps_finished_points_and_resume_completes(tmp_path, 
 def test_existing_output_needs_resume(tmp_path, tiny_config):
     out = tmp_path / "p.csv"
     run_profile(tiny_config(batch_sizes=(1,)), out)
-    with pytest.raises(InputError, match="already exists.*--resume"):
+    with pytest.raises(InputError, match="already exists: continue that sweep with `resume`"):
         run_profile(tiny_config(batch_sizes=(1,)), out)
 
 

@@ -114,7 +114,9 @@ def fit(
         groups += transferred
     if not groups:
         raise InputError(
-            _none_fittable(unfit) if unfit else "nothing to fit: every profiled hardware type is a --target-hardware."
+            _none_fittable(unfit)
+            if unfit
+            else "nothing to fit: every profiled hardware type is one of `target_hardware`."
         )
     provenance = {
         "sources": sources,
@@ -138,7 +140,7 @@ def fit(
 
 
 def transferred(frame: pd.DataFrame, targets: Iterable[str], gpu_specs=None) -> Predictor:
-    """Only the transferred groups of `targets` from a profile DataFrame (what `plan --transfer` plans on):
+    """Only the transferred groups of `targets` from a profile DataFrame (what a plan with `transfer` plans on):
     the other hardware's groups are not fitted. Raises InputError where a target cannot be predicted."""
     frame, _ = _without_open_loop(validate_profile(frame, "the profiles"))
     frame, keys = _keyed(frame)
@@ -161,8 +163,8 @@ def _specs_for(targets: list[str], gpu_specs) -> tuple[dict, list[str]]:
     targets as the table spells them (H100 is h100), each once."""
     if any(not t.strip() for t in targets):
         raise InputError(
-            "--target-hardware holds an empty GPU name: give hardware keys of the GPU table, e.g. h100 or "
-            "v100,a10, or leave it out to fit only the hardware profiled."
+            "`target_hardware` holds an empty GPU name: give hardware keys of the GPU table, e.g. h100 or a10, "
+            "or leave it out to fit only the hardware profiled."
         )
     if not targets:
         return {}, []
@@ -174,7 +176,8 @@ def _specs_for(targets: list[str], gpu_specs) -> tuple[dict, list[str]]:
     if unknown:
         raise InputError(
             f"no specification for {', '.join(repr(t) for t in unknown)} in the GPU table (it has "
-            f"{', '.join(sorted(specs))}); add a row (perfmodel/data/gpu_specs.csv, or --gpu-specs FILE)."
+            f"{', '.join(sorted(specs))}); add a row to perfmodel/data/gpu_specs.csv, or give a table of your own "
+            "(`gpu_specs`)."
         )
     return specs, list(dict.fromkeys(named))
 
@@ -242,7 +245,7 @@ def _read(profiles: Profiles) -> tuple[pd.DataFrame, list[dict]]:
 
 
 def _without_open_loop(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """The rows measured one call at a time, and how many open-loop rows (`profile --rate`) were left
+    """The rows measured one call at a time, and how many open-loop rows (profiled at a rate) were left
     out: their latency is queueing plus service at a request rate, not a batch's time, and the
     online planner models the queueing itself."""
     if "rate_per_s" not in frame.columns:
@@ -250,8 +253,8 @@ def _without_open_loop(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     open_loop = _present(frame["rate_per_s"])
     if open_loop.all():
         raise InputError(
-            "these profiles hold only open-loop rows (profile --rate): a fit needs the batch-size "
-            "sweep of a closed-loop profile (perfmodel profile without --rate)."
+            "these profiles hold only open-loop rows (measured at a request rate): a fit needs the batch-size "
+            "sweep of a closed-loop profile (one measured without a rate)."
         )
     return frame[~open_loop], int(open_loop.sum())
 

@@ -126,9 +126,9 @@ def _unique(sections: list[Section]) -> tuple[Section, ...]:
 
 
 def _check_out_dir(out, inputs=()) -> Path:
-    """--out is a directory (or will be), and none of the files a report writes there (report.html,
+    """`out_dir` is a directory (or will be), and none of the files a report writes there (report.html,
     *.png) is a folder or one of its inputs."""
-    return output_folder(out, "--out", inputs, writes=("*.png", PAGE))
+    return output_folder(out, "`out_dir`", inputs, writes=("*.png", PAGE))
 
 
 def write_report(sections: tuple[Section, ...], out_dir, inputs: list[str]) -> Report:
@@ -159,7 +159,9 @@ def make_report(profiles=(), predictors=(), plan=None, out_dir=".", run=None) ->
     anything is written."""
     profiles, predictors = [os.fspath(p) for p in profiles], [os.fspath(p) for p in predictors]
     if not profiles and not predictors and plan is None and run is None:
-        raise InputError("nothing to report: give at least one profile CSV, a --predictor, a --plan or a --run.")
+        raise InputError(
+            "nothing to report: give at least one profile CSV, a predictor (`predictors`), a `plan` or a `run`."
+        )
     inputs = profiles + predictors + [os.fspath(p) for p in (plan, run) if p is not None]
     _check_out_dir(out_dir, inputs)  # before the work of drawing
     profile = read_profiles(profiles)
