@@ -5,8 +5,9 @@
      tiny      at 64 px, batch 1, 16, 64: torch, torch-channels-last, torch-compile, torch-compile-max-autotune,
                torch-channels-last-compile
      resnet50  at 64 px, batch 1, 8:      torch, torch-channels-last, torch-compile   (--quick leaves it out)
-2. From the tiny model's profiles, all options together: the most images one CPU worker does by a short and
-   by a long deadline (`perfmodel plan --mode relaxed --pool cpu=1 --json`): which option each picks and why.
+2. Per model, from its options' profiles together: the most images one CPU worker does by a short and by a
+   long deadline (`perfmodel plan --mode relaxed --pool cpu=1 --confidence none --json`, on the medians):
+   which option each picks and why.
 3. results.md: per option and point, the median call, the first call and its compilation, the load; the plans.
 
     python experiments/013_serving_options/run.py            # ~40 min on a busy 2-core VM (compiling dominates)
@@ -42,7 +43,7 @@ MODELS = {  # model: (input size, batch sizes, options)
     "tiny": (64, "1,16,64", list(OPTIONS)),
     "resnet50": (64, "1,8", ["torch", "torch-channels-last", "torch-compile"]),
 }
-# The tiny model's plans: as many images as one CPU worker does by a short and by a long deadline.
+# The plans: as many images as one CPU worker does by a short and by a long deadline.
 DEADLINES = ("10s", "600s")
 COLUMNS = [
     "model",
@@ -88,16 +89,22 @@ def profile(model: str, backend: str, out: Path) -> Path:
     return path
 
 
-def plans(profiles: list[Path], hardware: str, out: Path) -> list[dict]:
-    """One plan per deadline from all the tiny model's options together: which option, and the runner-up."""
+def plans(paths: list[Path], out: Path) -> list[dict]:
+    """Per model, from all its options' profiles together, one plan per deadline: which option, and why."""
     found = []
-    for deadline in DEADLINES:
-        args = ["plan", "--mode", "relaxed", "--pool", f"{hardware}=1", "--deadline", deadline, "--input-size", 64]
-        args.append("--json")
-        done = perfmodel(*args, *(x for p in profiles for x in ("--profile", p)), allow=(3,))
-        plan = json.loads(done.stdout)
-        (out / f"plan-tiny-{deadline}.json").write_text(json.dumps(plan, indent=1) + "\n")
-        found.append({"deadline": deadline, "plan": plan})
+    for model, (size, _, _) in MODELS.items():
+        profiles = [p for p in paths if p.name.startswith(f"cpu-{model}-")]
+        if not profiles:
+            continue
+        hardware = str(pd.read_csv(profiles[0])["hardware"].iloc[0])
+        for deadline in DEADLINES:
+            # On the medians (--confidence none): the choice between options, not this busy VM's spread
+            args = ["plan", "--mode", "relaxed", "--pool", f"{hardware}=1", "--deadline", deadline, "--json"]
+            args += ["--confidence", "none"]
+            args += ["--input-size", size, *(x for p in profiles for x in ("--profile", p))]
+            plan = json.loads(perfmodel(*args, allow=(3,)).stdout)
+            (out / f"plan-{model}-{deadline}.json").write_text(json.dumps(plan, indent=1) + "\n")
+            found.append({"model": model, "deadline": deadline, "plan": plan})
     return found
 
 
@@ -118,7 +125,7 @@ def report(frame: pd.DataFrame, found: list[dict], out: Path) -> None:
         )
     for item in found:
         plan = item["plan"]
-        lines += ["", f"## The most images of the tiny model one worker does by {item['deadline']}", ""]
+        lines += ["", f"## The most images of {item['model']} one worker does by {item['deadline']}", ""]
         if "assignments" not in plan:
             lines.append(f"no plan: {plan.get('reason', plan)}")
             continue
@@ -147,7 +154,7 @@ def main() -> int:
     paths = sorted(out.glob("cpu-*.csv"))
     frame = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
     frame[[c for c in COLUMNS if c in frame.columns]].to_csv(out / "options.csv", index=False)
-    found = plans([p for p in paths if p.name.startswith("cpu-tiny-")], str(frame["hardware"].iloc[0]), out)
+    found = plans(paths, out)
     report(frame.reindex(columns=COLUMNS), found, out)
     if not args.plans_only:
         finish_results(out)
