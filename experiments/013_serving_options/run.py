@@ -36,7 +36,7 @@ OPTIONS = {  # backend name: its flags
     "torch": [],
     "torch-channels-last": ["--channels-last"],
     "torch-compile": ["--compile"],
-    "torch-compile-max-autotune": ["--compile", "max-autotune"],
+    "torch-compile-max-autotune": ["--compile", "--compile-mode", "max-autotune"],
     "torch-channels-last-compile": ["--channels-last", "--compile"],
 }
 MODELS = {  # model: (input size, batch sizes, options)
@@ -132,7 +132,7 @@ def report(frame: pd.DataFrame, found: list[dict], out: Path) -> None:
         for a in plan["assignments"]:
             lines.append(
                 f"- {a['count']} x {a['hardware']} {a['option']}, batch {a['batch_size']}, {a['images']:,} images, "
-                f"first batch done at {a['load_s'] + a['warmup_s']:.1f} s, finish {a['finish_s']:.1f} s"
+                f"first batch done at {a['load_s'] + a['warmup_s']:.2f} s, finish {a['finish_s']:.1f} s"
             )
         for choice in plan.get("option_choice", []):
             lines.append(f"- why: {choice['why']}")

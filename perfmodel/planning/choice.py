@@ -100,4 +100,6 @@ def _why(entry: dict, images: int, limit: float, mode: str) -> str:
 
 
 def _seconds(value: float) -> str:
-    return f"{value:,.1f} s" if math.isfinite(value) else "never"
+    if not math.isfinite(value):
+        return "never"
+    return f"{value:,.1f} s" if value >= 1 else f"{value * 1000:.0f} ms"
