@@ -25,7 +25,7 @@ from perfmodel import shipped
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError, PerfmodelWarning
 from perfmodel.files import read_csv_text
 from perfmodel.planning import arguments
-from perfmodel.planning.batch import _load_predictor, _pick_model, pool_counts
+from perfmodel.planning.sources import DEFAULT_INPUT_SIZE, load_predictor, option_label, pick_model, pool_counts
 from perfmodel.readers import plain, switch
 from perfmodel.units import figure, format_seconds, parse_duration, parse_fraction, parse_percentile, parse_rate
 from solvers import InfeasibleProblem, ProblemError, SolverError
@@ -77,8 +77,6 @@ def make_online_plan(
     predictors, the files shipped in profiles/ are used. Raises NoOnlinePlanError (exit code 3) when
     nothing meets the SLO, InputError for bad input.
     """
-    from perfmodel.planning.batch import DEFAULT_INPUT_SIZE
-
     rate_s = None if rate is None else rate if isinstance(rate, (int, float)) else parse_rate(rate)
     slo_s = slo if isinstance(slo, (int, float)) else parse_duration(slo, "`slo`")
     pct = percentile if isinstance(percentile, (int, float)) else parse_percentile(percentile)
@@ -145,10 +143,10 @@ def service_options(
     from perfmodel.schema import load_profiles
 
     frame = load_profiles(profiles) if profiles else None
-    loaded = [_load_predictor(p) for p in predictors]
+    loaded = [load_predictor(p) for p in predictors]
     models = set() if frame is None else set(frame["model"])
     models |= {g.model for p in loaded for g in p.groups}
-    model = _pick_model(model, models, loaded)
+    model = pick_model(model, models, loaded)
     options: dict[str, list[ServiceTimes]] = {}
     if frame is not None:
         _from_profiles(options, frame, model, input_size, backend, precision)
@@ -195,8 +193,6 @@ def _single_requests(frame):
 
 
 def _from_profiles(options, frame, model, size, backend, precision) -> None:
-    from perfmodel.planning.batch import _label
-
     rows = frame[(frame["status"] == "ok") & (frame["model"] == model) & (frame["input_size"] == size)]
     if backend:
         rows = rows[rows["backend"] == backend]
@@ -205,7 +201,7 @@ def _from_profiles(options, frame, model, size, backend, precision) -> None:
     rows = _single_requests(rows)
     if not len(rows):
         return
-    labels = [_label(r) for r in rows.itertuples(index=False)]
+    labels = [option_label(r) for r in rows.itertuples(index=False)]
     for (hardware, label), group in rows.assign(_label=labels).groupby(["hardware", "_label"], sort=True):
         by_batch = group.groupby("batch_size")[["latency_ms", "latency_p99_ms"]].median()
         measured = by_batch.index.to_numpy(dtype=int)
