@@ -2,7 +2,7 @@
 
     # bare loops of torch.compile (bare_check.py has eager, channels-last and CUDA graphs), into one JSON
     python3 experiments/008_gpu_campaign/options_vs_bare.py bare-compile --out h100-bare-compile.json \\
-            --mode max-autotune --batches 1,256 [--seconds 240]
+            --mode max-autotune --batches 1,256 [--seconds 240]   # --device cpu --size 32: a dry run
     # the comparison: every profile row that has a bare row of the same option, size and batch
     python3 experiments/008_gpu_campaign/options_vs_bare.py compare --bare h100-bare.json h100-bare-compile.json \\
             --profile h100-resnet50-torch-fp16.csv --profile h100-resnet50-torch-channels-last-compile-fp16.csv \\
@@ -61,38 +61,41 @@ def _bare_compile(args) -> int:
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    device = torch.device("cuda", 0)
+    cuda = args.device == "cuda"  # a CPU only for a dry run of this script (fp32, a small --size)
+    device, dtype = (torch.device("cuda", 0), torch.float16) if cuda else (torch.device("cpu"), torch.float32)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     deadline = time.time() + args.seconds
-    model = torchvision.models.resnet50(weights=None).eval().to(device, torch.float16)
+    model = torchvision.models.resnet50(weights=None).eval().to(device, dtype)
     model = model.to(memory_format=torch.channels_last)
     compiled = compile_model(model, args.mode)
-    label = label_of("torch-channels-last-compile" + ("" if args.mode == "default" else f"-{args.mode}"), "fp16")
+    precision = "fp16" if cuda else "fp32"
+    label = label_of("torch-channels-last-compile" + ("" if args.mode == "default" else f"-{args.mode}"), precision)
     rows = []
     for b in args.batches:
         if time.time() > deadline:
             print("out of time", flush=True)
             break
-        x = torch.randn(b, 3, 224, 224, device=device, dtype=torch.float16)
+        x = torch.randn(b, 3, args.size, args.size, device=device, dtype=dtype)
         x = x.contiguous(memory_format=torch.channels_last)
         with torch.inference_mode():
             t0 = time.perf_counter()
             compiled(x)
-            torch.cuda.synchronize()
+            sync()
             first = (time.perf_counter() - t0) * 1e3
             for _ in range(3):
                 compiled(x)
-            torch.cuda.synchronize()
+            sync()
             times = []
             for _ in range(15 if b < 2048 else 6):
                 t0 = time.perf_counter()
                 compiled(x)
-                torch.cuda.synchronize()
+                sync()
                 times.append((time.perf_counter() - t0) * 1e3)
         times.sort()
         median = times[len(times) // 2]
         row = dict(
             label=label,
-            size=224,
+            size=args.size,
             batch=b,
             median_ms=round(median, 3),
             best_ms=round(times[0], 3),
@@ -101,7 +104,8 @@ def _bare_compile(args) -> int:
         )
         rows.append(row)
         print(json.dumps(row), flush=True)
-    out = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "mode": args.mode, "rows": rows}
+    name = torch.cuda.get_device_name(0) if cuda else "cpu"
+    out = {"gpu": name, "torch": torch.__version__, "mode": args.mode, "rows": rows}
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
@@ -190,6 +194,8 @@ def main() -> int:
     b.add_argument("--mode", default="default", choices=["default", "reduce-overhead", "max-autotune"])
     b.add_argument("--batches", type=lambda t: [int(x) for x in t.split(",")], default=[1, 256])
     b.add_argument("--seconds", type=float, default=240.0, help="start no batch size after this long")
+    b.add_argument("--size", type=int, default=224, help="input size in pixels (default: 224)")
+    b.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: a dry run of this script (fp32)")
     c = sub.add_parser("compare", help="profile rows against bare rows, and the targets")
     c.add_argument("--bare", nargs="+", required=True, help="bare_check.py / bare-compile JSON files")
     c.add_argument("--profile", action="append", required=True, help="a profile CSV (repeatable)")
