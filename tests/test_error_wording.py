@@ -121,8 +121,14 @@ def _bindings(scope: ast.AST) -> dict[str, list[ast.AST]]:
 
 def _messages(tree: ast.Module) -> set[tuple[int, str]]:
     """(line, text) of every message a module raises or warns, with the text built before the raise in names
-    of its function (a parameter's default too), and of every string handed to a call that starts with a
-    flag (a `what` for a reader)."""
+    of its function (a parameter's default too) or returned by the module's functions it calls, and of every
+    string handed to a call that starts with a flag (a `what` for a reader)."""
+    returns: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            returns.setdefault(node.name, []).extend(
+                r.value for r in ast.walk(node) if isinstance(r, ast.Return) and r.value is not None
+            )
     scope_of = {}
     for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
         for node in ast.walk(scope):
@@ -144,6 +150,9 @@ def _messages(tree: ast.Module) -> set[tuple[int, str]]:
             for name in {n.id for n in ast.walk(part) if isinstance(n, ast.Name)} - seen:
                 seen.add(name)
                 todo += bound.get(name, [])
+            for call in {_called(n) for n in ast.walk(part) if isinstance(n, ast.Call)} - seen:
+                seen.add(call)
+                todo += returns.get(call, [])
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _called(node) not in _ARGV:
             for arg in [*node.args, *(k.value for k in node.keywords)]:
@@ -169,17 +178,21 @@ def test_no_message_of_the_converted_modules_names_a_flag():
     assert not found, "name the Python parameter in backquotes instead (perfmodel/errors.py):\n" + "\n".join(found)
 
 
-def test_the_scan_finds_a_flag_in_a_message_built_before_the_raise():
+def test_the_scan_finds_a_flag_in_a_message_built_before_the_raise_or_by_a_function():
     source = """
 def check(x, what="--rate"):
     hint = f"give --pool {x}"
     if x:
         raise InputError(f"{what} is wrong; {hint}")
     _name(x, "--price")
-    raise InputError("`perfmodel run --json` writes it; `rate` too")
+    raise InputError(f"`perfmodel run --json` writes it; `rate` too ({self._why()})")
+
+
+def _why():
+    return "--url"
 """
     texts = [t for _, t in _messages(ast.parse(source))]
-    assert {"--rate", "give --pool {}", "--price"} <= set(texts)
+    assert {"--rate", "give --pool {}", "--price", "--url"} <= set(texts)
     assert _COMMAND.sub("", "`perfmodel run --json` writes it; `rate` too") == " writes it; `rate` too"
 
 

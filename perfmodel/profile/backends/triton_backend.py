@@ -501,7 +501,7 @@ class _TritonSweep:
     def _describe(self, exc: BaseException) -> str:
         if is_timeout(exc):
             timeout = self.opts.request_timeout_s
-            return f"a request took longer than the request timeout of {timeout:g} s (--request-timeout)"
+            return f"a request took longer than the request timeout of {timeout:g} s (`request_timeout_s`)"
         return describe(exc)
 
     def _raise_if_dead(self, target: _Target, protocol: str, exc: BaseException, where: str) -> None:
