@@ -65,7 +65,7 @@ NOT_A_NUMBER = "digits 0-9, a point, an exponent"
 def decimal(text: str) -> float | None:
     """The value of a plain decimal in ASCII ('12', '-1.5', '.5', '2e-3'; spaces around it are ignored), or
     None for anything else ('١٢', '1_000', 'nan', 'inf', '0x10', '', '5 5'). '1e309' is inf: check bounds."""
-    text = str(text).strip()
+    text = str(text).strip(" \t\r\n")  # str.strip() would also take \x1c-\x1f, which float() refuses
     return float(text) if _DECIMAL.fullmatch(text) else None
 
 

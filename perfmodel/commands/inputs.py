@@ -28,7 +28,8 @@ ARGUMENTS: dict[str, dict[str, str]] = {
         "--input-sizes": NUMBER,
         "--precision": CHOICE,
         "--channels-last": SWITCH,
-        "--compile": CHOICE,  # a torch.compile mode, or none for the default one
+        "--compile": SWITCH,
+        "--compile-mode": CHOICE,  # torch.compile's mode, with --compile
         "--cuda-graphs": SWITCH,
         "--warmup": CHOICE,
         "--fresh-warmup-at": NUMBER,
