@@ -241,7 +241,9 @@ def test_estimate_says_what_processes_cost(tmp_path, capsys):
     code, _, stderr = run_cli(capsys, *_profile(out, "--processes", "3", "--estimate", batch_sizes="1,4"))
     assert code == 0 and not out.exists()
     assert "each measured in 3 processes (2 fresh ones per point besides the measuring one" in stderr
-    assert "about 3x as long" in stderr and "per point and process" in stderr
+    assert "about 3x as long" in stderr and "for each second a call at batch 4, 224 px takes" in " ".join(
+        stderr.split()
+    )
 
 
 def _wait_for(predicate, proc: subprocess.Popen, timeout_s: float = 120) -> None:

@@ -259,7 +259,72 @@ def test_estimate_with_processes_counts_their_sampling_and_starts():
     assert "each measured in 3 processes" in three.describe() and "about 3x as long" in three.describe()
     assert "processes" not in one.describe()  # K = 1: the words of before
     started = replace(three, worker_s=2.0)
-    assert started.seconds == pytest.approx(three.sampling_s + (3 + 6 + 1) * 2.0 + three.probe_s)
+    fresh_calls = 3 * three.fresh_extra_s  # the fresh warm-up processes' own calls and exits
+    assert started.seconds == pytest.approx(three.sampling_s + fresh_calls + (3 + 6 + 1) * 2.0 + three.probe_s)
+
+
+def test_a_lists_estimate_says_what_each_second_of_its_slowest_call_adds():
+    from perfmodel.profile import ProfileConfig, estimate_profile
+
+    rule = StabilityRule(max_time_s=0.5)
+    plan = estimate_profile(ProfileConfig(model="tiny", batch_sizes=(16, 64), input_sizes=(32, 64), rule=rule))
+    # 2 untimed calls and 6 timed at least, per point; the calls in proportion to batch x pixels
+    assert plan.calls_s == pytest.approx((2 + 6) * (64 * 64**2 + 16 * 64**2 + 64 * 32**2 + 16 * 32**2) / (64 * 64**2))
+    assert plan.slowest_s is None and plan.seconds is None
+    assert "and 12 s more for each second a call at batch 64, 64 px takes" in plan.describe()
+    timed_first = estimate_profile(
+        ProfileConfig(model="tiny", batch_sizes=(16, 64), input_sizes=(32, 64), rule=rule, warmup="in-process")
+    )
+    assert timed_first.calls_s == pytest.approx(plan.calls_s * 9 / 8)  # the timed first call, one more
+
+
+def test_an_auto_search_estimate_counts_its_calls_at_the_call_it_assumes():
+    from perfmodel.profile import ProfileConfig, estimate_profile
+
+    def auto(**kw):
+        config = ProfileConfig(model="tiny", batch_sizes=None, input_sizes=(224,), device="cuda", **kw)
+        return replace(estimate_profile(config), worker_s=10.0)
+
+    assumed = auto()
+    assert assumed.slowest_s == 2.0 and "about" in assumed.describe() and "at most" not in assumed.describe()[20:]
+    assert "if a call at the largest batch that fits takes 2 s" in assumed.describe()
+    bounded = auto(max_call_ms=500)
+    assert "if a call at the largest batch takes 0.5 s" in bounded.describe() and "--max-call-ms" in bounded.describe()
+    assert bounded.calls_s < assumed.calls_s < auto(max_call_ms=4000).calls_s
+    # each point: its sampling cap, and besides it the calls of a call time > cap / 6
+    assert assumed.seconds > assumed.points * assumed.per_point_s + assumed.calls_s
+
+
+def test_the_estimate_of_the_gpu_campaigns_sweep_is_near_its_measured_time():
+    """experiments/008's ResNet-50 sweep took 391 s on the H100 and 393 s on the H200 (from the campaign's
+    logs: the command's start to the next step's); its estimate said "at most 3 min" when it left the calls out."""
+    import re
+    from pathlib import Path
+
+    from perfmodel.profile import ProfileConfig, estimate_profile
+
+    results = Path(__file__).resolve().parents[1] / "experiments" / "008_gpu_campaign" / "results"
+    for hw in ("h100", "h200"):
+        log = (results / hw / "session-call1.log").read_text()
+        began, command = re.search(r"==> \[ *(\d+) s\] resnet50 torch-fp16: (perfmodel profile .*)", log).groups()
+        ended = re.search(r"==> \[ *(\d+) s\] session: step_(?!profile resnet50)", log[log.index(command) :]).group(1)
+        worker_s = float(re.search(r"a worker process takes (\d+) s to start here", log).group(1))
+        for flags in ("--batch-sizes auto", "--input-sizes 224,320,448", "--max-time-per-point 0.5"):
+            assert flags in command
+        for flags in ("--search-tolerance 0.2", "--fresh-warmup-at 1,256", "--precision fp16", "--device cuda"):
+            assert flags in command
+        config = ProfileConfig(
+            model="resnet50",
+            device="cuda",
+            precision="fp16",
+            batch_sizes=None,
+            input_sizes=(224, 320, 448),
+            search_tolerance=0.2,
+            fresh_warmup_at=(1, 256),
+            rule=StabilityRule(max_time_s=0.5),
+        )
+        measured, estimated = int(ended) - int(began), replace(estimate_profile(config), worker_s=worker_s).seconds
+        assert measured in (391, 393) and 0.8 < estimated / measured < 1.2, (hw, measured, estimated)
 
 
 @pytest.mark.parametrize("value", [0, -1, 1.5, True, "2"])

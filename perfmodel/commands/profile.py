@@ -375,6 +375,7 @@ def run(args) -> int:
                     "points_is_bound": plan.bound,
                     "fresh_workers": plan.fresh_workers,
                     "sampling_s_max": plan.sampling_s,
+                    **_calls_json(plan),
                     "summary": summary,
                     **({"processes": plan.processes} if plan.processes > 1 else {}),
                 }
@@ -420,6 +421,20 @@ def run(args) -> int:
         _print_profile(df)
         console.note(f"wrote {len(df)} point(s) to {args.out} ({len(new_points)} measured now)")
     return 0
+
+
+def _calls_json(plan) -> dict:
+    """--estimate --json: what the calls add, and at which call time (none for a backend whose points are bounded)."""
+    if not plan.slowest:
+        return {}
+    return {
+        "process_starts": plan.fresh_workers + plan.extra_workers + 1,
+        "slowest_call": plan.slowest,
+        # at slowest_call_s, or (null) per second of the slowest call
+        "slowest_call_s": plan.slowest_s,
+        "calls_s": plan.calls_s * plan.processes,
+        "measuring_s": plan.measuring_s,
+    }
 
 
 def _saved(out: str, new: int, finished: bool = False) -> str:

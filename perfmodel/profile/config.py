@@ -126,15 +126,27 @@ ProgressCallback = Callable[[SweepEvent], None]
 
 @dataclass(frozen=True)
 class Estimate:
-    """How big a sweep is, known before it starts: its points and an upper bound of its duration."""
+    """How big a sweep is, known before it starts: its points, and its duration under a stated assumption.
+
+    `per_point_s` bounds what a point costs besides its calls (its sampling time cap and its own set-up);
+    the calls' time cannot be known before they are measured (the torch backend's; the other backends'
+    points have bounds, and say "at most"). `slowest` names the sweep's slowest call; `calls_s` is what the
+    calls add if it takes `slowest_s` (an auto search: its largest batch that fits, or --max-call-ms), or,
+    where nothing bounds it (`slowest_s` None), what they add for each second it takes.
+    """
 
     points: int  # points to measure (an upper bound when `bound`: an auto search may stop sooner)
     bound: bool
-    per_point_s: float  # the most sampling one point may take (--max-time-per-point and the warm-up calls)
+    per_point_s: float  # the most sampling one point may take (--max-time-per-point) and its set-up
     fresh_workers: int  # fresh processes started (each: start Python, import torch, load the model, first calls)
     worker_s: float | None = None  # what starting one took here, once measured
     probe_s: float = 0.0  # the drift probe, once per sweep
     processes: int = 1  # processes that measure each point's steady state (--processes): K - 1 fresh ones more
+    calls_s: float = 0.0  # the calls beyond `per_point_s` in one process (per second of `slowest` if no slowest_s)
+    fresh_extra_s: float = 0.0  # what a fresh warm-up process takes beyond a worker's start (its calls, its exit)
+    slowest: str = ""  # the slowest call, for people ("": the calls are bounded by per_point_s)
+    slowest_s: float | None = None  # its time, where it can be said (and why, in `why`)
+    why: str = ""
 
     @property
     def extra_workers(self) -> int:
@@ -143,15 +155,22 @@ class Estimate:
 
     @property
     def sampling_s(self) -> float:
-        """The most time all steady states may take: each point sampled in each of its processes."""
+        """The most time all steady states may take besides their calls: each point in each of its processes."""
         return self.points * self.per_point_s * self.processes
 
     @property
+    def measuring_s(self) -> float:
+        """The sweep's time without its processes' starts: sampling, calls (at `slowest_s`, where said), the
+        fresh processes' own calls, the drift probe."""
+        calls = self.calls_s * self.processes if self.slowest_s is not None else 0.0
+        return self.sampling_s + calls + self.fresh_workers * self.fresh_extra_s + self.probe_s
+
+    @property
     def seconds(self) -> float | None:
-        """The upper bound in seconds, once a worker's start time is known (else None)."""
+        """The whole sweep in seconds, once a worker's start time is known (else None)."""
         if self.worker_s is None:
             return None
-        return self.sampling_s + (self.fresh_workers + self.extra_workers + 1) * self.worker_s + self.probe_s
+        return self.measuring_s + (self.fresh_workers + self.extra_workers + 1) * self.worker_s
 
     def describe(self) -> str:
         points = f"{'at most ' if self.bound else ''}{self.points} point(s)"
@@ -162,15 +181,31 @@ class Estimate:
                 f", each measured in {k} processes ({k - 1} fresh one{'s' if k > 2 else ''} per point besides the "
                 f"measuring one, each loading the model: the steady-state part takes about {k}x as long)"
             )
+        if not self.slowest:  # bounds only
+            if self.seconds is None:
+                starts = ", plus the start of each process" if self.fresh_workers or k > 1 else ""
+                per = "per point" if k == 1 else "per point and process"
+                return (
+                    f"{points}{fresh}; sampling takes at most {self.per_point_s:g} s {per} "
+                    f"({duration_text(self.sampling_s)} in all){starts}"
+                )
+            start = f"a worker process takes {self.worker_s:.0f} s to start here"
+            return f"{points}{fresh}; at most {duration_text(self.seconds)} ({start})"
         if self.seconds is None:
-            starts = ", plus the start of each process" if self.fresh_workers or k > 1 else ""
-            per = "per point" if k == 1 else "per point and process"
+            starts = self.fresh_workers + self.extra_workers + 1
+            when = f"about {duration_text(self.measuring_s)} plus {starts} process start(s)"
+        else:
+            when = f"about {duration_text(self.seconds)} (a worker process takes {self.worker_s:.0f} s to start here)"
+        if self.slowest_s is None:
+            more = self.calls_s * self.processes
             return (
-                f"{points}{fresh}; sampling takes at most {self.per_point_s:g} s {per} "
-                f"({duration_text(self.sampling_s)} in all){starts}"
+                f"{points}{fresh}; {when}, and {duration_text(more)} more for each second a call at {self.slowest} "
+                f"takes (smaller batches' calls less, in proportion to their pixels)"
             )
-        start = f"a worker process takes {self.worker_s:.0f} s to start here"
-        return f"{points}{fresh}; at most {duration_text(self.seconds)} ({start})"
+        return (
+            f"{points}{fresh}; {when}, if a call at {self.slowest} takes {self.slowest_s:g} s and smaller batches' "
+            f"calls less, in proportion ({self.why})"
+        )
 
 
 def duration_text(seconds: float) -> str:

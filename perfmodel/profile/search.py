@@ -72,11 +72,20 @@ def _gap(lo: int, tolerance: float) -> int:
 
 def search_points_bound(max_batch_size: int, tolerance: float = 0.0) -> int:
     """The most points one search can measure: every doubling up to the cap, then a full bisection."""
-    doublings = math.ceil(math.log2(max_batch_size)) + 1 if max_batch_size > 1 else 1
+    return _doublings(max_batch_size) + search_bisections_bound(max_batch_size, tolerance)
+
+
+def search_bisections_bound(max_batch_size: int, tolerance: float = 0.0) -> int:
+    """The most points the bisection can measure, after a doubling that did not fit."""
+    doublings = _doublings(max_batch_size)
     lo = 2 ** (doublings - 2) if doublings > 1 else 0  # the largest power of two below the cap
     bisections = 0
     gap = lo  # after doubling, the unknown range is (lo, 2 lo)
     while gap > _gap(lo, tolerance):
         gap = math.ceil(gap / 2)
         bisections += 1
-    return doublings + bisections
+    return bisections
+
+
+def _doublings(max_batch_size: int) -> int:
+    return math.ceil(math.log2(max_batch_size)) + 1 if max_batch_size > 1 else 1

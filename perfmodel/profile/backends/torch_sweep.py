@@ -27,12 +27,26 @@ from perfmodel.profile.monitor import CPU_INTERVAL_S, HardwareMonitor, gpu_id
 from perfmodel.profile.neighbours import Neighbours, check_alongside
 from perfmodel.profile.output import ProfileOutput
 from perfmodel.profile.provenance import hardware_key, now_utc
-from perfmodel.profile.search import search_batch_sizes, search_points_bound
+from perfmodel.profile.search import search_batch_sizes, search_bisections_bound, search_points_bound
 from perfmodel.profile.timing import pool_processes
 from perfmodel.profile.worker_process import WorkerProcess
 from perfmodel.torch_runner import TorchOptions, check_device
 
-PER_POINT_OVERHEAD_S = 1.0  # set-up, the warm-up calls, memory release and the monitor, per point (estimates)
+# What a point costs besides its calls (its inputs, freeing memory, the monitor, the row), and what a new shape
+# costs beyond its 2 untimed calls, in calls (cuDNN's autotuning). On CUDA measured on the H100 and H200 of
+# experiment 008, budget.py's fit of a + (3 + samples + b) x call to the profiles' created_at: a = 1.9 s and
+# 1.3 s, 3 + b = 6.7 calls before the samples on both GPUs. On the CPU VM 1-2 s a point with 0.5 s of
+# sampling (tiny, load 8-10).
+POINT_OVERHEAD_S = {"cuda": 2.0, "cpu": 1.0}
+NEW_SHAPE_CALLS = {"cuda": 4.7, "cpu": 0.0}
+# A fresh warm-up process beyond a worker's start (its first calls, its exit): 6.4 s (H100), 2.3 s (H200); 3-4 s
+# on the 2-core CPU VM at load 8-10 (tiny, 2026-11-28).
+FRESH_EXTRA_S = {"cuda": 4.0, "cpu": 3.0}
+# A batch that does not fit, in calls of the largest that does: 4-9 s on the H100 (1.9 s calls) and the H200 (2.4-3 s).
+OOM_CALLS = 2.5
+# The slowest call, where --max-call-ms does not bound it: ResNet-50 fp16's largest batches that fit took
+# 1.9-3.0 s a call on the H100 and the H200 (at every input size: the memory limit comes first).
+SLOWEST_CALL_S = 2.0
 
 
 def process_name(kind: str) -> str:
@@ -46,23 +60,65 @@ def _max_batch(config: ProfileConfig, is_cuda: bool) -> int:
 
 
 def estimate(config: ProfileConfig) -> Estimate:
+    """The sweep's points and its time. The calls are not known before they run: an auto search's are
+    counted as if the largest batch that fits took SLOWEST_CALL_S at every input size (the memory limit
+    comes first; --max-call-ms instead where set: the search stops after a slower call) and each smaller
+    one half the call of the next, a batch that does not fit OOM_CALLS of those calls; a list's calls in
+    proportion to their pixels, per second of the largest point's call."""
     is_cuda = config.device.strip().lower().startswith("cuda")
+    device, rule = "cuda" if is_cuda else "cpu", config.rule
+    timed_first = 1 if config.warmup == "in-process" else 0
+    before = timed_first + rule.warmup_calls + NEW_SHAPE_CALLS[device]  # the calls before the samples
+
+    def beyond_sampling(call_s: float) -> float:
+        return before * call_s + max(0.0, rule.floor_samples * call_s - rule.longest_s)
+
+    sizes = len(config.input_sizes)
     if config.batch_sizes is None:
-        per_size = search_points_bound(_max_batch(config, is_cuda), config.search_tolerance)
+        cap = _max_batch(config, is_cuda)
+        per_size = search_points_bound(cap, config.search_tolerance)
         extra = len(config.fresh_warmup_at or ())  # listed sizes the doubling does not visit, at most
-        points = (per_size + extra) * len(config.input_sizes)
+        points = (per_size + extra) * sizes
         if config.warmup != "fresh-process":
             fresh = 0
         elif config.fresh_warmup_at is None:
             fresh = points
         else:
-            fresh = len(config.fresh_warmup_at) * len(config.input_sizes)
+            fresh = len(config.fresh_warmup_at) * sizes
+        max_call_ms = _max_call_ms(config, is_cuda)
+        slowest_s = SLOWEST_CALL_S if max_call_ms is None else max_call_ms / 1e3
+        failing = 1 + search_bisections_bound(cap, config.search_tolerance) // 2
+        ok = sum(beyond_sampling(slowest_s / 2**i) for i in range(per_size - failing))
+        calls_s = (ok + failing * OOM_CALLS * slowest_s) * sizes
+        slowest, why = (
+            ("the largest batch that fits", "as ResNet-50 fp16's did on an H100 and an H200: 1.9-3.0 s")
+            if max_call_ms is None
+            else ("the largest batch", "--max-call-ms: the search stops after a slower one")
+        )
     else:
-        points = len(config.batch_sizes) * len(config.input_sizes)
-        fresh = sum(config.fresh_warmup(b) for b in config.batch_sizes) * len(config.input_sizes)
-    per_point_s = config.rule.longest_s + PER_POINT_OVERHEAD_S
-    bound = config.batch_sizes is None  # the search's points are an upper bound
-    return Estimate(points, bound, per_point_s, fresh, probe_s=config.probe_s, processes=config.processes)
+        points = len(config.batch_sizes) * sizes
+        fresh = sum(config.fresh_warmup(b) for b in config.batch_sizes) * sizes
+        work = [b * s * s for b in config.batch_sizes for s in config.input_sizes]
+        calls_s = sum((before + rule.floor_samples) * w / max(work) for w in work)  # per second of the largest
+        slowest, slowest_s, why = f"batch {max(config.batch_sizes)}, {max(config.input_sizes)} px", None, ""
+    return Estimate(
+        points,
+        config.batch_sizes is None,  # the search's points are an upper bound
+        rule.longest_s + POINT_OVERHEAD_S[device],
+        fresh,
+        probe_s=config.probe_s,
+        processes=config.processes,
+        calls_s=calls_s,
+        fresh_extra_s=FRESH_EXTRA_S[device],
+        slowest=slowest,
+        slowest_s=slowest_s,
+        why=why,
+    )
+
+
+def _max_call_ms(config: ProfileConfig, is_cuda: bool) -> float | None:
+    """The call time after which an auto search stops: --max-call-ms; on a CPU 2 s by default."""
+    return config.max_call_ms if config.max_call_ms is not None else (None if is_cuda else 2000.0)
 
 
 def sweep(config: ProfileConfig, output: ProfileOutput, notify: ProgressCallback) -> None:
@@ -96,7 +152,7 @@ class _TorchSweep:
         self.memory_limit = (
             None if self.is_cuda else (config.memory_limit_mb or psutil.virtual_memory().available / 2**20 / 2)
         )
-        self.max_call_ms = config.max_call_ms if config.max_call_ms is not None else (None if self.is_cuda else 2000.0)
+        self.max_call_ms = _max_call_ms(config, self.is_cuda)
         self.plan = estimate(config)
         self.measuring: WorkerProcess | None = None
         self.neighbours = Neighbours(
