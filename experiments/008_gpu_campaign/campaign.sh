@@ -95,7 +95,7 @@ set_grid() {
                   "torch-channels-last-cuda-graphs-fp16:--precision fp16 --channels-last --cuda-graphs"
                   "torch-compile-fp16:--precision fp16 --channels-last --compile --compile-mode default $COMPILED"
                   "torch-compile-reduce-overhead-fp16:--precision fp16 --channels-last --compile --compile-mode reduce-overhead $COMPILED"
-                  "torch-compile-max-autotune-fp16:--precision fp16 --channels-last --compile --compile-mode max-autotune --input-sizes 224 --batch-sizes 256 --warmup in-process --call-timeout 300")
+                  "torch-compile-max-autotune-fp16:--precision fp16 --channels-last --compile --compile-mode max-autotune --input-sizes 224 --batch-sizes 256 --warmup in-process --call-timeout 600 --drift-probe 0")
     FAST_SWEEP=(--input-sizes 224,448 --batch-sizes 1,8,32,256,1024,2048 --max-time-per-point 0.5
                 --max-time-short-calls 2)
     FAST_FRESH=1
@@ -107,7 +107,8 @@ set_grid() {
     PLANS=("resnet50 224 60000 10s" "efficientnet_b0 224 60000 10s" "resnet50 448 10000 10s --margin 5%")
   fi
 }
-COMPILED="--input-sizes 224 --batch-sizes 1,256 --warmup in-process --call-timeout 300"  # a compile is a long first call
+# A compile is a long first call; no drift probe: its worker would compile again (a minute or more, ba0bb1e).
+COMPILED="--input-sizes 224 --batch-sizes 1,256 --warmup in-process --call-timeout 300 --drift-probe 0"
 FAST_OPTION_S="${CAMPAIGN_FAST_OPTION_S:-120}"  # at most this long per fast option and model (issue 39: ~2 min)
 CALIBRATION_S="${CAMPAIGN_CALIBRATION_S:-300}"  # the calibration's first slot (issue 37: >= 20 plans in 5 min)
 LOADTIME_S="${CAMPAIGN_LOADTIME_S:-90}"
