@@ -102,7 +102,7 @@ def stray_folders(owner_pids) -> list[str]:
 def fake_run(plan_path) -> dict:
     """The JSON of a run of `plan_path`, as `perfmodel run --json` writes it, with made-up times."""
     from perfmodel.run.planfile import read_run_plan
-    from perfmodel.run.result import RunResult, WorkerRun
+    from perfmodel.run.state import RunState, WorkerRun
 
     plan = read_run_plan(plan_path)
     workers = []
@@ -129,5 +129,5 @@ def fake_run(plan_path) -> dict:
             )
             t += 0.02
         workers.append(run)
-    result = RunResult(plan, workers, "complete", "synthetic", "local", "cpu", "now", False, load_avg=(1.0, 1.0))
-    return result.to_dict()
+    result = RunState(plan, workers, "complete", "synthetic", "local", "cpu", "now", False, load_avg=(1.0, 1.0))
+    return result.result().to_dict()

@@ -314,7 +314,7 @@ def _worker(
     batches_done: int, given: int, per_batch: float, jitter: float = 0.0, hardware: str = "cpu", index: int = 0
 ):
     from perfmodel.run.planfile import WorkerPlan
-    from perfmodel.run.result import WorkerRun
+    from perfmodel.run.state import WorkerRun
 
     plan = WorkerPlan(
         index, f"{hardware}#{index}", hardware, 32, 8, given, 8 * given, "torch", "fp32", 1.0, 0.5, per_batch, 0

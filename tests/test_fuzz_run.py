@@ -282,11 +282,11 @@ def test_sigterm_while_the_inputs_are_prepared_is_143(plan, monkeypatch, capsys)
 def test_an_interrupt_before_any_label_does_not_say_the_labels_are_kept(plan, tmp_path, monkeypatch, capsys):
     """An interrupted run --out L.csv said the finished labels were in L.csv when none was written."""
     from perfmodel.run import execute
-    from perfmodel.run.result import RunResult, WorkerRun
+    from perfmodel.run.state import RunState, WorkerRun
 
     def interrupted(run_plan, options, on_event):
         workers = [WorkerRun(w, [8]) for w in run_plan.workers]
-        return RunResult(run_plan, workers, "interrupted", "synthetic", "local", "cpu", "now", False)
+        return RunState(run_plan, workers, "interrupted", "synthetic", "local", "cpu", "now", False).result()
 
     monkeypatch.setattr(execute, "run_plan", interrupted)
     out = tmp_path / "L.csv"
@@ -500,14 +500,14 @@ def test_sigterm_once_every_batch_is_done_prints_the_result_and_exits_0(plan, mo
             os.kill(os.getpid(), signal.SIGTERM)  # while Ray is stopped, the work done
 
     def finish(self, model, model_path, device_of):
-        for w in self.result.workers:
+        for w in self.state.workers:
             for i, n in enumerate(w.given):
                 w.batches.append(
                     dict(seq=i, owner=w.plan.index, batch=i, start=0.2 + 0.02 * i, end=0.22 + 0.02 * i, model_s=0.02,
                          wait_s=0.0, decode_s=0.0, images=n, paths=None, classes=[], scores=[], failed=[])
                 )  # fmt: skip
             w.status = "done"
-        self.result.status = "complete"
+        self.state.status = "complete"
 
     monkeypatch.setattr(execute.clusters, "LocalRay", Local)
     monkeypatch.setattr(execute.clusters, "connect", lambda *args: None)

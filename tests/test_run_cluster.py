@@ -104,9 +104,9 @@ def lose_when(local: LocalRay, node: int, worker: str, batches: int):
 
 
 def test_a_lost_node_is_survived_each_image_labelled_once(cluster, tmp_path):
-    from perfmodel.commands.run import _lost_line, _replan_line
     from perfmodel.run.execute import RunOptions, run_plan
     from perfmodel.run.planfile import read_run_plan
+    from perfmodel.run.text import lost_line, replan_line
 
     plan = read_run_plan(plan_for(tmp_path, {"h100": 1, "a100": 1, "cpu": 1}, 36_000, 30, mode="relaxed"))
     out = tmp_path / "labels.csv"
@@ -127,10 +127,11 @@ def test_a_lost_node_is_survived_each_image_labelled_once(cluster, tmp_path):
     assert data["later_than_planned_s"] is not None and data["met_deadline"] is not None
     h100 = data["workers"][[w["hardware"] for w in data["workers"]].index("h100")]
     assert h100["status"] == "lost"
-    assert "re-run on" in _lost_line(lost, data) and "deadline" in _lost_line(lost, data)
+    said = lost_line(result.lost_workers[0], result)
+    assert "re-run on" in said and "deadline" in said
     replan = lost["replan"]  # the survivors have seconds of work left against a 30 s deadline
     assert replan["enough"] and replan["add"] == [] and replan["survivors"] == 2
-    assert "make the 30 s deadline with probability" in _replan_line(replan, 30)
+    assert "make the 30 s deadline with probability" in replan_line(result.lost_workers[0].replan, 30)
 
 
 def test_a_lost_node_whose_work_nobody_can_take_exits_1_with_the_labels_kept(cluster, tmp_path, capsys):

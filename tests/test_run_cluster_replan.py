@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from perfmodel.run.planfile import WorkerPlan
 from perfmodel.run.replan import CONFIDENCE, suggest
-from perfmodel.run.result import WorkerRun
+from perfmodel.run.state import WorkerRun
 
 
 def worker(index: int, hardware: str, batch_s: float, done: int, status: str = "running") -> WorkerRun:
@@ -24,34 +24,34 @@ def worker(index: int, hardware: str, batch_s: float, done: int, status: str = "
 def test_enough_survivors_need_nothing_added():
     workers = [worker(0, "h100", 0.1, 50), worker(1, "a100", 0.2, 25, status="lost"), worker(2, "h100", 0.1, 50)]
     out = suggest(workers, workers[1], now_s=7.5, images_left=800, deadline_s=60)
-    assert out["enough"] and out["add"] == [] and out["probability_with_survivors"] >= CONFIDENCE
-    end = out["end_with_survivors_s"]
+    assert out.enough and out.add == () and out.probability_with_survivors >= CONFIDENCE
+    end = out.end_with_survivors_s
     assert 7.5 < end["p50"] <= end["p95"] < 60  # 800 images at ~145 images/s from 7.5 s: about 13 s
 
 
 def test_too_few_survivors_get_the_workers_that_would_hold_the_deadline():
     workers = [worker(0, "h100", 0.5, 10), worker(1, "a100", 1.0, 5, status="lost")]
     out = suggest(workers, workers[1], now_s=7.5, images_left=1200, deadline_s=60)
-    assert not out["enough"] and out["probability_with_survivors"] < 0.5
-    by_type = {a["hardware"]: a for a in out["add"]}
+    assert not out.enough and out.probability_with_survivors < 0.5
+    by_type = {a.hardware: a for a in out.add}
     assert set(by_type) == {"h100", "a100"}
-    assert by_type["a100"]["workers"] >= by_type["h100"]["workers"] >= 1  # the slower type needs more
-    for a in out["add"]:
-        assert a["probability"] >= CONFIDENCE
+    assert by_type["a100"].workers >= by_type["h100"].workers >= 1  # the slower type needs more
+    for a in out.add:
+        assert a.probability >= CONFIDENCE
         fewer = suggest(workers, workers[1], 7.5, 1200, 60)  # deterministic: the same answer again
-        assert fewer["add"] == out["add"]
+        assert fewer.add == out.add
 
 
 def test_a_deadline_already_past_cannot_be_held():
     workers = [worker(0, "h100", 0.5, 10), worker(1, "a100", 1.0, 5, status="lost")]
     out = suggest(workers, workers[1], now_s=70, images_left=80, deadline_s=60)
-    assert not out["enough"] and out["add"] == []
+    assert not out.enough and out.add == ()
 
 
 def test_the_text_names_what_to_add():
-    from perfmodel.commands.run import _replan_line
+    from perfmodel.run.text import replan_line
 
     workers = [worker(0, "h100", 0.5, 10), worker(1, "a100", 1.0, 5, status="lost")]
-    line = _replan_line(suggest(workers, workers[1], 7.5, 1200, 60), 60)
+    line = replan_line(suggest(workers, workers[1], 7.5, 1200, 60), 60)
     assert "the 1 surviving worker(s)" in line and "add 1 h100 (P" in line and " or " in line
-    assert "no number of added workers" in _replan_line(suggest(workers, workers[1], 70, 80, 60), 60)
+    assert "no number of added workers" in replan_line(suggest(workers, workers[1], 70, 80, 60), 60)

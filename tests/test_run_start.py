@@ -11,7 +11,7 @@ from run_data import write_plan
 from perfmodel.run import execute
 from perfmodel.run.execute import RunOptions, _Execution
 from perfmodel.run.planfile import read_run_plan
-from perfmodel.run.result import RunResult, WorkerRun
+from perfmodel.run.state import RunState, WorkerRun
 
 
 class _Call:
@@ -62,9 +62,7 @@ def test_each_worker_runs_its_batches_right_after_its_own_load(tmp_path, monkeyp
 
     monkeypatch.setattr(execute, "_get_all", get_all)
     monkeypatch.setattr(_Execution, "_stream", lambda self, pending: log.append(f"stream {sorted(pending)}"))
-    result = RunResult(
-        plan, [WorkerRun(w, []) for w in plan.workers], "running", "synthetic", "local", "cpu", "", False
-    )
+    result = RunState(plan, [WorkerRun(w, []) for w in plan.workers], "running", "synthetic", "local", "cpu", "", False)
     _Execution(plan, RunOptions(synthetic=True), result, None, lambda e: None).run("tiny", None, {"cpu": "cpu"})
     # Actors 0 and 1 are the workers, 2 the batch queue: ready before the clock starts, as the workers are.
     assert log == [

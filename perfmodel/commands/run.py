@@ -85,6 +85,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from perfmodel.errors import InputError
     from perfmodel.readers import given
+    from perfmodel.run import text
     from perfmodel.run.execute import RunOptions, run_plan
     from perfmodel.run.planfile import read_run_plan
 
@@ -104,30 +105,46 @@ def run(args) -> int:
         decode_threads=args.decode_threads,
         fault=_fault_drill(),
     )
-    with sigterm_as_interrupt() as state:
-        with _Live(plan) as live:
+    with sigterm_as_interrupt() as sigterm:
+        with _Live() as live:
 
             def on_event(e) -> None:
                 if e.kind == "stopping":
-                    state.raising = False
+                    sigterm.raising = False
                 live.event(e)
 
             try:
                 result = run_plan(plan, options, on_event)
             except KeyboardInterrupt:  # while the inputs were prepared: nothing started, nothing done
-                if not state.terminated:
+                if not sigterm.terminated:
                     raise
                 console.error("terminated before the run started: nothing was done.")
                 return exit_codes.TERMINATED
-        state.raising = False  # e.g. a resumed run with nothing left: never started, nothing to stop
-        data = console.clean_for_json(result.to_dict())
-        if args.json:
-            console.print_json(data)
+        sigterm.raising = False  # e.g. a resumed run with nothing left: never started, nothing to stop
+        ending = text.ending(result, sigterm.terminated)
+        if not args.json:
+            rows, lines, notes = text.rows(result), [text.summary(result), *text.lost_lines(result)], text.notes(result)
+            console.table(None, text.COLUMNS, rows)
+            for line in lines:
+                console.out.print(line, markup=False)
+            for line in notes:
+                console.note(line)
         else:
-            _print_result(data)
-        code = _exit_code(result, data, state.terminated, args)
+            console.print_json(console.clean_for_json(result.to_dict()))
+        if sigterm.terminated and result.complete:
+            console.note(f"note: {text.COMPLETE_AFTER_SIGTERM}")
+        if ending is not None:  # and where the finished labels are
+            if args.out and not (result.images_done or result.images_resumed):  # no row: the file was not written
+                ending += f"; no label was finished, so {args.out} was not written: run again to do them"
+            elif args.out:
+                ending += f"; the finished labels are in {args.out}: run again with --resume to do the rest"
+            else:
+                ending += "; give --out to keep labels and resume"
+            console.error(ending + ".")
         sys.stdout.flush()  # before SIGTERM's default action (death, the output unwritten) is back
-        return code
+        if result.status == "interrupted":
+            return exit_codes.TERMINATED if sigterm.terminated else exit_codes.INTERRUPTED
+        return exit_codes.FAILURE if result.status == "worker-failed" else 0
 
 
 def _fault_drill() -> tuple[int, int] | None:
@@ -139,41 +156,10 @@ def _fault_drill() -> tuple[int, int] | None:
     return int(worker), int(after or 1)
 
 
-def _exit_code(result, data: dict, terminated: bool, args) -> int:
-    if terminated and result.status == "complete":
-        console.note("note: SIGTERM came once every batch was done: the run is complete.")
-    if result.status == "interrupted":
-        console.error(
-            f"{'terminated' if terminated else 'interrupted'}: {data['images_done']:,} images done"
-            + _kept(args, data)
-            + "."
-        )
-        return exit_codes.TERMINATED if terminated else exit_codes.INTERRUPTED
-    if result.status == "worker-failed":
-        dead = [w for w in data["workers"] if w["status"] in ("died", "lost")]
-        names = ", ".join(
-            f"{w['worker']} (after {w['batches_done']} of {w['batches_given']} batches"
-            + (", lost with its node, no worker of its input size left)" if w["status"] == "lost" else ")")
-            for w in dead
-        )
-        console.error(f"worker {names} died: {data['images_unfinished']:,} images not done" + _kept(args, data) + ".")
-        return exit_codes.FAILURE
-    return 0
-
-
-def _kept(args, data: dict) -> str:
-    if args.out and not (data["images_done"] or data["images_resumed"]):  # no row: the file was not written
-        return f"; no label was finished, so {args.out} was not written: run again to do them"
-    if args.out:
-        return f"; the finished labels are in {args.out}: run again with --resume to do the rest"
-    return "; give --out to keep labels and resume"
-
-
 class _Live:
     """Live progress on a terminal (stderr): per hardware type, images done and ETA, measured vs planned."""
 
-    def __init__(self, plan):
-        self.plan = plan
+    def __init__(self):
         self.bar = None
         self.tasks = {}
 
@@ -199,12 +185,14 @@ class _Live:
         return False
 
     def event(self, e) -> None:
+        from perfmodel.run import text
+
         if e.kind in ("behind", "died", "lost"):
-            text = f"error: {e.worker.plan.name} died: {e.text}" if e.kind == "died" else f"warning: {e.text}"
+            line = text.event_line(e.kind, e.worker.plan.name, e.text)
             if self.bar is not None:  # above the live bars, not through them
-                self.bar.console.print(text, markup=False, highlight=False)
+                self.bar.console.print(line, markup=False, highlight=False)
             else:
-                console.note(text)
+                console.note(line)
             return
         if self.bar is None:
             return
@@ -212,129 +200,9 @@ class _Live:
             self.bar.update(self.tasks[None], status=e.text)
             return
         if e.outlook is not None:
-            o = e.outlook
-            status = f"expected end {o.expected_end_s:.1f} s; P(by {self.plan.deadline_s:g} s) {o.probability:.2f}"
-            self.bar.update(self.tasks[None], status=status)
+            self.bar.update(self.tasks[None], status=text.outlook_line(e.outlook))
         for t in e.progress:
+            name, status = text.type_line(t)
             if t.hardware not in self.tasks:
-                self.tasks[t.hardware] = self.bar.add_task(
-                    f"{t.workers} x {t.hardware}", total=t.images_given, status=""
-                )
-            self.bar.update(
-                self.tasks[t.hardware],
-                completed=t.images_done,
-                status=f"ETA {t.eta_s:.1f} s (plan {t.planned_s:.1f} s)",
-            )
-
-
-def _print_result(data: dict) -> None:
-    rows = []
-    for w in data["workers"]:
-        rows.append(
-            (
-                w["worker"],
-                w["input_size"],
-                w["batch_size"],
-                f"{w['batches_done']}/{w['batches_given']}",
-                w["images_done"],
-                *_pair(w["load_s"]),
-                *_pair(w["warmup_s"]),
-                *_pair(w["batch_s"]),
-                *_pair(w["finish_s"]),
-                w["bottleneck"] or "-",
-            )
-        )
-    console.table(
-        None,
-        (
-            "worker",
-            "size px",
-            "batch",
-            "batches",
-            "images",
-            "load plan",
-            "load",
-            "warm-up plan",
-            "warm-up",
-            "batch plan",
-            "batch",
-            "finish plan",
-            "finish",
-            "bottleneck",
-        ),
-        rows,
-    )
-    predicted, measured = data["predicted_makespan_s"], data["measured_makespan_s"]
-    line = f"{data['images_done']:,} of {data['images_planned']:,} images"
-    if data["images_resumed"]:
-        line += f" (+{data['images_resumed']:,} done before)"
-    if measured is not None:
-        met = "met" if data["met_deadline"] else "MISSED"
-        line += (
-            f"; makespan {measured:.2f} s measured vs {predicted:.2f} s predicted ({data['error_rel']:+.1%}); "
-            f"deadline {data['deadline_s']:g} s {met}"
-        )
-        if data.get("deadline_probability") is not None:
-            from perfmodel.planning.batch_text import shown_probability
-
-            line += f" (the plan gave it probability {shown_probability(data['deadline_probability'])})"
-    if data["decode_s_per_image"] is not None:
-        line += f"; decoding {data['decode_s_per_image'] * 1000:.2f} ms per image, bottleneck: {data['bottleneck']}"
-    console.out.print(line, markup=False)
-    for lost in data["lost_workers"]:
-        console.out.print(_lost_line(lost, data), markup=False)
-        if lost["replan"]:
-            console.out.print(_replan_line(lost["replan"], data["deadline_s"]), markup=False)
-    failed = data["skipped_files"]
-    if failed:
-        console.note(
-            f"{len(failed)} file(s) skipped: "
-            + "; ".join(f"{f['path']} ({f['reason']})" for f in failed[:5])
-            + (" ..." if len(failed) > 5 else "")
-        )
-    load = data["load_avg_1m"]
-    if load:
-        console.note(
-            f"load average (1 min) {load[0]:.2f} at the start, {load[1]:.2f} at the end; "
-            f"{sys.platform} {os.cpu_count()} CPUs"
-        )
-
-
-def _lost_line(lost: dict, data: dict) -> str:
-    """What a lost node cost: what was lost, where its batches were re-run, how much later, the deadline."""
-    line = (
-        f"node lost: {lost['worker']} at {lost['lost_at_s']:.1f} s, after {lost['batches_done']} batches; "
-        f"{lost['batches_put_back']} batch(es) ({lost['images_put_back']:,} images) "
-    )
-    if not lost["batches_put_back"]:
-        return line + "to re-run: it had finished"
-    if not lost["rerun_on"]:
-        return line + "not re-run: no worker of its input size was left"
-    line += f"re-run on {', '.join(lost['rerun_on'])}"
-    if data["later_than_planned_s"] is not None:
-        held = "held" if data["met_deadline"] else "MISSED"
-        line += (
-            f"; the run ended {data['later_than_planned_s']:+.2f} s from the plan's makespan, "
-            f"deadline {data['deadline_s']:g} s {held}"
-        )
-    return line
-
-
-def _replan_line(r: dict, deadline_s: float) -> str:
-    """The suggestion made when the node was lost: enough survivors, or which workers to add."""
-    head = (
-        f"  at {r['at_s']:.1f} s, {r['images_left']:,} images left: the {r['survivors']} surviving worker(s) of "
-        f"its input size make the {deadline_s:g} s deadline with probability {r['probability_with_survivors']:.2f}"
-    )
-    if r["enough"]:
-        return head
-    if not r["add"]:
-        return head + "; no number of added workers of the plan's types would hold it"
-    options = " or ".join(f"{a['workers']} {a['hardware']} (P {a['probability']:.2f})" for a in r["add"])
-    return (
-        head + f"; to hold it with probability {r['confidence']:g}, add {options} (adding nodes is the cluster's job)"
-    )
-
-
-def _pair(value: dict) -> tuple:
-    return value["predicted"], value["measured"]
+                self.tasks[t.hardware] = self.bar.add_task(name, total=t.images_given, status="")
+            self.bar.update(self.tasks[t.hardware], completed=t.images_done, status=status)

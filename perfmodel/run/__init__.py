@@ -18,7 +18,9 @@ _NAMES = {
     "WorkerPlan": "perfmodel.run.planfile",
     "read_run_plan": "perfmodel.run.planfile",
     "RunResult": "perfmodel.run.result",
-    "WorkerRun": "perfmodel.run.result",
+    "WorkerResult": "perfmodel.run.result",
+    "RunState": "perfmodel.run.state",
+    "WorkerRun": "perfmodel.run.state",
 }
 
 __all__ = sorted(_NAMES)

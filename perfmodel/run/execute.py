@@ -28,8 +28,9 @@ from perfmodel.run.labels import LabelWriter, RunIdentity, check_out, read_label
 from perfmodel.run.planfile import RunPlan
 from perfmodel.run.progress import Outlook, TypeProgress, outlook, progress
 from perfmodel.run.replan import suggest
-from perfmodel.run.result import LostWorker, RunResult, WorkerRun, batches_done, images_in
+from perfmodel.run.result import RunResult
 from perfmodel.run.shares import batches, split, synthetic_batches
+from perfmodel.run.state import NodeLoss, RunState, WorkerRun, batches_done, images_in
 from perfmodel.run.worker import WorkerSpec, check_runnable
 
 READY_TIMEOUT_S = 300.0  # actors started (a process each, torch and the model's code imported, the device opened)
@@ -183,7 +184,7 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
     if options.out is not None:
         writer = LabelWriter(options.out, RunIdentity.of(plan.sha256, options.images), inputs.earlier)
     started = dt.datetime.now(dt.UTC).astimezone().isoformat(timespec="seconds")
-    result = RunResult(
+    state = RunState(
         plan,
         [WorkerRun(w, inputs.given[w.index]) for w in plan.workers],
         "running",
@@ -198,10 +199,10 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
         load_avg=(os.getloadavg()[0], 0.0),
     )
     if not any(inputs.given.values()):  # e.g. --resume of a finished run: nothing to start Ray for
-        for w in result.workers:
+        for w in state.workers:
             w.status = "done"
-        result.status, result.load_avg = "complete", (result.load_avg[0], result.load_avg[0])
-        return result
+        state.status, state.load_avg = "complete", (state.load_avg[0], state.load_avg[0])
+        return state.result()
     main_thread = threading.current_thread() is threading.main_thread()
     previous_sigterm = signal.getsignal(signal.SIGTERM) if main_thread else None
     try:
@@ -211,11 +212,11 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
         clusters.connect(address, local.settings if local else None)
         if main_thread:  # ray.init installs its own SIGTERM handler; the caller's stays in charge
             signal.signal(signal.SIGTERM, previous_sigterm)
-        _Execution(plan, options, result, writer, on_event).run(model, model_path, device_of)
+        _Execution(plan, options, state, writer, on_event).run(model, model_path, device_of)
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM turned into one by the CLI): keep what is done
-        if result.status == "running":  # not when every batch was done before it came
-            result.status = "interrupted"
-        for w in result.workers:
+        if state.status == "running":  # not when every batch was done before it came
+            state.status = "interrupted"
+        for w in state.workers:
             if w.status == "running":
                 w.status = "interrupted"
     finally:
@@ -227,8 +228,8 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
             _disconnect()
             if local is not None:
                 local.stop()
-            result.load_avg = (result.load_avg[0], os.getloadavg()[0])
-    return result
+            state.load_avg = (state.load_avg[0], os.getloadavg()[0])
+    return state.result()
 
 
 def _disconnect() -> None:
@@ -242,8 +243,8 @@ def _disconnect() -> None:
 class _Execution:
     """One run in a connected Ray: actors, loading, the batches, and the bookkeeping as records arrive."""
 
-    def __init__(self, plan: RunPlan, options: RunOptions, result: RunResult, writer: LabelWriter | None, on_event):
-        self.plan, self.options, self.result, self.writer, self.on_event = plan, options, result, writer, on_event
+    def __init__(self, plan: RunPlan, options: RunOptions, state: RunState, writer: LabelWriter | None, on_event):
+        self.plan, self.options, self.state, self.writer, self.on_event = plan, options, state, writer, on_event
         self.t0 = 0.0
         self.last_flush = self.last_progress = time.monotonic()
         self.tolerance = max(plan.margin, DEFAULT_BEHIND)
@@ -256,7 +257,7 @@ class _Execution:
 
         from perfmodel.run.worker import RunWorker
 
-        runs = self.result.workers
+        runs = self.state.workers
         nodes = ray.nodes()
         placements = clusters.place(_hardware(self.plan), _device_choice(device_of), nodes)
         if self.options.address is not None:  # a local Ray's memory was checked before it started
@@ -315,8 +316,8 @@ class _Execution:
             for a in actors:  # stop the work now; Ray itself goes with the cluster
                 ray.kill(a)
             raise
-        failed = any(w.status == "died" for w in runs) or self.result.unfinished()
-        self.result.status = "worker-failed" if failed else "complete"
+        failed = any(w.status == "died" for w in runs) or self.state.unfinished()
+        self.state.status = "worker-failed" if failed else "complete"
 
     def _queue(self):
         """The batches, in an actor on the head node: a lost node must not take the queue with it (the
@@ -325,7 +326,7 @@ class _Execution:
 
         from perfmodel.run.steal import BatchQueue
 
-        runs = self.result.workers
+        runs = self.state.workers
         return (
             ray.remote(BatchQueue)
             .options(num_cpus=0, resources={HEAD_NODE: 0.001})
@@ -372,8 +373,8 @@ class _Execution:
             if time.monotonic() - self.last_progress >= PROGRESS_EVERY_S:
                 self.last_progress = time.monotonic()
                 now = self.elapsed()
-                by_type = tuple(progress(self.result.workers, now))
-                ahead = outlook(self.result.workers, now, self.plan.deadline_s, self.plan.drifts)
+                by_type = tuple(progress(self.state.workers, now))
+                ahead = outlook(self.state.workers, now, self.plan.deadline_s, self.plan.drifts)
                 self.on_event(RunEvent("progress", elapsed_s=now, progress=by_type, outlook=ahead))
 
     def _verdicts(self, pending: dict) -> None:
@@ -385,7 +386,7 @@ class _Execution:
 
         alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
         for index, (since, exc) in list(self.suspects.items()):
-            w = self.result.workers[index]
+            w = self.state.workers[index]
             if w.node and w.node not in alive:
                 del self.suspects[index]
                 self._lose(w, pending)
@@ -397,16 +398,16 @@ class _Execution:
     def _lose(self, w: WorkerRun, pending: dict) -> None:
         import ray
 
-        done = batches_done(self.result.workers)
+        done = batches_done(self.state.workers)
         back = ray.get(self.queue.lose.remote(w.plan.index, sorted(done)))
         self._split_batches()
         w.status, w.error = "lost", "its node was lost"
-        survivors = [x for x in self.result.workers if x.status in ("running", "done") and _usable(x, w)]
-        left = [item for x in self.result.workers if _usable(x, w) for item in x.not_done(done)]
+        survivors = [x for x in self.state.workers if x.status in ("running", "done") and _usable(x, w)]
+        left = [item for x in self.state.workers if _usable(x, w) for item in x.not_done(done)]
         now = self.elapsed()
         images_left = images_in(left)
-        suggestion = suggest(self.result.workers, w, now, images_left, self.plan.deadline_s, self.plan.confidence)
-        self.result.lost.append(LostWorker(w, now, [tuple(k) for k in back], bool(survivors), suggestion))
+        suggestion = suggest(self.state.workers, w, now, images_left, self.plan.deadline_s, self.plan.confidence)
+        self.state.lost.append(NodeLoss(w, now, [tuple(k) for k in back], bool(survivors), suggestion))
         text = f"the node of {w.plan.name} was lost after {len(w.batches)} of its batches"
         if back:
             text += f"; its {len(back)} unfinished batch(es) " + (
@@ -422,7 +423,7 @@ class _Execution:
         """A worker that finished its own batches runs again when batches of a lost one wait for it."""
         import ray
 
-        if self.result.lost and w.status == "done" and ray.get(self.queue.has_work.remote(w.plan.index)):
+        if self.state.lost and w.status == "done" and ray.get(self.queue.has_work.remote(w.plan.index)):
             w.status = "running"
             pending[self.actors[w.plan.index].run.remote()] = w
 
@@ -432,12 +433,12 @@ class _Execution:
         import ray
 
         queues, replaced = ray.get(self.queue.state.remote())
-        for x in self.result.workers:
+        for x in self.state.workers:
             x.given = list(queues[x.plan.index])
             x.replaced = {n for owner, n in replaced if owner == x.plan.index}
 
     def _record(self, w: WorkerRun, record: dict) -> None:
-        if record["batch"] >= len(self.result.workers[record["owner"]].given):  # a piece of a split batch
+        if record["batch"] >= len(self.state.workers[record["owner"]].given):  # a piece of a split batch
             self._split_batches()
         record["start"] -= self.t0
         record["end"] -= self.t0

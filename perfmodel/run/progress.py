@@ -17,7 +17,7 @@ import statistics
 from dataclasses import dataclass
 
 from perfmodel.planning.drift import Drift, default_for
-from perfmodel.run.result import WorkerRun, batches_done
+from perfmodel.run.state import WorkerRun, batches_done
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,7 @@ def _eta(w: WorkerRun, left: int, now_s: float) -> float:
 class Outlook:
     expected_end_s: float  # when the last worker should end, from the batches measured so far
     probability: float  # that every worker ends by the deadline
+    deadline_s: float  # the plan's, which the probability is of
 
 
 def outlook(workers: list[WorkerRun], now_s: float, deadline_s: float, drifts: dict[str, Drift]) -> Outlook:
@@ -108,4 +109,4 @@ def outlook(workers: list[WorkerRun], now_s: float, deadline_s: float, drifts: d
         drift = drifts.get(w.plan.hardware) or default_for(w.plan.hardware)
         sd = math.sqrt(n * batch_sd**2 + (window * drift.run_rel_sd(window)) ** 2)
         probability *= statistics.NormalDist(end, sd).cdf(deadline_s) if sd > 0 else float(end <= deadline_s)
-    return Outlook(max(ends, default=now_s), probability)
+    return Outlook(max(ends, default=now_s), probability, deadline_s)

@@ -19,10 +19,15 @@ from dataclasses import dataclass
 from perfmodel.planning.drift import default_for
 from perfmodel.planning.makespan import Makespan, Workers
 from perfmodel.run.planfile import WorkerPlan
-from perfmodel.run.result import WorkerRun
+from perfmodel.run.result import Added, Replan
+from perfmodel.run.state import WorkerRun
 
 CONFIDENCE = 0.95  # the plans' default: for plans made on a fixed rule, or before plans recorded one
 MAX_ADDED = 64  # per type: beyond this the suggestion says that no number of this type would do
+METHOD = (
+    "measured batch times of the survivors, the plan's for added workers; "
+    "perfmodel.planning.makespan for the probability"
+)
 
 
 def suggest(
@@ -32,9 +37,9 @@ def suggest(
     images_left: int,
     deadline_s: float,
     confidence: float | None = None,
-) -> dict:
-    """The suggestion as the run JSON gives it (lost_workers[i]["replan"]), at the probability the plan
-    was made for (`confidence`; CONFIDENCE when it had none)."""
+) -> Replan:
+    """The suggestion (the run JSON's lost_workers[i]["replan"]), at the probability the plan was made for
+    (`confidence`; CONFIDENCE when it had none)."""
     target = confidence or CONFIDENCE
     size = lost.plan.input_size
     survivors = [w for w in workers if w.status in ("running", "done") and w.plan.input_size == size]
@@ -42,29 +47,25 @@ def suggest(
     alone = _probability(rates, [], images_left, now_s, deadline_s)
     model = _model(rates, [], images_left, now_s)
     quantiles = model.quantiles((0.5, 0.95)) if model is not None else {}
-    out = {
-        "at_s": now_s,
-        "images_left": images_left,
-        "confidence": target,
-        "survivors": len(survivors),
-        "probability_with_survivors": alone,
-        # when the survivors end (s from the clock's start), as the model predicts it now: the run's
-        # makespan after the loss, if nothing else of the run ends later
-        "end_with_survivors_s": {f"p{round(q * 100)}": v for q, v in quantiles.items()} or None,
-        "enough": alone >= target,
-        "add": [],
-        "method": "measured batch times of the survivors, the plan's for added workers; "
-        "perfmodel.planning.makespan for the probability",
-    }
-    if out["enough"]:
-        return out
-    for hardware, plan in _types(workers, size).items():
+    enough = alone >= target
+    add = []
+    for hardware, plan in ({} if enough else _types(workers, size)).items():
         for count in range(1, MAX_ADDED + 1):
             p = _probability(rates, [(plan, count)], images_left, now_s, deadline_s)
             if p >= target:
-                out["add"].append({"hardware": hardware, "workers": count, "probability": p})
+                add.append(Added(hardware, count, p))
                 break
-    return out
+    return Replan(
+        at_s=now_s,
+        images_left=images_left,
+        confidence=target,
+        survivors=len(survivors),
+        probability_with_survivors=alone,
+        end_with_survivors_s={f"p{round(q * 100)}": v for q, v in quantiles.items()} or None,
+        enough=enough,
+        add=tuple(add),
+        method=METHOD,
+    )
 
 
 def _measured(w: WorkerRun) -> tuple[WorkerPlan, float, float]:
