@@ -402,7 +402,7 @@ def test_run_without_ray_says_how_to_install_it(plan, capsys, monkeypatch):
 
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     err = refused(capsys, plan, "--synthetic")
-    assert err == "error: perfmodel run needs ray: pip install 'perfmodel[run]'.\n"
+    assert err == "error: perfmodel run needs ray: in perfmodel's clone, pip install '.[run]'.\n"
 
 
 def test_resume_refuses_duplicate_and_garbage_label_rows(tmp_path, plan, capsys):

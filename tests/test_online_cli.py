@@ -39,7 +39,8 @@ PLAN_KEYS = {
 }
 
 NEEDS_TRITONCLIENT = pytest.mark.skipif(
-    importlib.util.find_spec("tritonclient") is None, reason="needs tritonclient (pip install 'perfmodel[triton]')"
+    importlib.util.find_spec("tritonclient") is None,
+    reason="needs tritonclient (pip install '.[triton]' in perfmodel's clone)",
 )
 
 

@@ -31,7 +31,8 @@ from perfmodel.schema import load_profile
 ROOT = Path(__file__).resolve().parents[1]
 
 NEEDS_TRITONCLIENT = pytest.mark.skipif(
-    importlib.util.find_spec("tritonclient") is None, reason="needs tritonclient (pip install 'perfmodel[triton]')"
+    importlib.util.find_spec("tritonclient") is None,
+    reason="needs tritonclient (pip install '.[triton]' in perfmodel's clone)",
 )
 
 
@@ -196,7 +197,7 @@ def test_missing_triton_packages_are_one_sentence(tmp_path, capsys, monkeypatch,
     code = main(args + (["--url", url] if url else []))
     err = capsys.readouterr().err
     assert code == 2
-    assert "pip install 'perfmodel[triton]'" in err and "Traceback" not in err and " line " not in err
+    assert "in perfmodel's clone, pip install '.[triton]'" in err and "Traceback" not in err and " line " not in err
     assert not out.exists()
 
 

@@ -163,5 +163,7 @@ def _model_config():
     try:
         from tritonclient.grpc import model_config_pb2
     except ImportError:
-        raise InputError("reading a Triton config.pbtxt needs tritonclient: pip install 'perfmodel[triton]'.") from None
+        raise InputError(
+            "reading a Triton config.pbtxt needs tritonclient: in perfmodel's clone, pip install '.[triton]'."
+        ) from None
     return model_config_pb2

@@ -24,7 +24,7 @@ try:
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullLocator
 except ImportError:  # matplotlib is the optional extra 'report'
-    raise InputError("perfmodel report needs matplotlib: install it with pip install 'perfmodel[report]'.") from None
+    raise InputError("perfmodel report needs matplotlib: in perfmodel's clone, pip install '.[report]'.") from None
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "h")

@@ -160,7 +160,7 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
     dies, or an interrupt (KeyboardInterrupt), ends the run with the finished results kept: the
     result's status says which (worker-failed, interrupted)."""
     if importlib.util.find_spec("ray") is None:
-        raise InputError("perfmodel run needs ray: pip install 'perfmodel[run]'.")
+        raise InputError("perfmodel run needs ray: in perfmodel's clone, pip install '.[run]'.")
     model, model_path = check_model(plan, options)
     device_of = devices(plan, options)
     for w in plan.workers:

@@ -57,7 +57,9 @@ def _parquet_engine() -> None:
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        raise InputError("writing .parquet needs pyarrow: pip install 'perfmodel[run]', or write a .csv.") from None
+        raise InputError(
+            "writing .parquet needs pyarrow: in perfmodel's clone, pip install '.[run]'; or write a .csv."
+        ) from None
 
 
 def read_labels(path, run: RunIdentity, files, workers=None) -> pd.DataFrame:

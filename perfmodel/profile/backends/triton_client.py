@@ -105,7 +105,9 @@ def _module(protocol: str):
         else:
             import tritonclient.http as module
     except ImportError:  # the optional extra is not installed (e.g. beside numpy 2, which pytriton refuses)
-        raise DeviceError("`backend` triton needs the Triton client: pip install 'perfmodel[triton]'.") from None
+        raise DeviceError(
+            "`backend` triton needs the Triton client: in perfmodel's clone, pip install '.[triton]'."
+        ) from None
     return module
 
 

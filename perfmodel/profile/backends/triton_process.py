@@ -129,7 +129,7 @@ class LocalTritonServer(OwnedChild):
     def start(self) -> ServerInfo:
         if importlib.util.find_spec("pytriton") is None:
             raise DeviceError(
-                "the local Triton server needs nvidia-pytriton: pip install 'perfmodel[triton]' "
+                "the local Triton server needs nvidia-pytriton: in perfmodel's clone, pip install '.[triton]' "
                 "(it needs numpy<2), or measure a running server with `url`."
             )
         try:
