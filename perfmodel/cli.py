@@ -75,6 +75,7 @@ class _Parser(argparse.ArgumentParser):
                     self.error(str(exc))
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        message = for_the_command_line(message, self._defaults.get("flag_names", {}))
         console.error(f"{message.rstrip('.')} (see '{self.prog} --help')")
         sys.exit(exit_codes.BAD_INPUT)
 

@@ -268,7 +268,7 @@ def _where(source: str, row: int, column: str) -> str:
 
 
 def _check_names(df: pd.DataFrame, source: str) -> None:
-    """The hardware key is what --pool and --price name, so it must be a GPU type name; model, backend,
+    """The hardware key is what a plan's pool and prices name, so it must be a GPU type name; model, backend,
     source and device_name are printed in tables, plans and figures, so they may hold no control character
     (readers.text: an escape sequence would recolour a terminal)."""
     bad = ~df["hardware"].map(lambda v: bool(GPU_TYPE_NAME.fullmatch(v)))
@@ -276,7 +276,7 @@ def _check_names(df: pd.DataFrame, source: str) -> None:
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise ProfileFormatError(
             f"{_where(source, i, 'hardware')}: {shown(df['hardware'].iloc[i])} is not a GPU type name "
-            "(letters, digits, '_', '-', '.'), which --pool and --price could name."
+            "(letters, digits, '_', '-', '.'), which a plan's pool and prices could name."
         )
     for column in [c for c in ("model", "backend", "source", "device_name") if c in df.columns]:
         bad = ~df[column].map(str.isprintable)

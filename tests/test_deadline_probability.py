@@ -264,7 +264,7 @@ def test_bad_confidence_is_refused_in_one_sentence(profile, settings_, message):
 
 def test_a_deadline_too_short_for_the_probability_says_so(profile):
     most = make_plan(None, "10s", profiles=[profile], input_size=64, mode="relaxed", pool={"cpu": 1}, confidence=0.5)
-    with pytest.raises(NoPlanError, match="probability 0.99.*lower --confidence"):
+    with pytest.raises(NoPlanError, match="probability 0.99.*lower `confidence`"):
         make_plan(most.total_images, "10s", profiles=[profile], input_size=64, pool={"cpu": 1}, confidence=0.99)
 
 

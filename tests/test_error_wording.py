@@ -68,6 +68,21 @@ CONVERTED = (
     "perfmodel/fitting/selection.py",
     "perfmodel/fitting/gpu_specs.py",
     "perfmodel/readers.py",
+    "perfmodel/planning/arguments.py",
+    "perfmodel/planning/basis.py",
+    "perfmodel/planning/batch.py",
+    "perfmodel/planning/batch_request.py",
+    "perfmodel/planning/batch_search.py",
+    "perfmodel/planning/batch_sources.py",
+    "perfmodel/planning/batch_text.py",
+    "perfmodel/planning/choice.py",
+    "perfmodel/planning/context.py",
+    "perfmodel/planning/drift.py",
+    "perfmodel/planning/makespan.py",
+    "perfmodel/planning/sources.py",
+    "perfmodel/planning/spread.py",
+    "perfmodel/fixed_costs.py",
+    "perfmodel/schema.py",
 )
 ROOT = Path(__file__).resolve().parent.parent
 _ARGV = {"append", "extend", "insert", "add_argument", "Popen", "run", "check_call", "check_output"}

@@ -316,14 +316,18 @@ MINIMAL = {  # what each command requires, no more
 }
 
 
+# Flags read as they are parsed (argparse types) for which '1' is no valid value.
+NOT_ONE = {"pool": "cpu=1", "price": "cpu=1", "confidence": "0.9", "gap": "0"}
+
+
 def _typed_value(action: argparse.Action) -> str | None:
     """A valid value for the flag: its default where it has one (the case that matters), else one of its
-    choices, else '1'; None for a switch."""
+    choices, else '1' (or NOT_ONE's); None for a switch."""
     if isinstance(action, argparse._StoreTrueAction):
         return None
     if action.default not in (None, []):
         return str(action.default)
-    return action.choices[0] if action.choices else "1"
+    return action.choices[0] if action.choices else NOT_ONE.get(action.dest, "1")
 
 
 @pytest.mark.parametrize("command", list(PARSERS))
@@ -479,7 +483,7 @@ def test_library_switches_refuse_text(tmp_path):
     from perfmodel.planning.online import make_online_plan
 
     for bad in ("no", "false", "", None, 2):
-        with pytest.raises(InputError, match=r"extrapolate must be True or False"):
+        with pytest.raises(InputError, match=r"`extrapolate` must be True or False"):
             make_plan(1000, 60, profiles=[SHIPPED], input_size=64, extrapolate=bad)
         with pytest.raises(InputError, match=r"simulate must be True or False"):
             make_online_plan("20/s", "1s", profiles=[SHIPPED], input_size=64, simulate=bad)

@@ -122,11 +122,11 @@ def test_infeasible_says_why_and_what_would_help(profile):
         (dict(pool={"h100": 4}), "no profile or predictor for h100"),
         (dict(input_size=512), "nothing measured at input size 512"),
         (dict(model="resnet50"), "no resnet50"),
-        (dict(images=None), "soft mode needs --images"),
-        (dict(mode="relaxed", images=None), "give --pool"),
-        (dict(mix={64: 5, 224: 5}, input_size=64), "either --input-size or --mix"),
+        (dict(images=None), "soft mode needs `images`"),
+        (dict(mode="relaxed", images=None), "give `pool`"),
+        (dict(mix={64: 5, 224: 5}, input_size=64), "either `input_size` or `mix`"),
         (dict(deadline="soon"), "not a duration"),
-        (dict(prices={"h100": 1.0}), "--price names h100"),
+        (dict(prices={"h100": 1.0}), "`prices` names h100"),
     ],
 )
 def test_bad_requests_are_one_clear_input_error(profile, kwargs, match):

@@ -139,5 +139,5 @@ def test_decode_time_is_added_to_every_batch_and_recorded(profile):
         assert b.warmup_s == pytest.approx(a.warmup_s + b.batch_size * 0.002)
     assert slow.makespan_s > plain.makespan_s
     assert slow.to_dict()["decode_s_per_image"] == 0.002 and plain.to_dict()["decode_s_per_image"] == 0.0
-    with pytest.raises(InputError, match="--decode-time"):
+    with pytest.raises(InputError, match="`decode`"):
         make_plan(1000, 60, profiles=[profile], input_size=64, decode="fast")

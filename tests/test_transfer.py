@@ -417,5 +417,5 @@ def test_plan_on_a_gpu_nobody_profiled_offers_transfer_and_plans_with_it(capsys)
     plan = json.loads(capsys.readouterr().out)
     assert set(plan["data_by_type"]["l4"]["kinds"].values()) == {"transferred"}
     assert plan["spread_by_source_s"]["transfer"] > 0  # its error is in the deadline probability
-    with pytest.raises(InputError, match="transfer must be True or False"):
+    with pytest.raises(InputError, match="`transfer` must be True or False"):
         perfmodel.make_plan(1000, 60, pool={"l4": 1}, transfer="no")

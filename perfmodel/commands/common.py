@@ -33,6 +33,22 @@ def positive(unit: str, whole: bool = False, allow_zero: bool = False):
     return parse
 
 
+def typed(read, *args, **kwargs):
+    """An argparse type: the flag's text read once, as it is parsed, by `read(text, *args, **kwargs)` (a check
+    of perfmodel.planning.arguments, a parser of perfmodel.units), so that the command gets numbers. Its
+    InputError stays the one sentence it is, naming the parameter; the parser says it with the flag
+    (cli.for_the_command_line), not as 'argument --x: ...'."""
+    from perfmodel.errors import InputError
+
+    def parse(text: str):
+        try:
+            return read(text, *args, **kwargs)
+        except InputError as exc:
+            raise argparse.ArgumentError(None, str(exc)) from None
+
+    return parse
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, handled as Ctrl-C is: finished work kept, everything started stopped."""
 

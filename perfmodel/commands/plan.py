@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from perfmodel import console, exit_codes
 from perfmodel.commands import plan_online
-from perfmodel.commands.common import formatter
+from perfmodel.commands.common import formatter, typed
+from perfmodel.planning import arguments
+from perfmodel.units import parse_pool, parse_prices
 
 # The library parameters whose flag has another name (cli.for_the_command_line: errors name parameters).
-PARAMETER_FLAGS = {"profiles": "--profile", "predictors": "--predictor", "prices": "--price"}
+PARAMETER_FLAGS = {
+    "profiles": "--profile",
+    "predictors": "--predictor",
+    "prices": "--price",
+    "decode": "--decode-time",
+    "max_queue_delays": "--max-queue-delay",
+}
 
 PLAN_EXAMPLES = """examples:
   perfmodel plan --images 100000 --deadline 60s
@@ -50,11 +58,26 @@ def add_parser(sub) -> None:
         epilog=PLAN_EXAMPLES + "\n" + plan_online.ONLINE_EXAMPLES + "\n" + exit_codes.help_text("plan"),
         formatter_class=formatter,
     )
+    # Each flag is read once, as it is parsed, into the number the planners take (commands/common.typed), by
+    # the check of the parameter it sets (planning/arguments.py); --mix is read with --images (its shares).
     p.add_argument(
-        "--images", metavar="N", help="images to finish, e.g. 100000, 100k, 1.5M (relaxed mode: an upper limit)"
+        "--images",
+        type=typed(_images),
+        metavar="N",
+        help="images to finish, e.g. 100000, 100k, 1.5M (relaxed mode: an upper limit)",
     )
-    p.add_argument("--deadline", metavar="T", help="e.g. 60s, 1.5m, 250ms, 2h (soft and relaxed modes)")
-    p.add_argument("--input-size", metavar="PX", help="side of the square images in pixels (default: 224)")
+    p.add_argument(
+        "--deadline",
+        type=typed(arguments.seconds, "deadline"),
+        metavar="T",
+        help="e.g. 60s, 1.5m, 250ms, 2h (soft and relaxed modes)",
+    )
+    p.add_argument(
+        "--input-size",
+        type=typed(arguments.input_size),
+        metavar="PX",
+        help="side of the square images in pixels (default: 224)",
+    )
     p.add_argument(
         "--mix", metavar="SIZE=N,...", help="several input sizes: 224=70000,512=30000, or 224=70%%,512=30%% of --images"
     )
@@ -73,10 +96,13 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--pool",
+        type=typed(_pool),
         metavar="TYPE=N,...",
         help="GPUs available, e.g. h100=8,a100=4 (default: any number of every type found)",
     )
-    p.add_argument("--price", metavar="TYPE=P,...", help="price per GPU-hour, e.g. h100=4.5,a100=2.2")
+    p.add_argument(
+        "--price", type=typed(parse_prices), metavar="TYPE=P,...", help="price per GPU-hour, e.g. h100=4.5,a100=2.2"
+    )
     p.add_argument(
         "--profile",
         action="append",
@@ -106,7 +132,8 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--margin",
-        default="0",
+        type=typed(arguments.fraction, "margin"),
+        default=0.0,
         metavar="PCT",
         help="safety margin, e.g. 5%% (default: 0); batch modes: a fixed rule instead of --confidence, finish "
         "by deadline x (1 - margin), --margin 0 included; online: the SLO holds with every batch's server time "
@@ -114,6 +141,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--load-time",
+        type=typed(arguments.seconds, "load_time", allow_zero=True),
         metavar="T",
         help="model load time per GPU (default: the median of the loads the profiles or predictors measured, one "
         "per process; none measured: on a GPU this project's GPU measurements (said as a guess), on a CPU 0)",
@@ -133,6 +161,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--confidence",
+        type=typed(_confidence),
         metavar="P",
         help="the probability that every image is done by the deadline, from 0.5 (the median plan) to 0.999, "
         "or 'none' for a fixed rule (--margin, --use) (default: 0.95, or none when --margin or --use p99 "
@@ -140,18 +169,28 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--decode-time",
+        type=typed(arguments.seconds, "decode", allow_zero=True),
         metavar="T",
         help="time to decode one image, added to every batch (batch x T), "
         "for workers whose image decoding shares their CPU cores, e.g. 2ms (`perfmodel run` measures it: "
         "decode_s_per_image)",
     )
-    p.add_argument("--max-batches", metavar="N", help="at most N batches per GPU, the first included")
+    p.add_argument(
+        "--max-batches", type=typed(_max_batches), metavar="N", help="at most N batches per GPU, the first included"
+    )
     p.add_argument(
         "--gap",
+        type=typed(arguments.below_one, "gap", example="1e-4"),
         metavar="REL",
         help="relative optimality gap the solver may stop at (default: 0, or 1e-4 for cost)",
     )
-    p.add_argument("--time-limit", default="10s", metavar="T", help="solver time limit (default: 10s)")
+    p.add_argument(
+        "--time-limit",
+        type=typed(arguments.seconds, "time_limit"),
+        default=10.0,
+        metavar="T",
+        help="solver time limit (default: 10s)",
+    )
     p.add_argument("--json", action="store_true", help="print the plan (or why there is none) as JSON")
     plan_online.add_arguments(p)
     p.set_defaults(run=run_mode)
@@ -174,19 +213,32 @@ def run_mode(args) -> int:
     return run(args)
 
 
-def _confidence(text: str | None):
-    """--confidence as make_plan takes it: None, 'none'/'off', or a number (read here, so that a message names
-    the flag)."""
-    from perfmodel.readers import number
+def _images(text: str) -> int:
+    from perfmodel.planning.batch_request import MAX_IMAGES
 
-    if text is None or text.strip().lower() in ("none", "off"):
-        return text
-    return number(text, "--confidence", example="0.95 (a probability), or 'none' for a fixed rule")
+    return arguments.count(text, "images", MAX_IMAGES)
+
+
+def _pool(text: str) -> dict[str, int]:
+    from perfmodel.planning.batch_request import MAX_GPUS
+
+    return parse_pool(text, maximum=MAX_GPUS)
+
+
+def _max_batches(text: str) -> int:
+    from perfmodel.planning.batch_request import MAX_IMAGES
+
+    return arguments.whole(text, "max_batches", MAX_IMAGES, "batches, the first included")
+
+
+def _confidence(text: str) -> float | str:
+    from perfmodel.planning.batch_request import confidence
+
+    return confidence(text, "confidence")
 
 
 def run(args) -> int:
-    from perfmodel.errors import InputError
-    from perfmodel.planning.batch import MAX_GPUS, MAX_IMAGES, NoPlanError, make_plan
+    from perfmodel.planning.batch import MAX_IMAGES, NoPlanError, make_plan
     from perfmodel.planning.batch_text import (
         PLAN_COLUMNS,
         describe,
@@ -197,42 +249,33 @@ def run(args) -> int:
         transferred_lines,
     )
     from perfmodel.planning.context import PLAN_FORMAT, PLAN_SCHEMA_VERSION
-    from perfmodel.readers import given, number, shown
-    from perfmodel.units import parse_count, parse_duration, parse_input_size, parse_mix, parse_pool, parse_prices
+    from perfmodel.readers import given
+    from perfmodel.units import parse_mix
 
-    images = None if args.images is None else parse_count(args.images, "--images", maximum=MAX_IMAGES)
-    max_batches = (
-        None if args.max_batches is None else parse_count(args.max_batches, "--max-batches", "batches", MAX_IMAGES)
-    )
-    if max_batches is not None and max_batches < 1:
-        raise InputError("--max-batches must be a whole number >= 1 (the first batch counts).")
-    gap = None if args.gap is None else number(args.gap, "--gap", low=0, example="1e-4")
-    if gap is not None and not gap < 1:
-        raise InputError(f"--gap {shown(args.gap)} must be a fraction below 1, e.g. 1e-4.")
     try:
         plan = make_plan(
-            images=images,
-            deadline=parse_duration(args.deadline, "--deadline"),
-            input_size=None if args.input_size is None else parse_input_size(args.input_size, "--input-size"),
-            mix=None if args.mix is None else parse_mix(args.mix, images, maximum=MAX_IMAGES),
-            pool=None if args.pool is None else parse_pool(args.pool, maximum=MAX_GPUS),
+            images=args.images,
+            deadline=args.deadline,
+            input_size=args.input_size,
+            mix=None if args.mix is None else parse_mix(args.mix, args.images, maximum=MAX_IMAGES),
+            pool=args.pool,
             profiles=args.profile,
             predictors=args.predictor,
             model=args.model,
             mode=args.mode,
             objective=args.objective,
-            margin=args.margin if given(args, "margin") or args.margin != "0" else None,  # --margin 0 typed: fixed rule
+            margin=args.margin if given(args, "margin") or args.margin != 0 else None,  # --margin 0 typed: fixed rule
             use=args.use,
             load_time=args.load_time,
             decode=args.decode_time,
-            max_batches=max_batches,
-            prices=None if args.price is None else parse_prices(args.price),
+            max_batches=args.max_batches,
+            prices=args.price,
             backend=args.backend,
             precision=args.precision,
-            gap=gap,
-            time_limit=parse_duration(args.time_limit, "--time-limit"),
+            gap=args.gap,
+            time_limit=args.time_limit,
             extrapolate=args.extrapolate,
-            confidence=_confidence(args.confidence),
+            confidence=args.confidence,
             transfer=args.transfer,
         )
     except NoPlanError as exc:

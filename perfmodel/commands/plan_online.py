@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from perfmodel import console
+from perfmodel.commands.common import typed
+from perfmodel.readers import whole_number
+from perfmodel.units import MAX_BATCH_SIZE, parse_duration, parse_percentile, parse_rate
 
 ONLINE_EXAMPLES = """online serving (--mode online):
   perfmodel plan --mode online --rate 400/s --slo 100ms --percentile 99 --profile p.csv
@@ -29,7 +32,7 @@ BATCH_ONLY = {
     "load_time": None,
     "max_batches": None,
     "gap": None,
-    "time_limit": "10s",
+    "time_limit": 10.0,
     "confidence": None,
     "decode_time": None,
     "extrapolate": False,
@@ -52,14 +55,25 @@ def add_arguments(p) -> None:
     g = p.add_argument_group("--mode online", "Plan for requests arriving at a rate, answered within an SLO.")
     g.add_argument(
         "--rate",
+        type=typed(parse_rate),
         metavar="R",
         help="requests per second: 400/s, 20k/s, 24000/min (default with --arrivals: the trace's)",
     )
-    g.add_argument("--slo", metavar="T", help="latency objective per request, e.g. 100ms")
     g.add_argument(
-        "--percentile", metavar="P", help="share of requests that must meet the SLO, in percent (default: 99)"
+        "--slo", type=typed(parse_duration, "`slo`"), metavar="T", help="latency objective per request, e.g. 100ms"
     )
-    g.add_argument("--request-size", metavar="K", help="images per request (default: 1)")
+    g.add_argument(
+        "--percentile",
+        type=typed(parse_percentile),
+        metavar="P",
+        help="share of requests that must meet the SLO, in percent (default: 99)",
+    )
+    g.add_argument(
+        "--request-size",
+        type=typed(whole_number, "`request_size`", high=MAX_BATCH_SIZE, unit="images"),
+        metavar="K",
+        help="images per request (default: 1)",
+    )
     g.add_argument(
         "--arrivals", metavar="FILE", help="a CSV of arrival times (column arrival_s, seconds) to plan and check with"
     )
@@ -76,6 +90,7 @@ def add_arguments(p) -> None:
     )
     g.add_argument(
         "--max-queue-delay",
+        type=typed(_delays),
         metavar="LIST",
         help="max_queue_delay candidates, e.g. 0,0.5ms,2ms (default: 0 and 1/4, 1/2, 1 x one request's time)",
     )
@@ -84,6 +99,11 @@ def add_arguments(p) -> None:
         action="store_true",
         help="skip the simulation that checks the plan (faster; analytic figures only)",
     )
+
+
+def _delays(text: str) -> list[float]:
+    """'0,0.5ms,2ms' -> seconds, each 0 or more."""
+    return [parse_duration(d.strip(), "`max_queue_delays`", allow_zero=True) for d in text.split(",")]
 
 
 def wrong_mode_flags(args) -> list[str]:
@@ -100,7 +120,6 @@ def wrong_mode_flags(args) -> list[str]:
 
 def run_online(args) -> int:
     from perfmodel.errors import InputError
-    from perfmodel.planning.batch import MAX_GPUS
     from perfmodel.planning.online import (
         ONLINE_COLUMNS,
         NoOnlinePlanError,
@@ -110,56 +129,37 @@ def run_online(args) -> int:
         triton_header,
         triton_settings,
     )
-    from perfmodel.readers import plain, whole_number
-    from perfmodel.units import (
-        MAX_BATCH_SIZE,
-        parse_duration,
-        parse_input_size,
-        parse_percentile,
-        parse_pool,
-        parse_prices,
-        parse_rate,
-    )
+    from perfmodel.readers import plain
 
     if args.slo is None:
         raise InputError("--mode online needs --slo, the latency objective, e.g. --slo 100ms.")
-    delays = None
-    if args.max_queue_delay is not None:
-        delays = [
-            parse_duration(d.strip(), "--max-queue-delay", allow_zero=True) for d in args.max_queue_delay.split(",")
-        ]
-    request_size = 1
-    if args.request_size is not None:
-        request_size = whole_number(args.request_size, "--request-size", high=MAX_BATCH_SIZE, unit="images")
+    inputs = [*args.profile, *args.predictor, *([args.arrivals] if args.arrivals else [])]
     triton_dir = None
     if args.triton_config is not None:
         from perfmodel.planning.triton_config import check_target
 
-        triton_dir = check_target(
-            args.triton_config, [*args.profile, *args.predictor, *([args.arrivals] if args.arrivals else [])]
-        )
-    inputs = [*args.profile, *args.predictor, *([args.arrivals] if args.arrivals else [])]
+        triton_dir = check_target(args.triton_config, inputs)
     if args.ray_serve_config is not None:
         from perfmodel.planning.ray_serve_config import check_target as check_serve_target
 
         check_serve_target(args.ray_serve_config, inputs)
     try:
         plan = make_online_plan(
-            rate=None if args.rate is None else parse_rate(args.rate),
-            slo=parse_duration(args.slo, "--slo"),
-            percentile=99.0 if args.percentile is None else parse_percentile(args.percentile),
+            rate=args.rate,
+            slo=args.slo,
+            percentile=99.0 if args.percentile is None else args.percentile,
             profiles=args.profile,
             predictors=args.predictor,
-            pool=None if args.pool is None else parse_pool(args.pool, maximum=MAX_GPUS),
-            prices=None if args.price is None else parse_prices(args.price),
+            pool=args.pool,
+            prices=args.price,
             objective=args.objective,
-            request_size=request_size,
-            input_size=None if args.input_size is None else parse_input_size(args.input_size, "--input-size"),
+            request_size=1 if args.request_size is None else args.request_size,
+            input_size=args.input_size,
             model=args.model,
             backend=args.backend,
             precision=args.precision,
             arrivals=args.arrivals,
-            max_queue_delays=delays,
+            max_queue_delays=args.max_queue_delay,
             simulate=not args.no_simulation,
             margin=args.margin,
         )

@@ -1,8 +1,8 @@
 """A batch plan (soft or relaxed) from profiles or predictors, in the order the data flows:
 
-    the request checked (batch_request.py) -> the candidates gathered, with their basis (batch_sources.py)
-    -> their fixed costs -> solved at a margin, or searched for the deadline probability (batch_search.py)
-    -> the plan with its annotations and context (context.py)
+    the request checked (batch_request.py) -> each type's candidates gathered with their fixed costs, and
+    what they rest on (batch_sources.py, basis.py) -> solved at a margin, or at the smallest margin that
+    meets the deadline probability (batch_search.py) -> the plan with its annotations and context (context.py)
 
 batch_text.py words the result for people.
 """
@@ -14,25 +14,14 @@ import dataclasses
 import solvers
 from perfmodel import shipped
 from perfmodel.errors import InputError
-from perfmodel.fixed_costs import is_cpu
 from perfmodel.planning import choice
 from perfmodel.planning.basis import Basis
-from perfmodel.planning.batch_request import (
-    LATENCY_COLUMNS,
-    MAX_GPUS,
-    MAX_IMAGES,
-    PlanRequest,
-    checked_request,
-    confidence_target,
-    workload_of,
-)
+from perfmodel.planning.batch_request import MAX_GPUS, MAX_IMAGES, PlanRequest, asked
 from perfmodel.planning.batch_search import NoPlanError, deadline_keys, plan_for_probability, solve
-from perfmodel.planning.batch_sources import gather, warn_unmeasured_warmup, with_decode
+from perfmodel.planning.batch_sources import gather, warn_unmeasured_warmup
 from perfmodel.planning.context import PlannedJob, build_context, model_argument
 from perfmodel.planning.sources import pool_counts
 from perfmodel.planning.spread import makespan_of
-from perfmodel.readers import switch
-from perfmodel.units import MAX_SECONDS, parse_duration, parse_fraction, shown
 
 __all__ = ["MAX_GPUS", "MAX_IMAGES", "NoPlanError", "PlanRequest", "make_plan"]
 
@@ -54,68 +43,38 @@ def make_plan(
     finishes by the deadline
     (default 0.95; 0.5 the median plan): the plan is the cheapest whose makespan distribution
     (planning/makespan.py) meets it; 'none' plans on the fixed rule alone (the margin, p50 or p99), as
-    does a `margin` given (0 included) or use='p99' without a confidence. Returns a PlannedJob: the solver's Plan (whose
-    `annotations` say where its numbers come from) and what it was made of (model, sources, options).
-    Raises NoPlanError (exit code 3) when no plan meets the deadline, InputError for bad input.
+    does a `margin` given (0 included) or use='p99' without a confidence. Returns a PlannedJob: the solver's
+    Plan (whose `annotations` say where its numbers come from) and what it was made of (model, sources,
+    options). Raises NoPlanError (exit code 3) when no plan meets the deadline, InputError (naming the
+    parameter, batch_request.CHECKS) for bad input.
     """
-    r = checked_request(request, settings)
-    deadline_s = deadline if isinstance(deadline, (int, float)) else parse_duration(deadline, "--deadline")
-    if isinstance(deadline_s, bool) or not 0 < deadline_s <= MAX_SECONDS:
-        raise InputError(
-            f"the deadline must be a number of seconds > 0 and at most {MAX_SECONDS:,.0f} (10 years), "
-            f"not {shown(deadline)}."
-        )
-    margin = 0.0 if r.margin is None else r.margin  # None: not given, so the confidence rule decides
-    margin = margin if isinstance(margin, (int, float)) else parse_fraction(margin, "--margin")
-    if isinstance(margin, bool) or not 0 <= margin < 1:  # NaN too; the probability rule would ignore it
-        raise InputError(f"the margin must be a fraction in [0, 1), not {shown(r.margin)}.")
-    load_s = r.load_time
-    if isinstance(r.load_time, str):
-        load_s = parse_duration(r.load_time, "--load-time", allow_zero=True)
-    if not isinstance(r.use, str) or r.use not in LATENCY_COLUMNS:
-        raise InputError(f"--use must be p50 or p99, not {r.use!r}.")
-    if r.mode not in solvers.problem.MODES or r.objective not in solvers.problem.OBJECTIVES:
-        raise InputError(
-            f"mode must be soft or relaxed and objective gpus or cost, not {r.mode!r} and {r.objective!r}."
-        )
-    workload = workload_of(images, r.input_size, r.mix, r.mode)
-    if r.mode == "relaxed" and None in workload.values() and not r.pool:
-        raise InputError(
-            "relaxed mode with no --images plans as many images as a fixed pool can do: give --pool, e.g. --pool cpu=8."
-        )
-
+    a = asked(images, deadline, request, settings)
+    r = a.request
     profiles, predictors = list(r.profiles), list(r.predictors)
     if not profiles and not predictors:
         profiles, predictors = shipped.sources()
-    target = confidence_target(r.confidence, r.margin is not None, r.use)
-    basis = Basis(extrapolate=switch(r.extrapolate, "extrapolate"), probability=target is not None)
+    basis = Basis(extrapolate=r.extrapolate, probability=a.target is not None)
     model, model_path = model_argument(r.model)
-    options, model = gather(profiles, predictors, model, sorted(workload), r, basis)
-    for name, o in options.items():
-        t = basis.of(name)
-        t.load, t.first_call = o.fixed_costs(name, load_s, {*t.warmup_unmeasured, *t.no_warmup_model})
-        if not is_cpu(name):  # a GPU's first call is seconds: where not measured, the option's or the default's
-            o.add_first_calls({label: cost.median_s for label, cost in t.first_call.items() if not cost.per_batch})
-    decode_s = with_decode(options, r.decode, basis)
+    options, model = gather(profiles, predictors, model, a, basis)
 
     def solve_at(m: float, images: int | None = None) -> solvers.Plan:
         """The plan at margin m, for `images` in place of the asked number (one input size only)."""
-        work = workload if images is None else {size: images for size in workload}
-        return solve(_problem(options, work, deadline_s, r, m, basis), r.time_limit)
+        work = a.workload if images is None else {size: images for size in a.workload}
+        return solve(_problem(options, work, a.deadline_s, r, m, basis), r.time_limit)
 
-    if target is None:
-        plan = solve_at(margin)
+    if a.target is None:
+        plan = solve_at(a.margin)
         distribution = makespan_of(plan, basis)
     else:
-        plan, distribution = plan_for_probability(solve_at, basis, deadline_s, target, len(workload) == 1)
+        plan, distribution = plan_for_probability(solve_at, basis, a.deadline_s, a.target, len(a.workload) == 1)
     warn_unmeasured_warmup(basis, plan)
-    annotations = {**basis.to_dict(plan), **deadline_keys(distribution, deadline_s, target)}
+    annotations = {**basis.to_dict(plan), **deadline_keys(distribution, a.deadline_s, a.target)}
     annotations["option_choice"] = choice.explain(
-        plan, {(k, s): o.candidates(s) for k, o in options.items() for s in workload}
+        plan, {(k, s): o.candidates(s) for k, o in options.items() for s in a.workload}
     )
     plan = dataclasses.replace(plan, annotations=annotations)
     context = build_context(
-        model, model_path, sorted(workload), r.use, margin, profiles, predictors, options, basis, decode_s
+        model, model_path, sorted(a.workload), r.use, a.margin, profiles, predictors, options, basis, r.decode or 0.0
     )
     return PlannedJob(plan, context)
 
@@ -127,7 +86,7 @@ def _problem(options, workload, deadline_s, r: PlanRequest, margin: float, basis
         for name, count in counts.items():
             o = options[name]
             candidates = [c for c in (o.candidates(size) for size in workload) if c is not None]
-            load = basis.of(name).load.median_s  # --load-time, the measured median, or a stated default
+            load = basis.of(name).load.median_s  # the given load_time, the measured median, or a default
             types.append(solvers.GpuType(name, count, candidates, cost_per_hour=prices.get(name), load_s=load))
         return solvers.Problem(
             types,

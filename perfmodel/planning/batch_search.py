@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import solvers
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError
+from perfmodel.planning.batch_request import MIN_CONFIDENCE
 from perfmodel.planning.batch_text import explain
 from perfmodel.planning.spread import makespan_of
 
-DEFAULT_CONFIDENCE = 0.95  # the probability that the whole plan finishes by the deadline
-MIN_CONFIDENCE, MAX_CONFIDENCE = 0.5, 0.999
 # Margins tried for a deadline probability, then bisected between the last too small and the first enough.
 MARGIN_STEPS = (0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 0.95)
 BISECTION_STEPS = 7
@@ -34,7 +33,7 @@ def solve(problem: solvers.Problem, time_limit: float) -> solvers.Plan:
         raise InputError(str(exc)) from None
     except solvers.errors.SolverTimeLimit:
         raise PerfmodelError(
-            f"the solver found no plan within its time limit of {time_limit:g} s; allow more with --time-limit."
+            f"the solver found no plan within its time limit of {time_limit:g} s; allow more with `time_limit`."
         ) from None
     except solvers.SolverFailure as exc:
         raise PerfmodelError(f"the solver failed: {exc}") from None
@@ -63,7 +62,7 @@ def plan_for_probability(solve_at, basis, deadline_s: float, target: float, one_
     if found is None:
         raise InfeasibleError(
             f"no plan finishes by the deadline with probability {target:g}, even with {MARGIN_STEPS[-1]:.0%} of "
-            "the deadline kept in reserve: allow a longer deadline, or ask for a lower --confidence."
+            "the deadline kept in reserve: allow a longer deadline, or ask for a lower `confidence`."
         )
     return found[1]
 
@@ -99,7 +98,7 @@ def _no_plan_for(exc: NoPlanError, margin: float, solve_at, basis, deadline_s, t
     """No plan of all the images meets the target: the solver's refusal, said in terms of the probability,
     at the smallest margin at which a plan of the most images it names meets the target too. So 'ask for
     no more than N images' names a request that plans (the N of the median plan does not). `exc` at
-    `margin` is what is said where there is no such number (a --mix, nothing fits) or no margin gives one."""
+    `margin` is what is said where there is no such number (a mix, nothing fits) or no margin gives one."""
     last = (margin, exc)
 
     def met(m: float):
@@ -123,7 +122,7 @@ def _no_plan_for(exc: NoPlanError, margin: float, solve_at, basis, deadline_s, t
         "no plan meets the deadline", f"no plan meets the deadline with probability {target:g}"
     )
     if margin > 0 and target > MIN_CONFIDENCE:  # at no margin the median plan is refused too: no lower one helps
-        message += f" Or ask for a lower --confidence (it kept {margin:.0%} of the deadline in reserve)."
+        message += f" Or ask for a lower `confidence` (it kept {margin:.0%} of the deadline in reserve)."
     return NoPlanError(message, d)
 
 

@@ -11,7 +11,6 @@ seconds.
 
 from __future__ import annotations
 
-import math
 import os
 import warnings
 from collections import Counter
@@ -26,11 +25,10 @@ from perfmodel.errors import InputError, PerfmodelWarning
 from perfmodel.fixed_costs import FixedCost, Samples, default_samples, first_call_samples_ms, is_cpu, load_samples_ms
 from perfmodel.planning import drift
 from perfmodel.planning.basis import EXTRAPOLATION_FACTOR, Basis
-from perfmodel.planning.batch_request import LATENCY_COLUMNS, PlanRequest
-from perfmodel.planning.context import Option, option_of
+from perfmodel.planning.batch_request import LATENCY_COLUMNS, Asked
+from perfmodel.planning.context import GIVEN_LOAD, Option, option_of
 from perfmodel.planning.sources import load_predictor, option_label, pick_model
 from perfmodel.planning.spread import batch_moments, undirected
-from perfmodel.units import parse_duration
 
 MOMENT_COLUMNS = ("latency_mean_ms", "latency_std_ms")  # one batch's mean and sd, where the profile has them
 TRANSFER_NAME = "made by --transfer"  # how a plan names the predictor --transfer fits on the fly
@@ -77,7 +75,7 @@ class TypeOptions:
         """The type's load, and each option's first call (`unmeasured`: the options whose warm-up nobody
         measured), each with the default that stands in where too few were measured."""
         source = "; ".join(self.sources) or "none"
-        own = Samples(tuple(self.loads), source) if load_given is None else Samples((load_given,), "--load-time")
+        own = Samples(tuple(self.loads), source) if load_given is None else Samples((load_given,), GIVEN_LOAD)
         first = default_samples(hardware, "first call")
         return FixedCost("load", own, default_samples(hardware, "load")), {
             label: FixedCost(
@@ -100,7 +98,10 @@ class TypeOptions:
         )
 
 
-def gather(profiles, predictors, model, sizes, r: PlanRequest, basis) -> tuple[dict[str, TypeOptions], str]:
+def gather(profiles, predictors, model: str | None, asked: Asked, basis: Basis) -> tuple[dict[str, TypeOptions], str]:
+    """Each hardware type's candidates for what was asked, with their fixed costs and decoding, and the model
+    planned for (`model`, or the one the sources hold); `basis` records what they rest on."""
+    r, sizes = asked.request, sorted(asked.workload)
     use, backend, precision = r.use, r.backend, r.precision
     frame = _load_tagged(profiles) if profiles else None
     loaded = [(_source_name(p), load_predictor(p)) for p in predictors]
@@ -125,11 +126,18 @@ def gather(profiles, predictors, model, sizes, r: PlanRequest, basis) -> tuple[d
             if size in measured:
                 what = " ".join(x for x in (backend, precision) if x)
                 raise InputError(f"no point of {model}{' ' + what if what else ''} at {size} px has status ok.")
-            hint = f"plan at one of them with --input-size {measured[0]}, or give" if measured else "give"
+            hint = f"plan at one of them (`input_size` {measured[0]}), or give" if measured else "give"
             raise InputError(
                 f"nothing measured at input size {size} for {model}; sizes measured: "
                 f"{', '.join(map(str, measured)) or 'none'}: {hint} a predictor, which can extrapolate."
             )
+    for name, o in options.items():
+        t = basis.of(name)
+        t.load, t.first_call = o.fixed_costs(name, r.load_time, {*t.warmup_unmeasured, *t.no_warmup_model})
+        if not is_cpu(name):  # a GPU's first call is seconds: where not measured, the option's or the default's
+            o.add_first_calls({label: cost.median_s for label, cost in t.first_call.items() if not cost.per_batch})
+    if r.decode:
+        _with_decode(options, r.decode, basis)
     return options, model
 
 
@@ -139,8 +147,7 @@ def _transferred(frame, model: str, targets: list[str], options):
 
     if frame is None:
         raise InputError(
-            "--transfer carries measured curves to a GPU nobody profiled: give the profiles (--profile FILE), "
-            "not only predictors."
+            "`transfer` carries measured curves to a GPU nobody profiled: give the `profiles`, not only `predictors`."
         )
     rows = frame[frame["model"] == model].drop(columns=["profile_file"], errors="ignore")
     with warnings.catch_warnings():  # what the transfer cannot see is in its note, which the plan repeats
@@ -164,9 +171,9 @@ def _no_source_for(unknown: list[str], options, profiles) -> str:
     names = ",".join(known)
     return (
         message + f"; to plan on {', '.join(known)} from the curves measured on the other GPUs, carried through "
-        "the GPU specifications (about 25% error, median, counted in the deadline probability), add --transfer, "
-        f"or fit a predictor and plan on it: perfmodel fit {' '.join(paths)} --target-hardware {names} "
-        f"--out transferred.json, then --predictor transferred.json."
+        "the GPU specifications (about 25% error, median, counted in the deadline probability), add `transfer`, "
+        f"or fit a predictor and plan on it: `perfmodel fit {' '.join(paths)} --target-hardware {names} "
+        f"--out transferred.json`, then `predictors` transferred.json."
     )
 
 
@@ -382,14 +389,9 @@ def _record_predictor_spread(t, group, label: str, size: int, b: np.ndarray) -> 
                 t.errors[(label, region)] = tuple(float(x) for x in samples if x > -1)
 
 
-def with_decode(options: dict[str, TypeOptions], decode, basis: Basis) -> float:
-    """Add the time to decode each image to every batch (and first batch): b x decode seconds. For
-    workers whose model shares the CPU cores with their image decoding (CPU workers on every core)."""
-    if decode is None:
-        return 0.0
-    seconds = decode if isinstance(decode, (int, float)) else parse_duration(decode, "--decode-time", allow_zero=True)
-    if isinstance(seconds, bool) or not (math.isfinite(seconds) and seconds >= 0):
-        raise InputError(f"--decode-time must be a duration >= 0 per image, e.g. 2ms, not {decode!r}.")
+def _with_decode(options: dict[str, TypeOptions], seconds: float, basis: Basis) -> None:
+    """Add the time to decode each image to every batch (and first batch): b x `seconds`. For workers whose
+    model shares the CPU cores with their image decoding (CPU workers on every core)."""
     for o in options.values():
         for size, parts in o.columns.items():
             o.columns[size] = [
@@ -397,7 +399,6 @@ def with_decode(options: dict[str, TypeOptions], decode, basis: Basis) -> float:
             ]
     for t in basis.types.values():
         t.moments = {key: (mean + key[2] * seconds, sd) for key, (mean, sd) in t.moments.items()}
-    return float(seconds)
 
 
 def warn_unmeasured_warmup(basis, plan: solvers.Plan) -> None:

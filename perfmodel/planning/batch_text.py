@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import math
 import os
-from typing import TYPE_CHECKING
 
 import solvers
+from perfmodel.planning.context import GIVEN_LOAD, LoadTime, PlannedJob
 from perfmodel.units import figure, format_seconds
-
-if TYPE_CHECKING:
-    from perfmodel.planning.context import LoadTime, PlannedJob
 
 
 def explain(d: solvers.Diagnosis) -> str:
@@ -26,7 +23,7 @@ def explain(d: solvers.Diagnosis) -> str:
     if more:
         fixes.append("add " + " or ".join(more))
     if d.max_images and d.images:
-        fixes.append(f"ask for no more than {d.max_images:,} images by this deadline (or use --mode relaxed)")
+        fixes.append(f"ask for no more than {d.max_images:,} images by this deadline (or use `mode` relaxed)")
     if d.min_deadline_s is not None:
         shortest = format_seconds(d.min_deadline_s, up=True)
         fixes.append(f"allow a deadline of at least {shortest}" if d.exact else f"allow a deadline of {shortest}")
@@ -34,7 +31,7 @@ def explain(d: solvers.Diagnosis) -> str:
     if fixes:
         message += " To make it feasible: " + "; or ".join(fixes) + "."
     elif d.unservable:
-        message += " No number of GPUs helps: allow a longer deadline, or a smaller --margin or --load-time."
+        message += " No number of GPUs helps: allow a longer deadline, or a smaller `margin` or `load_time`."
     return message
 
 
@@ -137,7 +134,7 @@ def _fixed_costs(name: str, load: LoadTime, fixed: dict | None, plan) -> list[st
     what stands in for them), and their share of the deadline (fixed_costs.py)."""
     if fixed is None:  # a plan of no images of this type
         return []
-    where = {"none": "", "default": "", "--load-time": " (--load-time)"}.get(load.source, f" ({load.source})")
+    where = {"none": "", "default": "", GIVEN_LOAD: f" ({GIVEN_LOAD})"}.get(load.source, f" ({load.source})")
     line = f"load per {name}{where}: {fixed['load']['described']}"
     if load.source == "none":
         line += ": set it with --load-time"

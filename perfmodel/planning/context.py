@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import solvers
 from perfmodel.planning.fields import PLAN_FORMAT, PLAN_SCHEMA_VERSION
 
+GIVEN_LOAD = "--load-time"  # the plan JSON's load source where the caller gave `load_time` (its name there)
 TORCHSCRIPT_SUFFIXES = (".pt", ".pth", ".ts", ".jit")
 _SERVING_FIELDS = ("protocol", "mode", "concurrency")  # recorded for served (Triton) profiles
 
@@ -52,7 +53,7 @@ class LoadTime:
     """The model load time per GPU that the plan assumed, and where it came from."""
 
     seconds: float
-    source: str  # "--load-time", "profile load_ms", "predictor load_ms", or "none"
+    source: str  # GIVEN_LOAD, "profile load_ms", "predictor load_ms", "default" or "none"
 
     def to_dict(self) -> dict:
         return {"s": self.seconds, "source": self.source}
@@ -167,9 +168,9 @@ def build_context(
 
 
 def _load_time(load) -> LoadTime:
-    """The load the solver planned with (the median of the processes measured, --load-time, or a default)."""
-    if load.own.source == "--load-time":
-        return LoadTime(load.median_s, "--load-time")
+    """The load the solver planned with (the median of the processes measured, the one given, or a default)."""
+    if load.own.source == GIVEN_LOAD:
+        return LoadTime(load.median_s, GIVEN_LOAD)
     if load.guessed:
         return LoadTime(load.median_s, "none" if load.default is None else "default")
     kinds = sorted({part.split(" ", 1)[0] for part in load.own.source.split("; ")})

@@ -35,7 +35,7 @@ def pick_model(model: str | None, models: set[str], predictors=()) -> str:
         return next(iter(models))
     if DEFAULT_MODEL in models:
         return DEFAULT_MODEL
-    raise InputError(f"the profiles hold several models ({', '.join(sorted(models))}): pick one with --model.")
+    raise InputError(f"the profiles hold several models ({', '.join(sorted(models))}): pick one with `model`.")
 
 
 def _left_out_at_fit(model: str, predictors) -> str:
@@ -60,7 +60,7 @@ def option_label(row) -> str:
 
 
 def pool_counts(found, pool, prices, objective) -> tuple[dict, dict]:
-    """The pool (every type found, in any number, without --pool) and its prices, checked: every type
+    """The pool (every type found, in any number, without a pool) and its prices, checked: every type
     named has a source, every price a type, and a cost objective a price for every type it may use."""
     unknown = [name for name in (pool or {}) if name not in found]
     if unknown:
@@ -72,14 +72,14 @@ def pool_counts(found, pool, prices, objective) -> tuple[dict, dict]:
     unknown = [name for name in prices if name not in counts]
     if unknown:
         raise InputError(
-            f"--price names {spoken_list(unknown)}, which {'is' if len(unknown) == 1 else 'are'} not in the "
+            f"`prices` names {spoken_list(unknown)}, which {'is' if len(unknown) == 1 else 'are'} not in the "
             f"pool ({', '.join(counts)})."
         )
     if objective == "cost":
         unpriced = [name for name, n in counts.items() if name not in prices and n != 0]
         if unpriced:
             raise InputError(
-                f"--objective cost needs a price per GPU-hour for {', '.join(unpriced)}: "
-                f"add e.g. --price {unpriced[0]}=2.5."
+                f"`objective` cost needs a price per GPU-hour for {', '.join(unpriced)}: give `prices`, e.g. "
+                f"{unpriced[0]}=2.5."
             )
     return counts, prices
