@@ -15,6 +15,7 @@ from perfmodel import console, exit_codes, readers
 from perfmodel._version import __version__
 from perfmodel.commands import fit, import_, inputs, plan, profile, report, run
 from perfmodel.commands.common import formatter
+from perfmodel.console import for_the_command_line
 from perfmodel.errors import InputError, PerfmodelError
 
 _NO_VALUE_ACTIONS = (argparse._HelpAction, argparse._VersionAction)  # --help, --version: nothing to record
@@ -132,15 +133,6 @@ def _flag_names(parser: argparse.ArgumentParser, command) -> dict[str, str]:
     return names | getattr(command, "PARAMETER_FLAGS", {})
 
 
-_PARAMETER = re.compile(r"`([A-Za-z_]\w*)`")
-
-
-def for_the_command_line(message: str, flag_names: dict[str, str]) -> str:
-    """A library error as the command line says it: each `parameter` it names becomes the flag that sets it
-    (errors.py: library messages name Python parameters, never flags); other backquoted text stays."""
-    return _PARAMETER.sub(lambda m: flag_names.get(m[1], m[0]), message)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -152,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         return exit_codes.BAD_INPUT
     stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
     try:
-        with console.show_warnings():
+        with console.show_warnings(getattr(args, "flag_names", {})):
             code = args.run(args)
         sys.stdout.flush()  # a write error on buffered output shows here, not at exit
         return code

@@ -6,6 +6,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -23,6 +24,17 @@ out = Console(highlight=False, soft_wrap=True)
 if not out.is_terminal:
     out = Console(highlight=False, soft_wrap=True, width=200)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+_PARAMETER = re.compile(r"`([A-Za-z_]\w*)`")
+
+
+def for_the_command_line(text: str, flag_names: dict[str, str]) -> str:
+    """Library text as the command line says it: each `parameter` it names becomes the flag that sets it
+    (errors.py: library messages name Python parameters, never flags); other backquoted text stays. For
+    errors and warnings (cli.py) and for the library's progress and plan text that a command prints; a
+    command's parser holds its `flag_names` (cli.py's _flag_names)."""
+    return _PARAMETER.sub(lambda m: flag_names.get(m[1], m[0]), text)
 
 
 def error(message: str) -> None:
@@ -100,13 +112,16 @@ def _cell(value) -> str:
 
 
 @contextlib.contextmanager
-def show_warnings() -> Iterator[None]:
-    """Print every warning as one 'warning:' line, each message once (never a flood of repeats)."""
+def show_warnings(flag_names: dict[str, str] | None = None) -> Iterator[None]:
+    """Print every warning as one 'warning:' line, each message once (never a flood of repeats); the
+    parameters perfmodel's warnings name as their flags (`flag_names`: for_the_command_line)."""
     seen: set[str] = set()
 
     def show(message, category, filename, lineno, file=None, line=None):
         text = one_line(message)
-        if not issubclass(category, PerfmodelWarning):  # a library's: say whose, but still in one line
+        if issubclass(category, PerfmodelWarning):
+            text = for_the_command_line(text, flag_names or {})
+        else:  # another library's: say whose, but still in one line
             text = f"{text} ({category.__name__} from {os.path.basename(filename)}:{lineno})"
         if text not in seen:
             seen.add(text)

@@ -1,7 +1,8 @@
 """The errors perfmodel raises. Only the CLI turns them into messages and exit codes.
 
 A message is one sentence for the user. It names a Python parameter in backquotes (`confidence`), never a
-command-line flag: the command line shows the flag that sets the parameter instead (--confidence).
+command-line flag: the command line shows the flag that sets the parameter instead (--confidence), as it
+does for the library's warnings and for the text a command prints from it (console.for_the_command_line).
 """
 
 from perfmodel import exit_codes

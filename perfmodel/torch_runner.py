@@ -65,27 +65,27 @@ class TorchOptions:
         if self.compile_mode not in COMPILE_MODES:
             raise InputError(f"unknown compile mode {self.compile_mode!r}: choose one of {', '.join(COMPILE_MODES)}.")
         if self.compile_mode != "default" and not self.compile:
-            raise InputError(f"--compile-mode {self.compile_mode} is a mode of torch.compile: add --compile.")
+            raise InputError(f"`compile_mode` {self.compile_mode} is a mode of torch.compile: add `compile`.")
         if self.compile and self.compile_mode == "reduce-overhead" and not self.device.startswith("cuda"):
             raise InputError(
-                "--compile-mode reduce-overhead is torch.compile with CUDA graphs, for CUDA devices; on a CPU it "
-                "would be the default mode under another name: use --compile-mode default or max-autotune."
+                "`compile_mode` reduce-overhead is torch.compile with CUDA graphs, for CUDA devices; on a CPU it "
+                "would be the default mode under another name: use `compile_mode` default or max-autotune."
             )
         if self.cuda_graphs and self.compile_mode in _GRAPHING_MODES:
             raise InputError(
-                f"--compile-mode {self.compile_mode} captures CUDA graphs of its own: leave --cuda-graphs out (or "
-                "use --compile-mode default with --cuda-graphs)."
+                f"`compile_mode` {self.compile_mode} captures CUDA graphs of its own: leave `cuda_graphs` out (or "
+                "use `compile_mode` default with `cuda_graphs`)."
             )
         if self.precision not in PRECISIONS:
             raise InputError(f"unknown precision {self.precision!r}: choose one of {', '.join(PRECISIONS)}.")
         if self.precision == "tf32" and not self.device.startswith("cuda"):
             raise InputError(
-                "--precision tf32 (fp32 storage, TF32 tensor-core math) is for CUDA GPUs; use fp32 on a CPU."
+                "`precision` tf32 (fp32 storage, TF32 tensor-core math) is for CUDA GPUs; use fp32 on a CPU."
             )
         if self.cuda_graphs and not self.device.startswith("cuda"):
-            raise InputError("--cuda-graphs needs a CUDA device: add --device cuda, or leave --cuda-graphs out.")
+            raise InputError("`cuda_graphs` needs a CUDA device: set `device` cuda, or leave `cuda_graphs` out.")
         if self.threads is not None and self.threads < 1:
-            raise InputError(f"--threads must be a positive whole number, not {self.threads}.")
+            raise InputError(f"`threads` must be a positive whole number, not {self.threads}.")
 
     @property
     def backend_name(self) -> str:
@@ -177,7 +177,7 @@ def compile_model(model, mode: str = "default"):
 
 
 def check_device(device: str) -> str:
-    """Normalise and check --device; DeviceError when it is not on this machine."""
+    """Normalise and check `device`; DeviceError when it is not on this machine."""
     import torch
 
     device = device.strip().lower()
@@ -189,11 +189,11 @@ def check_device(device: str) -> str:
             raise InputError(f"unknown device {device!r}: use cpu, cuda or cuda:N (N a GPU index).")
         if not torch.cuda.is_available():
             raise DeviceError(
-                f"--device {device} asks for a GPU, but torch finds no CUDA device here; use --device cpu."
+                f"`device` {device} asks for a GPU, but torch finds no CUDA device here; use `device` cpu."
             )
         count = torch.cuda.device_count()
         if int(index) >= count:
-            raise DeviceError(f"--device {device}: this machine has {count} CUDA device(s), numbered 0 to {count - 1}.")
+            raise DeviceError(f"`device` {device}: this machine has {count} CUDA device(s), numbered 0 to {count - 1}.")
         return f"cuda:{index}"
     raise InputError(f"unknown device {device!r}: use cpu, cuda or cuda:N.")
 

@@ -76,7 +76,7 @@ def test_a_neighbour_runs_until_told_otherwise_and_reports_a_batch_that_does_not
 
 @pytest.mark.parametrize("value", [-1, True, 1.5, 2000])
 def test_config_refuses_a_bad_alongside(value):
-    with pytest.raises(InputError, match="--alongside must be a whole number"):
+    with pytest.raises(InputError, match="`alongside` must be a whole number"):
         ProfileConfig(model="tiny", alongside=value)
 
 

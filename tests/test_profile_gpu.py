@@ -176,7 +176,7 @@ def test_a_device_side_assert_ends_the_sweep(tmp_path, tiny_config):
     """Indexing out of bounds on the GPU breaks the CUDA context (sticky): the sweep stops at once."""
     model = faulty_models.save(faulty_models.IndexesOutOfBoundsAbove(2), tmp_path, "oob")
     out = tmp_path / "p.csv"
-    with pytest.raises(BackendError, match="--resume"):
+    with pytest.raises(BackendError, match="`resume`"):
         run_profile(tiny_config(model=model, device="cuda", batch_sizes=(1, 2, 4, 8)), out)
     kept = load_profile(out)
     assert list(kept["batch_size"]) == [1, 2, 4] and list(kept["status"]) == ["ok", "ok", "error"]

@@ -42,10 +42,10 @@ def test_each_option_says_what_its_first_call_includes(options, includes):
     "kwargs, words",
     [
         (dict(compile=True, compile_mode="reduce-overhead"), "for CUDA devices"),
-        (dict(compile_mode="max-autotune"), "add --compile"),
+        (dict(compile_mode="max-autotune"), "add `compile`"),
         (dict(compile=True, compile_mode="fast"), "unknown compile mode 'fast'"),
         (dict(device="cuda", compile=True, compile_mode="max-autotune", cuda_graphs=True), "of its own"),
-        (dict(cuda_graphs=True), "--cuda-graphs needs a CUDA device"),
+        (dict(cuda_graphs=True), "`cuda_graphs` needs a CUDA device"),
     ],
 )
 def test_options_that_cannot_be_measured_as_named_are_refused(kwargs, words):

@@ -174,7 +174,7 @@ def test_a_disguised_oom_without_a_smaller_success_is_an_error(tmp_path, tiny_co
 def test_sticky_cuda_error_ends_the_sweep_with_a_resume_hint(tmp_path, tiny_config):
     model = faulty_models.fails_above(tmp_path, 2, faulty_models.ILLEGAL_ACCESS)
     out = tmp_path / "p.csv"
-    with pytest.raises(BackendError, match="--resume") as caught:
+    with pytest.raises(BackendError, match="`resume`") as caught:
         run_profile(tiny_config(model=model, batch_sizes=(1, 2, 4, 8, 16)), out)
     assert "illegal memory access" in str(caught.value) and "\n" not in str(caught.value)
     kept = load_profile(out)
@@ -189,7 +189,7 @@ def test_a_call_that_never_returns_fails_its_point_and_the_sweep_goes_on(tmp_pat
         tiny_config(model=model, batch_sizes=(1, 2, 4), warmup=warmup, call_timeout_s=2), tmp_path / "p.csv"
     )
     assert df["status"].tolist() == ["ok", "error", "ok"]
-    assert "did not return within 2 s (--call-timeout)" in df["error"].iloc[1]
+    assert "did not return within 2 s (`call_timeout_s`)" in df["error"].iloc[1]
 
 
 def test_fresh_warmup_only_at_chosen_batch_sizes(tmp_path, tiny_config):

@@ -146,7 +146,7 @@ def test_search_stops_at_caps_and_errors():
     assert search_batch_sizes(measure, 1000, None).largest_ok == 1000 and seen[-1] == 1000
     measure, seen = fake_measure(10**6, ms_per_image=10)
     result = search_batch_sizes(measure, 1000, max_call_ms=100)
-    assert seen == [1, 2, 4, 8, 16] and "over --max-call-ms" in result.reason
+    assert seen == [1, 2, 4, 8, 16] and "over `max_call_ms`" in result.reason
     measure, seen = fake_measure(10**6, fail_at=8)
     result = search_batch_sizes(measure, 1000, None)
     assert seen == [1, 2, 4, 8] and result.largest_ok == 4 and "boom" in result.reason
@@ -289,7 +289,7 @@ def test_an_auto_search_estimate_counts_its_calls_at_the_call_it_assumes():
     assert assumed.slowest_s == 2.0 and "about" in assumed.describe() and "at most" not in assumed.describe()[20:]
     assert "if a call at the largest batch that fits takes 2 s" in assumed.describe()
     bounded = auto(max_call_ms=500)
-    assert "if a call at the largest batch takes 0.5 s" in bounded.describe() and "--max-call-ms" in bounded.describe()
+    assert "if a call at the largest batch takes 0.5 s" in bounded.describe() and "`max_call_ms`" in bounded.describe()
     assert bounded.calls_s < assumed.calls_s < auto(max_call_ms=4000).calls_s
     # each point: its sampling cap, and besides it the calls of a call time > cap / 6
     assert assumed.seconds > assumed.points * assumed.per_point_s + assumed.calls_s
@@ -331,7 +331,7 @@ def test_the_estimate_of_the_gpu_campaigns_sweep_is_near_its_measured_time():
 def test_processes_must_be_a_whole_number_from_one(value):
     from perfmodel.profile import ProfileConfig
 
-    with pytest.raises(InputError, match="--processes must be a whole number"):
+    with pytest.raises(InputError, match="`processes` must be a whole number"):
         ProfileConfig(model="tiny", processes=value)
 
 

@@ -124,7 +124,7 @@ def run(args) -> int:
         for group in transferred:
             console.note(transfer_note(group))
     for skipped in predictor.provenance.get("transfer", {}).get("skipped", []):
-        console.note(f"not transferred: {skipped}")
+        console.note(f"not transferred: {console.for_the_command_line(skipped, args.flag_names)}")  # library text
     left_out = predictor.provenance.get("open_loop_rows_left_out")
     if left_out:
         console.note(

@@ -30,7 +30,7 @@ the latency_basis column says which. Imported rows have no warm-up or memory: pl
 """
 
 
-# The library parameters whose flag has another name (cli.for_the_command_line: errors name parameters).
+# The library parameters whose flag has another name (console.for_the_command_line: errors name parameters).
 PARAMETER_FLAGS = {"batch_sizes": "--batch-size"}
 
 

@@ -204,7 +204,7 @@ def run_online(args) -> int:
             f"p{plain(plan.percentile)}: {slowed} (the SLO {plan.slo_s * 1000:g} ms)."
         )
     for line in lines(drift, plan.margin):
-        console.note(line)
+        console.note(console.for_the_command_line(line, args.flag_names))  # library text
     for path in [*written, *([args.ray_serve_config] if args.ray_serve_config else [])]:
         console.note(f"wrote {path}")
     if len(written) > 1:

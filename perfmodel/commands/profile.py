@@ -8,8 +8,8 @@ from perfmodel import console, exit_codes
 from perfmodel.commands.common import Terminated, formatter, positive, sigterm_as_interrupt
 from perfmodel.errors import InputError, PerfmodelError
 
-# The library parameters (ProfileConfig's, TritonOptions') whose flag has another name (cli.for_the_command_line:
-# errors name parameters).
+# The library parameters (ProfileConfig's, TritonOptions') whose flag has another name (console.for_the_command_line:
+# errors and progress text name parameters).
 PARAMETER_FLAGS = {
     "worker_timeout_s": "--worker-timeout",
     "call_timeout_s": "--call-timeout",
@@ -365,7 +365,7 @@ def run(args) -> int:
     )
     if args.estimate:
         plan = estimate_profile(config)
-        summary = plan.describe()
+        summary = console.for_the_command_line(plan.describe(), args.flag_names)
         if args.resume:  # the estimate does not read --out
             summary += f"; that is the whole sweep: --resume measures only the points not yet in {args.out}"
         if args.json:
@@ -390,19 +390,20 @@ def run(args) -> int:
             with console.progress(f"profiling {args.model}") as update:
 
                 def on_progress(event) -> None:
+                    message = console.for_the_command_line(event.message, args.flag_names)  # library text
                     if event.kind == "start":
-                        console.note(f"planned: {event.message}")
+                        console.note(f"planned: {message}")
                     elif event.kind == "point":
                         counted.update(done=event.done, total=event.total)
                         state = "from file" if event.resumed else event.status
-                        load = f", {event.message}" if event.message else ""
+                        load = f", {message}" if message else ""
                         eta = f" (about {duration_text(event.eta_s)} left)" if event.eta_s is not None else ""
                         where = f"{event.input_size} px, batch {event.batch_size}{load}"
                         update(event.done, event.total, f"{where}: {state}{eta}")
                         if not event.resumed:
                             new_points.append(event.status)
                     elif event.kind == "search":
-                        console.note(f"{event.input_size} px: {event.message}")
+                        console.note(f"{event.input_size} px: {message}")
 
                 df = run_profile(config, args.out, resume=args.resume, on_progress=on_progress)
         except KeyboardInterrupt as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from perfmodel import console, exit_codes
 from perfmodel.commands.common import formatter
 
-# make_report's parameters whose flag has another name (cli.for_the_command_line: errors name parameters).
+# make_report's parameters whose flag has another name (console.for_the_command_line: errors name parameters).
 PARAMETER_FLAGS = {"predictors": "--predictor", "out_dir": "--out", "run": "--run"}
 
 REPORT_EXAMPLES = """examples:

@@ -660,7 +660,7 @@ class Predictor:
             reason = str(exc).removesuffix(".").removesuffix("; fit it again with `perfmodel fit`").removesuffix("; -")
             raise PredictorFormatError(
                 f"{reason}, so it was not written to {path} (plan would refuse it): check the figures of the "
-                "profiles (and of --gpu-specs) it was fitted from."
+                "profiles (and of the GPU table, `gpu_specs`) it was fitted from."
             ) from None
         return text
 

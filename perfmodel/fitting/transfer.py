@@ -254,7 +254,7 @@ def transfer_groups(
     if target not in specs:
         raise InputError(
             f"no specification for {target!r} in the GPU table (it has {', '.join(sorted(specs))}); "
-            "add a row for it (perfmodel/data/gpu_specs.csv, or --gpu-specs FILE)."
+            "add a row to perfmodel/data/gpu_specs.csv, or give a table of your own (`gpu_specs`)."
         )
     effects = effects or shipped_effects()
     spec = specs[target]
@@ -295,8 +295,8 @@ def transfer_groups(
     if only_target:  # said once for every such way of serving: the reason and the remedy are the same
         notes.append(
             f"{', '.join(only_target)}: {target} is the only GPU {'it was' if len(only_target) == 1 else 'they were'} "
-            "profiled on, and a target is left out of its own transfer; name another GPU with --target-hardware, "
-            f"or fit without --target-hardware to use {target}'s own measurements."
+            "profiled on, and a target is left out of its own transfer; name another GPU with `target_hardware`, "
+            f"or fit without `target_hardware` to use {target}'s own measurements."
         )
     return groups, notes, remarks
 

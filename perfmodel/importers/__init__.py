@@ -21,7 +21,7 @@ from perfmodel.importers.common import LATENCY_FROM, ORIGIN, ImportSettings
 from perfmodel.schema import POINT_KEY, validate_profile
 
 FORMATS = {
-    "perf-analyzer": "Triton perf_analyzer's CSV (perf_analyzer -f FILE); --batch-size gives each file's -b",
+    "perf-analyzer": "Triton perf_analyzer's CSV (perf_analyzer -f FILE); `batch_sizes` gives each file's -b",
     "model-analyzer": "Triton Model Analyzer's metrics-model-inference.csv",
     "table": "a plain table: batch size, throughput and/or latency percentiles (ms)",
 }

@@ -160,22 +160,14 @@ def check_p99(path: str, row: int, column: str | None, p99: float, latency: floa
 
 
 def identity(settings: ImportSettings, path: str) -> dict:
-    """The profile columns the command line supplies, failing on the first one missing."""
+    """The profile columns the settings supply (the file does not), failing if one is missing."""
     missing = [
-        flag
-        for flag, value in (
-            ("--hardware", settings.hardware),
-            ("--model", settings.model),
-            ("--backend", settings.backend),
-            ("--precision", settings.precision),
-            ("--input-size", settings.input_size),
-        )
-        if value is None
+        name for name in ("hardware", "model", "backend", "precision", "input_size") if getattr(settings, name) is None
     ]
     if missing:
         raise ProfileFormatError(
-            f"{path} does not say its {', '.join(m[2:] for m in missing)}: give "
-            f"{' '.join(m + ' ...' for m in missing)} on the command line."
+            f"{path} does not say its {', '.join(m.replace('_', ' ') for m in missing)}: give "
+            f"{', '.join(f'`{m}`' for m in missing)}."
         )
     row = {
         "hardware": settings.hardware,

@@ -1,6 +1,6 @@
 """Online plans on a drifting machine: how often the SLO holds, and the margin that covers the drift.
 
-An online plan meets its SLO at the profile's speed, or with every batch `--margin` slower. A machine
+An online plan meets its SLO at the profile's speed, or with every batch `margin` slower. A machine
 whose speed drifts for seconds at a time (planning/drift.py) runs slower than that for stretches far
 longer than a request's wait: the queue then follows the slow speed, and the tail over that stretch is
 what the slow speed gives (experiments/007, tail.py). So the SLO holds while the machine runs at most
@@ -50,7 +50,7 @@ def lines(found: dict, margin: float) -> list[str]:
         )
         if share < COVERED:  # a whole percent, rounded up: a margin rounded down would cover less
             need = math.ceil(d["margin_covering"]["margin"] * 100 - 1e-9)
-            line += f"; --margin {need}% covers {COVERED:.0%} of it"
+            line += f"; `margin` {need}% covers {COVERED:.0%} of it"
         out.append(line + ".")
     return out
 

@@ -58,34 +58,34 @@ class ProfileConfig:
             raise InputError("give at least one input size.")
         if self.fresh_warmup_at is not None and self.warmup != "fresh-process":
             raise InputError(
-                "--fresh-warmup-at chooses where fresh processes measure the warm-up: it needs "
-                "--warmup fresh-process (the default); leave one of them out."
+                "`fresh_warmup_at` chooses where fresh processes measure the warm-up: it needs "
+                "`warmup` fresh-process (the default); leave one of them out."
             )
         for name, value, unit in (
-            ("--max-batch-size", self.max_batch_size, None),
-            ("--max-call-ms", self.max_call_ms, "milliseconds"),
-            ("--memory-limit-mb", self.memory_limit_mb, "MiB"),
-            ("--worker-timeout", self.worker_timeout_s, "seconds"),
-            ("--call-timeout", self.call_timeout_s, "seconds"),
-            ("--threads", self.threads, None),
+            ("max_batch_size", self.max_batch_size, None),
+            ("max_call_ms", self.max_call_ms, "milliseconds"),
+            ("memory_limit_mb", self.memory_limit_mb, "MiB"),
+            ("worker_timeout_s", self.worker_timeout_s, "seconds"),
+            ("call_timeout_s", self.call_timeout_s, "seconds"),
+            ("threads", self.threads, None),
         ):
             if value is not None and not (math.isfinite(value) and value > 0):
                 what = f"a positive number of {unit}" if unit else "a positive whole number"
-                raise InputError(f"{name} must be {what}, not {value}.")
+                raise InputError(f"`{name}` must be {what}, not {value}.")
         if self.drift_probe_s is not None and not (
             math.isfinite(self.drift_probe_s) and 0 <= self.drift_probe_s <= 600
         ):
             raise InputError(
-                f"--drift-probe must be a duration from 0 s (no probe) to 10 min, not {self.drift_probe_s}."
+                f"`drift_probe_s` must be a duration from 0 s (no probe) to 10 min, not {self.drift_probe_s}."
             )
         if isinstance(self.alongside, bool) or not isinstance(self.alongside, int) or not 0 <= self.alongside <= 1024:
-            raise InputError(f"--alongside must be a whole number of workers from 0 to 1024, not {self.alongside!r}.")
+            raise InputError(f"`alongside` must be a whole number of workers from 0 to 1024, not {self.alongside!r}.")
         if isinstance(self.processes, bool) or not isinstance(self.processes, int) or not 1 <= self.processes <= 1024:
             raise InputError(
-                f"--processes must be a whole number of processes per point from 1 to 1024, not {self.processes!r}."
+                f"`processes` must be a whole number of processes per point from 1 to 1024, not {self.processes!r}."
             )
         if not (math.isfinite(self.search_tolerance) and 0 <= self.search_tolerance < 1):
-            raise InputError(f"--search-tolerance must be at least 0% and below 100%, not {self.search_tolerance}.")
+            raise InputError(f"`search_tolerance` must be at least 0% and below 100%, not {self.search_tolerance}.")
 
     @property
     def probe_s(self) -> float:
@@ -131,7 +131,7 @@ class Estimate:
     `per_point_s` bounds what a point costs besides its calls (its sampling time cap and its own set-up);
     the calls' time cannot be known before they are measured (the torch backend's; the other backends'
     points have bounds, and say "at most"). `slowest` names the sweep's slowest call; `calls_s` is what the
-    calls add if it takes `slowest_s` (an auto search: its largest batch that fits, or --max-call-ms), or,
+    calls add if it takes `slowest_s` (an auto search: its largest batch that fits, or `max_call_ms`), or,
     where nothing bounds it (`slowest_s` None), what they add for each second it takes.
     """
 

@@ -1,4 +1,4 @@
-"""Parsing the sweep grid given on the command line: batch sizes and input sizes."""
+"""Parsing the sweep grid given as text (as on the command line): batch sizes and input sizes."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ def parse_batch_sizes(text: str) -> tuple[int, ...] | None:
     """Batch sizes as a tuple, or None for 'auto' (search up to the largest batch that fits)."""
     if str(text).strip().lower() == "auto":
         return None
-    return parse_positive_ints(text, "--batch-sizes", "1,2,4,8 or auto")
+    return parse_positive_ints(text, "`batch_sizes`", "1,2,4,8 or auto")
 
 
 def parse_input_sizes(text: str) -> tuple[int, ...]:
-    return parse_positive_ints(text, "--input-sizes", "224,320", MAX_INPUT_SIZE)
+    return parse_positive_ints(text, "`input_sizes`", "224,320", MAX_INPUT_SIZE)

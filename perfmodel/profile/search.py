@@ -41,10 +41,10 @@ def search_batch_sizes(
         largest_ok = b
         if max_call_ms is not None and row["latency_ms"] > max_call_ms:
             return SearchResult(
-                rows, b, f"a call at batch {b} took {row['latency_ms']:.0f} ms (over --max-call-ms {max_call_ms:g})"
+                rows, b, f"a call at batch {b} took {row['latency_ms']:.0f} ms (over `max_call_ms` {max_call_ms:g})"
             )
         if b >= max_batch_size:
-            return SearchResult(rows, b, f"reached --max-batch-size {max_batch_size}")
+            return SearchResult(rows, b, f"reached `max_batch_size` {max_batch_size}")
         b = min(2 * b, max_batch_size)
 
     if row["status"] == "error":
@@ -61,7 +61,7 @@ def search_batch_sizes(
             return SearchResult(rows, lo or None, f"batch {mid} failed: {row.get('error') or 'error'}")
     if lo == 0:
         return SearchResult(rows, None, "even batch 1 does not fit in memory")
-    within = f" (within --search-tolerance {tolerance:.0%})" if hi - lo > 1 else ""
+    within = f" (within `search_tolerance` {tolerance:.0%})" if hi - lo > 1 else ""
     return SearchResult(rows, lo, f"batch {hi} does not fit; {lo} is the largest that does{within}")
 
 

@@ -119,7 +119,7 @@ class Worker:
                 "status": "failed",
                 "kind": "timeout",
                 "error": f"a model call at batch {b} did not return within {self.watchdog.timeout_s:g} s "
-                "(--call-timeout)",
+                "(`call_timeout_s`)",
             }
         )
 
@@ -355,7 +355,7 @@ def _compile_problem(runner, first, later, when: str) -> dict | None:
         return {
             "status": "failed",
             "kind": "error",
-            "error": f"torch.compile --compile-mode {mode} gave up its CUDA graphs for this model, so the row would "
+            "error": f"torch.compile's {mode} mode gave up its CUDA graphs for this model, so the row would "
             "not be what it says (run with TORCH_LOGS=perf_hints to see why)",
         }
     return None

@@ -93,7 +93,7 @@ def estimate(config: ProfileConfig) -> Estimate:
         slowest, why = (
             ("the largest batch that fits", "as ResNet-50 fp16's did on an H100 and an H200: 1.9-3.0 s")
             if max_call_ms is None
-            else ("the largest batch", "--max-call-ms: the search stops after a slower one")
+            else ("the largest batch", "`max_call_ms`: the search stops after a slower one")
         )
     else:
         points = len(config.batch_sizes) * sizes
@@ -117,7 +117,7 @@ def estimate(config: ProfileConfig) -> Estimate:
 
 
 def _max_call_ms(config: ProfileConfig, is_cuda: bool) -> float | None:
-    """The call time after which an auto search stops: --max-call-ms; on a CPU 2 s by default."""
+    """The call time after which an auto search stops: `max_call_ms`; on a CPU 2 s by default."""
     return config.max_call_ms if config.max_call_ms is not None else (None if is_cuda else 2000.0)
 
 
@@ -133,7 +133,7 @@ class _TorchSweep:
             missing = sorted(set(config.fresh_warmup_at) - set(config.batch_sizes))
             if missing:
                 raise InputError(
-                    f"--fresh-warmup-at {','.join(map(str, missing))} is not among --batch-sizes; "
+                    f"`fresh_warmup_at` {','.join(map(str, missing))} is not among `batch_sizes`; "
                     "choose batch sizes the sweep measures."
                 )
         self.device = check_device(config.device)
@@ -232,11 +232,11 @@ class _TorchSweep:
         backstop = seconds + c.call_timeout_s + 60
         if c.warmup == "in-process":
             with WorkerProcess(own_compile_cache=c.compile) as prober:
-                reply = prober.request(self._load_request(), c.worker_timeout_s, "--worker-timeout")
+                reply = prober.request(self._load_request(), c.worker_timeout_s, "`worker_timeout_s`")
                 if reply["status"] == "ok":
-                    reply = prober.request(request, backstop, "--call-timeout")
+                    reply = prober.request(request, backstop, "`call_timeout_s`")
         else:
-            reply = self.measuring.request(request, backstop, "--call-timeout")
+            reply = self.measuring.request(request, backstop, "`call_timeout_s`")
         if reply["status"] != "ok" or reply.get("drift_rel_sd") is None:
             if not self.measuring.is_alive():
                 self.loaded = {**self.loaded, **self._start_measuring_worker()}
@@ -281,8 +281,8 @@ class _TorchSweep:
         if sticky is not None:
             raise BackendError(
                 f"the CUDA context broke at {input_size} px, batch {batch_size} ({sticky}); every later call in "
-                f"that process would fail, so the sweep stops here. {self.output.saved()} Run the same command with "
-                "--resume to go on (this point is recorded as an error)."
+                f"that process would fail, so the sweep stops here. {self.output.saved()} Run it again with `resume` "
+                "to go on (this point is recorded as an error)."
             )
         total = self.done + sum(self.remaining_bound.values())
         self.notify(
@@ -403,7 +403,7 @@ class _TorchSweep:
         """Start (or restart) the measuring worker and load the model; a failure here ends the sweep."""
         self.measuring = WorkerProcess(own_compile_cache=self.config.compile)
         self.measuring.start()
-        loaded = self.measuring.request(self._load_request(), self.config.worker_timeout_s, "--worker-timeout")
+        loaded = self.measuring.request(self._load_request(), self.config.worker_timeout_s, "`worker_timeout_s`")
         if loaded["status"] != "ok":
             self.measuring.stop()
             self._raise_load_failure(loaded)
@@ -415,7 +415,7 @@ class _TorchSweep:
         message = reply.get("error", "")
         if reply["kind"] == "input":  # a file that is not TorchScript, a model that needs torchvision ...
             raise InputError(message)
-        resume = f" {self.output.saved()} Run the same command with --resume to go on." if self.measured else ""
+        resume = f" {self.output.saved()} Run it again with `resume` to go on." if self.measured else ""
         raise BackendError(f"the model could not be loaded on {self.device}: {message}.{resume}")
 
     def _steady_request(
@@ -439,7 +439,7 @@ class _TorchSweep:
         if self.measuring is None or not self.measuring.is_alive():
             self.loaded = {**self.loaded, **self._start_measuring_worker()}
         request, backstop = self._steady_request(batch_size, input_size, timed_first_call, memory_limit)
-        reply = self.measuring.request(request, backstop, "--call-timeout")
+        reply = self.measuring.request(request, backstop, "`call_timeout_s`")
         # A worker whose call timed out ends itself right after its answer: it may not have exited yet.
         if reply["status"] != "ok" and (reply.get("kind") == "timeout" or not self.measuring.is_alive()):
             self.measuring.stop()  # a new one takes over at the next point
@@ -450,11 +450,11 @@ class _TorchSweep:
         measures the point as the measuring worker does (its first calls untimed), and is stopped, however
         this ends (the `with`)."""
         with WorkerProcess(own_compile_cache=self.config.compile) as extra:
-            loaded = extra.request(self._load_request(), self.config.worker_timeout_s, "--worker-timeout")
+            loaded = extra.request(self._load_request(), self.config.worker_timeout_s, "`worker_timeout_s`")
             if loaded["status"] != "ok":
                 return loaded
             request, backstop = self._steady_request(batch_size, input_size, False, self.memory_limit)
-            return extra.request(request, backstop, "--call-timeout")
+            return extra.request(request, backstop, "`call_timeout_s`")
 
     def _fresh_warmup(self, batch_size: int, input_size: int) -> dict:
         """A fresh worker: load the model, time the first call at this batch size, exit. The answer has
@@ -462,7 +462,7 @@ class _TorchSweep:
         `load_*` and `cold_start_ms` columns; docs/profile.md, "Where the load goes")."""
         deadline = time.monotonic() + self.config.worker_timeout_s
         with WorkerProcess(own_compile_cache=self.config.compile) as fresh:
-            loaded = fresh.request(self._load_request(), self.config.worker_timeout_s, "--worker-timeout")
+            loaded = fresh.request(self._load_request(), self.config.worker_timeout_s, "`worker_timeout_s`")
             if loaded["status"] != "ok":
                 return loaded
             request = {
@@ -471,7 +471,7 @@ class _TorchSweep:
                 "input_size": input_size,
                 "memory_limit_mb": self.memory_limit,
             }
-            first = fresh.request(request, max(1.0, deadline - time.monotonic()), "--worker-timeout")
+            first = fresh.request(request, max(1.0, deadline - time.monotonic()), "`worker_timeout_s`")
             answered = time.monotonic()
         parts = {
             "start_python_ms": (loaded["began_at"] - fresh.started_at) * 1e3,
