@@ -52,7 +52,6 @@ CONVERTED = (
     "perfmodel/_version.py",
     "perfmodel/errors.py",
     "perfmodel/files.py",
-    "perfmodel/fixed_costs.py",
     "perfmodel/lazy.py",
     "perfmodel/loading.py",
     "perfmodel/memory.py",
@@ -140,9 +139,8 @@ _COMMAND = re.compile(r"`perfmodel [^`]*`|\bperfmodel [a-z_]+(?: --[\w-]+)*")
 # The command line's own modules, which name flags: the parser, its commands, what it prints, the exit codes'
 # descriptions in its --help.
 CLI_SIDE = ("perfmodel/cli.py", "perfmodel/console.py", "perfmodel/exit_codes.py", "perfmodel/commands/")
-# Being reshaped by other branches of issue 42, which convert them: plans (h/houseplan), runs (h/houserun), and
-# schema.py's GPU-name check (the planning side's wording).
-PENDING = ("perfmodel/planning/", "perfmodel/run/", "perfmodel/schema.py")
+# Being reshaped by other branches of issue 42, which convert them: plans (h/houseplan), runs (h/houserun).
+PENDING = ("perfmodel/planning/", "perfmodel/run/")
 
 
 def _perfmodel_flags() -> set[str]:
@@ -268,11 +266,12 @@ def _strings(tree: ast.Module) -> set[tuple[int, str]]:
         if isinstance(node, ast.Call) and _called(node) == "add_argument":  # triton_server.py's own flags
             skip |= set(ast.walk(node))
         if isinstance(node, ast.JoinedStr):
-            skip |= set(node.values)  # said once, joined
+            skip |= set(node.values)  # read joined: a quoted command may hold placeholders
     found = set()
     for node in ast.walk(tree):
-        if node not in skip and isinstance(node, (ast.Constant, ast.JoinedStr)):
-            found |= {(node.lineno, t) for t in _texts(node) if not re.fullmatch(r"--[\w-]+", t)}
+        if isinstance(node, (ast.Constant, ast.JoinedStr)) and node not in skip:
+            text = _texts(node)[:1]  # the node's own text (a JoinedStr's joined), none for a number
+            found |= {(node.lineno, t) for t in text if not re.fullmatch(r"--[\w-]+", t)}
     return found
 
 
