@@ -39,6 +39,13 @@ def test_the_library_names_the_parameter_and_the_command_line_the_flag(tmp_path,
     assert cli.main([*argv, "--out", str(tmp_path / "p.csv")]) == 2
     said = capsys.readouterr().err
     assert "--batch-size lists 3 batch sizes for 2 files" in said and "`" not in said
+    settings = perfmodel.ImportSettings(model="m", backend="triton", precision="fp32", batch_sizes=(1,))
+    with pytest.raises(perfmodel.InputError, match="does not say its hardware, input size: give `hardware`, `input_s"):
+        perfmodel.import_profile("perf-analyzer", files[:1], settings)
+    argv = [*argv[:2], str(files[0]), "--batch-size", "1", "--model", "m", "--backend", "triton", "--precision", "fp32"]
+    assert cli.main([*argv, "--out", str(tmp_path / "p.csv")]) == 2
+    said = capsys.readouterr().err
+    assert "does not say its hardware, input size: give --hardware, --input-size." in said and "`" not in said
 
 
 # The modules whose messages name parameters: the whole package but the command line's own modules (CLI_SIDE),
