@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+RESULTS_004 = "2026-11-28-intel-r-xeon-r-processor-2-80ghz-3a66e26181"  # the run 004's README cites
 
 
 def _load(name: str):
@@ -23,13 +24,15 @@ def _load(name: str):
 
 def test_004_reproduces_its_committed_plans_on_the_fixed_rule():
     """004 compares fixed rules (margin 0/5/10% on p50, p99): since plan's default --confidence 0.95, the
-    margin-0 row silently became a 95% plan (10 s: 4 167 devices instead of 1 755) unless the script says
-    which rule it means."""
+    margin-0 row silently became a 95% plan (10 s, then: 4 167 devices instead of 1 755) unless the script
+    says which rule it means. The committed run is the one its README cites (the plans count the median
+    of the profile's loads, one per process: issue 37)."""
     run = _load("004_planning_curves/run.py")
     profiles = sorted(str(p) for p in (EXPERIMENTS.parent / "profiles").glob("cpu-*.csv"))
     got = run.solve_grid(profiles, "resnet50", 224, 100_000, np.array([10.0]), 64)
-    committed = pd.read_csv(EXPERIMENTS / "004_planning_curves/results/2026-11-21-6ae9fcc/results.csv")
+    committed = pd.read_csv(EXPERIMENTS / "004_planning_curves/results" / RESULTS_004 / "results.csv")
     committed = committed[(committed["input_size"] == 224) & (committed["deadline_s"] == 10.0)]
+    assert RESULTS_004 in (EXPERIMENTS / "004_planning_curves/README.md").read_text()
     assert got.set_index("plan")["gpus"].to_dict() == committed.set_index("plan")["gpus"].to_dict()
     assert got.set_index("plan")["images_planned"].to_dict() == committed.set_index("plan")["images_planned"].to_dict()
 
