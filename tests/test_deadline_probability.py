@@ -470,7 +470,7 @@ def test_a_fit_on_three_batch_sizes_does_not_move_the_plans_median_by_its_one_er
     path = tmp_path / "three.json"
     fit(pd.DataFrame(rows)).save(path)
     job = make_plan(20_000, "10s", predictors=[str(path)], pool={"cpu": 1}, input_size=32)
-    quantiles = job.plan.annotations["makespan_quantiles_s"]
+    quantiles = job.annotations.deadline.quantiles_s
     assert quantiles["p50"] == pytest.approx(job.plan.makespan_s, rel=0.1)
     assert quantiles["p95"] > 1.2 * job.plan.makespan_s
 

@@ -338,7 +338,7 @@ def test_a_plan_from_a_predictor_uses_its_load_time_and_agrees_with_the_profile(
 def test_predictors_stay_within_twice_the_measured_batch_unless_told():
     plan = make_plan(1_000_000, 60, predictors=[FakePredictor()], input_size=64, pool={"gpu": 100})
     assert max(a.batch_size for a in plan.assignments) <= 2 * FakeGroup.batch_range[1]
-    assert plan.annotations["extrapolation"]["allowed"] is False
+    assert plan.annotations.basis["extrapolation"]["allowed"] is False
     far = make_plan(1_000_000, 60, predictors=[FakePredictor()], input_size=64, pool={"gpu": 100}, extrapolate=True)
     assert max(a.batch_size for a in far.assignments) > 2 * FakeGroup.batch_range[1]
     d = far.to_dict()

@@ -47,7 +47,7 @@ def profile(tmp_path_factory):
 def plan(profile, images, deadline_s, **kwargs):
     settings = dict(profiles=[profile], confidence="none", **kwargs)
     job = make_plan(images, deadline_s, **settings)
-    (choice,) = job.plan.annotations["option_choice"]
+    (choice,) = job.to_dict()["option_choice"]
     return job.plan, choice
 
 
@@ -90,4 +90,4 @@ def test_relaxed_plans_take_the_option_with_the_most_images(profile):
 
 def test_one_option_has_nothing_to_explain(profile):
     job = make_plan(30_000, 10.0, profiles=[profile], confidence="none", backend=EAGER)
-    assert job.plan.annotations["option_choice"] == []
+    assert job.annotations.option_choice == ()

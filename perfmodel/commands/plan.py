@@ -239,25 +239,18 @@ def _confidence(text: str) -> float | str:
 
 def run(args) -> int:
     from perfmodel.planning.batch import MAX_IMAGES, NoPlanError, make_plan
-    from perfmodel.planning.batch_text import (
-        PLAN_COLUMNS,
-        describe,
-        notes,
-        plan_rows,
-        probability_line,
-        summary,
-        transferred_lines,
-    )
+    from perfmodel.planning.batch_text import PLAN_COLUMNS, plan_text
     from perfmodel.planning.context import PLAN_FORMAT, PLAN_SCHEMA_VERSION
     from perfmodel.readers import given
     from perfmodel.units import parse_mix
 
+    mix = None if args.mix is None else parse_mix(args.mix, args.images, maximum=MAX_IMAGES)  # shares of --images
     try:
-        plan = make_plan(
+        job = make_plan(
             images=args.images,
             deadline=args.deadline,
             input_size=args.input_size,
-            mix=None if args.mix is None else parse_mix(args.mix, args.images, maximum=MAX_IMAGES),
+            mix=mix,
             pool=args.pool,
             profiles=args.profile,
             predictors=args.predictor,
@@ -283,25 +276,14 @@ def run(args) -> int:
             head = {"format": PLAN_FORMAT, "schema_version": PLAN_SCHEMA_VERSION}
             console.print_json(console.clean_for_json({**head, **exc.diagnosis.to_dict()}))
         raise
-    if args.json:
-        console.print_json(console.clean_for_json(plan.to_dict()))
+    if not args.json:
+        said = plan_text(job)
+        for line in said.lines:
+            console.out.print(line, markup=False)
+        if said.rows:
+            console.table(None, PLAN_COLUMNS, said.rows)
+        for line in said.notes:
+            console.note(line)
         return 0
-    console.out.print(summary(plan), markup=False)
-    for line in transferred_lines(plan.annotations):
-        console.out.print(line, markup=False)
-    line = probability_line(plan.plan.to_dict(per_gpu_limit=0))
-    if line:
-        console.out.print(line, markup=False)
-    for line in describe(plan):
-        console.out.print(line, markup=False)
-    if plan.assignments:
-        console.table(None, PLAN_COLUMNS, plan_rows(plan))
-    for line in notes(plan.annotations):
-        console.note(line)
-    for chosen in plan.annotations.get("option_choice", []):
-        console.note(chosen["why"])
-    console.note(
-        f"finish = load + warm-up (the first batch) + (batches - 1) x batch time; Pyomo built the model in "
-        f"{plan.build_time_s * 1000:.1f} ms, HiGHS solved it in {plan.solver_time_s * 1000:.1f} ms."
-    )
+    console.print_json(console.clean_for_json(job.to_dict()))
     return 0

@@ -9,17 +9,16 @@ batch_text.py words the result for people.
 
 from __future__ import annotations
 
-import dataclasses
-
 import solvers
 from perfmodel import shipped
 from perfmodel.errors import InputError
 from perfmodel.planning import choice
 from perfmodel.planning.basis import Basis
 from perfmodel.planning.batch_request import MAX_GPUS, MAX_IMAGES, PlanRequest, asked
-from perfmodel.planning.batch_search import NoPlanError, deadline_keys, plan_for_probability, solve
+from perfmodel.planning.batch_search import NoPlanError, plan_for_probability, solve
 from perfmodel.planning.batch_sources import gather, warn_unmeasured_warmup
-from perfmodel.planning.context import PlannedJob, build_context, model_argument
+from perfmodel.planning.context import PlanAnnotations, PlannedJob, build_context, model_argument
+from perfmodel.planning.makespan import DeadlineProbability
 from perfmodel.planning.sources import pool_counts
 from perfmodel.planning.spread import makespan_of
 
@@ -68,15 +67,15 @@ def make_plan(
     else:
         plan, distribution = plan_for_probability(solve_at, basis, a.deadline_s, a.target, len(a.workload) == 1)
     warn_unmeasured_warmup(basis, plan)
-    annotations = {**basis.to_dict(plan), **deadline_keys(distribution, a.deadline_s, a.target)}
-    annotations["option_choice"] = choice.explain(
-        plan, {(k, s): o.candidates(s) for k, o in options.items() for s in a.workload}
+    annotations = PlanAnnotations(
+        basis.to_dict(plan),
+        DeadlineProbability.of(distribution, a.deadline_s, a.target),
+        choice.explain(plan, {(k, s): o.candidates(s) for k, o in options.items() for s in a.workload}),
     )
-    plan = dataclasses.replace(plan, annotations=annotations)
     context = build_context(
         model, model_path, sorted(a.workload), r.use, a.margin, profiles, predictors, options, basis, r.decode or 0.0
     )
-    return PlannedJob(plan, context)
+    return PlannedJob(plan, context, annotations)
 
 
 def _problem(options, workload, deadline_s, r: PlanRequest, margin: float, basis) -> solvers.Problem:

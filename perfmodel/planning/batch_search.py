@@ -128,24 +128,3 @@ def _no_plan_for(exc: NoPlanError, margin: float, solve_at, basis, deadline_s, t
 
 def _probability(plan: solvers.Plan, basis, deadline_s: float) -> float:
     return makespan_of(plan, basis).probability(deadline_s)
-
-
-def deadline_keys(distribution, deadline_s: float, target: float | None) -> dict:
-    """The plan JSON's keys about its deadline probability."""
-    quantiles = distribution.quantiles()
-    check = distribution.simulate(deadline_s)
-    return {
-        "deadline_probability": distribution.probability(deadline_s),
-        "makespan_quantiles_s": {f"p{round(q * 100)}": v for q, v in quantiles.items()},
-        "spread_by_source_s": distribution.spread_by_source(),
-        "confidence": {
-            "asked": target,
-            "rule": "probability" if target is not None else "fixed (margin, p50 or p99)",
-        },
-        "makespan_model": {
-            "method": "lognormal sum per worker, quadrature over the shared factors (planning/makespan.py)",
-            "simulated_probability": None if check is None else check["probability"],
-            "simulated_draws": None if check is None else check["draws"],
-            "drift": {name: basis_drift.to_dict() for name, basis_drift in distribution.drifts.items()},
-        },
-    }

@@ -1,19 +1,44 @@
-"""A batch plan for people: the lines `perfmodel plan` prints, and why no plan meets a deadline.
+"""A batch plan for people: what `perfmodel plan` prints (plan_text), and why no plan meets a deadline.
 
 The text apart from the logic: make_plan (batch.py) builds the plan and its annotations; this module only
 words them. The one-line summary, the deadline probability, what the plan was made of and its fixed costs,
-the table of GPU groups, where each type's numbers come from and what they lack (from the plan JSON's
-basis keys), and the message of a plan refused (explain).
+the table of GPU groups, where each type's numbers come from and what they lack (notes, from the plan
+JSON's basis keys, as a plan file holds them), why each type serves with its option, and the message of a
+plan refused (explain).
 """
 
 from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 
 import solvers
 from perfmodel.planning.context import GIVEN_LOAD, LoadTime, PlannedJob
 from perfmodel.units import figure, format_seconds
+
+
+@dataclass(frozen=True)
+class PlanText:
+    """A plan as `perfmodel plan` says it: lines for standard output, the table of GPU groups (PLAN_COLUMNS)
+    after them, and notes for standard error."""
+
+    lines: tuple[str, ...]
+    rows: tuple[tuple, ...]
+    notes: tuple[str, ...]
+
+
+def plan_text(job: PlannedJob) -> PlanText:
+    """Everything `perfmodel plan` prints of a plan, in the order it prints it."""
+    lines = [summary(job), *transferred_lines(job.annotations.basis)]
+    line = probability_line(job.to_dict(per_gpu_limit=0))
+    lines += ([line] if line else []) + describe(job)
+    notes_ = [*notes(job.annotations.basis), *(choice.why for choice in job.annotations.option_choice)]
+    notes_.append(
+        f"finish = load + warm-up (the first batch) + (batches - 1) x batch time; Pyomo built the model in "
+        f"{job.build_time_s * 1000:.1f} ms, HiGHS solved it in {job.solver_time_s * 1000:.1f} ms."
+    )
+    return PlanText(tuple(lines), tuple(plan_rows(job)), tuple(notes_))
 
 
 def explain(d: solvers.Diagnosis) -> str:
@@ -35,7 +60,7 @@ def explain(d: solvers.Diagnosis) -> str:
     return message
 
 
-def summary(plan: solvers.Plan) -> str:
+def summary(plan: PlannedJob) -> str:
     """One line: '12 x cpu, 100,000 images by 58.7 s of 60 s (margin 5%), optimal, solved in 14 ms'."""
     gpus = " + ".join(f"{n:,} x {name}" for name, n in plan.gpus_by_type.items()) or "no GPUs"
     asked = None if None in plan.images_requested.values() else sum(plan.images_requested.values())
@@ -47,7 +72,7 @@ def summary(plan: solvers.Plan) -> str:
             else f"{plan.total_images:,} images (as many as fit)"
         )
     line = f"{gpus}, {images} by {format_seconds(plan.makespan_s)} of {format_seconds(plan.deadline_s)}"
-    if plan.margin and plan.annotations.get("confidence", {}).get("asked") is None:
+    if plan.margin and plan.annotations.deadline.asked is None:
         line += f" (margin {plan.margin:.0%})"
     line += ", optimal" if plan.status == "optimal" else f", within {plan.gap:.2%} of optimal"
     if plan.cost is not None:
@@ -122,14 +147,14 @@ SPREAD_NAMES = {  # spread_by_source_s's keys, said for people
 
 
 def _largest_part(job: PlannedJob) -> str:
-    spread = job.plan.annotations.get("spread_by_source_s") or {}
+    spread = job.annotations.deadline.spread_by_source_s
     if not spread or max(spread.values()) <= 0:
         return ""
     source = max(spread, key=spread.get)
     return f"; the largest part: {SPREAD_NAMES.get(source, source)}"
 
 
-def _fixed_costs(name: str, load: LoadTime, fixed: dict | None, plan) -> list[str]:
+def _fixed_costs(name: str, load: LoadTime, fixed: dict | None, job: PlannedJob) -> list[str]:
     """What a worker of the type pays before its batches: the load and the first call, as measured (or
     what stands in for them), and their share of the deadline (fixed_costs.py)."""
     if fixed is None:  # a plan of no images of this type
@@ -143,10 +168,10 @@ def _fixed_costs(name: str, load: LoadTime, fixed: dict | None, plan) -> list[st
             line += (
                 f"; first call{'' if len(fixed['first_call_excess']) == 1 else f' ({option})'}: {first['described']}"
             )
-    spread = (plan.annotations.get("spread_by_source_s") or {}).get("load and warm-up")
+    spread = job.annotations.deadline.spread_by_source_s.get("load and warm-up")
     share = (
         f"load and first batch take {fixed['load_and_first_call_s']:.3g} s, {fixed['share_of_deadline']:.0%} of "
-        f"the {format_seconds(plan.deadline_s)} deadline"
+        f"the {format_seconds(job.deadline_s)} deadline"
     )
     if spread is not None:
         share += f"; their spread adds {format_seconds(spread)} to the makespan's p95"
@@ -157,7 +182,7 @@ def describe(job: PlannedJob) -> list[str]:
     """Lines for people: what was planned, from which files, under which assumptions."""
     c = job.context
     model = f"{c.model} ({c.model_path})" if c.model_path else c.model
-    asked = (job.plan.annotations.get("confidence") or {}).get("asked")
+    asked = job.annotations.deadline.asked
     if asked is not None:
         reserve = (
             f"{job.plan.margin:.1%} of the deadline kept in reserve for the spread{_largest_part(job)}"
@@ -171,10 +196,10 @@ def describe(job: PlannedJob) -> list[str]:
     for s in c.sources:
         where = _shown(s.path) if s.path else "a predictor object"
         lines.append(f"planned from {s.kind} {where}" + (f" (sha256 {s.sha256[:12]})" if s.sha256 else ""))
-    types = job.plan.annotations.get("data_by_type") or {}
+    types = job.annotations.basis.get("data_by_type") or {}
     for name, t in c.load_times.items():
         if name in job.plan.gpus_by_type:
-            lines += _fixed_costs(name, t, (types.get(name) or {}).get("fixed_costs"), job.plan)
+            lines += _fixed_costs(name, t, (types.get(name) or {}).get("fixed_costs"), job)
     if c.decode_s:
         lines.append(f"decoding: {c.decode_s * 1000:.3g} ms per image, added to every batch (--decode-time)")
     return lines

@@ -10,6 +10,7 @@ does per GPU by the plan's time limit, and what the best other one would have ne
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,7 +18,49 @@ import solvers
 from solvers.capacity import fits
 
 
-def explain(plan: solvers.Plan, candidates: dict[tuple[str, int], solvers.Candidates]) -> list[dict]:
+@dataclass(frozen=True)
+class OptionBest:
+    """One option's best batch on a type: the most images one GPU does by the plan's time limit."""
+
+    option: str
+    gpus: int | None  # the chosen option: the GPUs the plan gives it; the runner-up: what it would need
+    batch_size: int
+    images_per_gpu: int
+    first_batch_s: float
+    finish_s: float  # when a GPU would finish its share of the images (inf: never by the limit)
+
+    def to_dict(self) -> dict:
+        return {
+            "option": self.option,
+            "gpus": self.gpus,
+            "batch_size": self.batch_size,
+            "images_per_gpu": self.images_per_gpu,
+            "first_batch_s": self.first_batch_s,
+            "finish_s": self.finish_s,
+        }
+
+
+@dataclass(frozen=True)
+class OptionChoice:
+    """Why a type serves an input size with the option the plan gives it: the chosen one beside the runner-up."""
+
+    hardware: str
+    input_size: int
+    chosen: OptionBest
+    runner_up: OptionBest
+    why: str  # one line for people
+
+    def to_dict(self) -> dict:
+        return {
+            "hardware": self.hardware,
+            "input_size": self.input_size,
+            "chosen": self.chosen.to_dict(),
+            "runner_up": self.runner_up.to_dict(),
+            "why": self.why,
+        }
+
+
+def explain(plan: solvers.Plan, candidates: dict[tuple[str, int], solvers.Candidates]) -> tuple[OptionChoice, ...]:
     """The plan's `option_choice`: per (type, input size) used with a choice of options, the chosen option
     and the runner-up (the other option with the most images per GPU by the plan's time limit)."""
     out = []
@@ -32,15 +75,11 @@ def explain(plan: solvers.Plan, candidates: dict[tuple[str, int], solvers.Candid
         best = {label: _best(c, label, load, limit, images / gpus) for label in labels}
         others = [label for label in labels if label != chosen]
         runner_up = max(others, key=lambda label: (best[label]["images_per_gpu"], -best[label]["finish_s"]))
-        entry = {
-            "hardware": hardware,
-            "input_size": size,
-            "chosen": {"option": chosen, "gpus": gpus, **best[chosen]},
-            "runner_up": {"option": runner_up, "gpus": _gpus(best[runner_up], images, plan.mode), **best[runner_up]},
-        }
-        entry["why"] = _why(entry, images, limit, plan.mode)
-        out.append(entry)
-    return out
+        first = OptionBest(chosen, gpus, **best[chosen])
+        second = OptionBest(runner_up, _gpus(best[runner_up], images, plan.mode), **best[runner_up])
+        why = _why(f"{hardware} at {size} px", first, second, images, limit, plan.mode)
+        out.append(OptionChoice(hardware, size, first, second, why))
+    return tuple(out)
 
 
 def _used(plan: solvers.Plan) -> dict[tuple[str, int], list]:
@@ -76,26 +115,24 @@ def _gpus(best: dict, images: int, mode: str) -> int | None:
     return math.ceil(images / best["images_per_gpu"])
 
 
-def _why(entry: dict, images: int, limit: float, mode: str) -> str:
-    chosen, other = entry["chosen"], entry["runner_up"]
-    where = f"{entry['hardware']} at {entry['input_size']} px"
+def _why(where: str, chosen: OptionBest, other: OptionBest, images: int, limit: float, mode: str) -> str:
     said = (
-        f"{where}: {chosen['option']} (batch {chosen['batch_size']}, first batch done at "
-        f"{_seconds(chosen['first_batch_s'])}, {chosen['images_per_gpu']:,} images per GPU by {_seconds(limit)})"
+        f"{where}: {chosen.option} (batch {chosen.batch_size}, first batch done at "
+        f"{_seconds(chosen.first_batch_s)}, {chosen.images_per_gpu:,} images per GPU by {_seconds(limit)})"
     )
-    if not other["images_per_gpu"]:
+    if not other.images_per_gpu:
         return (
-            f"{said}; the runner-up {other['option']} would finish its first batch only at "
-            f"{_seconds(other['first_batch_s'])}, after the {_seconds(limit)} the plan has."
+            f"{said}; the runner-up {other.option} would finish its first batch only at "
+            f"{_seconds(other.first_batch_s)}, after the {_seconds(limit)} the plan has."
         )
-    runner = f"the runner-up {other['option']} does {other['images_per_gpu']:,} (batch {other['batch_size']})"
+    runner = f"the runner-up {other.option} does {other.images_per_gpu:,} (batch {other.batch_size})"
     if mode != "soft":
         return f"{said}; {runner}."
-    if other["gpus"] != chosen["gpus"]:
-        return f"{said}; {runner}: {other['gpus']:,} GPUs for these {images:,} images instead of {chosen['gpus']:,}."
+    if other.gpus != chosen.gpus:
+        return f"{said}; {runner}: {other.gpus:,} GPUs for these {images:,} images instead of {chosen.gpus:,}."
     return (
-        f"{said}; {runner}: as many GPUs, but they would finish at {_seconds(other['finish_s'])} "
-        f"instead of {_seconds(chosen['finish_s'])}."
+        f"{said}; {runner}: as many GPUs, but they would finish at {_seconds(other.finish_s)} "
+        f"instead of {_seconds(chosen.finish_s)}."
     )
 
 

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import solvers
+from perfmodel.planning.choice import OptionChoice
 from perfmodel.planning.fields import PLAN_FORMAT, PLAN_SCHEMA_VERSION
+from perfmodel.planning.makespan import DeadlineProbability
 
 GIVEN_LOAD = "--load-time"  # the plan JSON's load source where the caller gave `load_time` (its name there)
 TORCHSCRIPT_SUFFIXES = (".pt", ".pth", ".ts", ".jit")
@@ -90,25 +94,43 @@ class PlanContext:
 
 
 @dataclass(frozen=True)
+class PlanAnnotations:
+    """What make_plan says about its plan beyond the solver's answer, as values; to_dict gives the plan JSON's
+    keys, at the JSON edge."""
+
+    basis: Mapping[str, Any]  # where the numbers come from and what they lack: Basis.to_dict, read as in a file
+    deadline: DeadlineProbability  # how surely the plan finishes by its deadline
+    option_choice: tuple[OptionChoice, ...]  # why each type serves with its option
+
+    def to_dict(self) -> dict:
+        return {
+            **self.basis,
+            **self.deadline.to_dict(),
+            "option_choice": [choice.to_dict() for choice in self.option_choice],
+        }
+
+
+@dataclass(frozen=True)
 class PlannedJob:
-    """A plan (solvers.Plan) with the context it was made in. Attributes of the plan read through:
-    `job.makespan_s` is `job.plan.makespan_s`."""
+    """A plan (solvers.Plan) with the context it was made in and what make_plan says about it. Attributes of
+    the plan read through: `job.makespan_s` is `job.plan.makespan_s`."""
 
     plan: solvers.Plan
     context: PlanContext
+    annotations: PlanAnnotations
 
     def __getattr__(self, name: str):
-        if name in ("plan", "context") or name.startswith("__"):  # not set yet (copy, unpickling)
+        if name in ("plan", "context", "annotations") or name.startswith("__"):  # not set yet (copy, unpickling)
             raise AttributeError(name)
         return getattr(self.plan, name)
 
     def to_dict(self, per_gpu_limit: int = solvers.solution.PER_GPU_LIMIT) -> dict:
-        """The plan JSON: the context's keys first, then the plan's; each assignment and GPU names its
-        backend and precision beside its option label."""
+        """The plan JSON: the context's keys first, then the plan's, then the annotations'; each assignment and
+        GPU names its backend and precision beside its option label."""
         data = self.plan.to_dict(per_gpu_limit)
         for row in data["assignments"] + (data["gpus"] or []):
             row.update(self.context.option(row["hardware"], row["option"]))
-        return {**self.context.to_dict(), **data}
+        return {**self.context.to_dict(), **data, **self.annotations.to_dict()}
 
 
 def option_of(item) -> Option:

@@ -218,6 +218,51 @@ class Makespan:
         }
 
 
+@dataclass(frozen=True)
+class DeadlineProbability:
+    """How surely a plan finishes by its deadline: its Makespan at the deadline, and the probability it was
+    planned for (`asked`; None: the fixed rule, margin, p50 or p99). to_dict: the plan JSON's keys."""
+
+    probability: float
+    quantiles_s: dict[str, float]  # the makespan's p50, p95 ... in seconds
+    spread_by_source_s: dict[str, float]  # what each source of spread adds to the p95 (SOURCES)
+    asked: float | None
+    simulated_probability: float | None  # the batch-level simulation's check, where it ran
+    simulated_draws: int | None
+    drifts: dict[str, Drift]  # each type's machine drift, as planned with
+
+    @classmethod
+    def of(cls, distribution: Makespan, deadline_s: float, asked: float | None) -> DeadlineProbability:
+        check = distribution.simulate(deadline_s) or {}
+        return cls(
+            distribution.probability(deadline_s),
+            {f"p{round(q * 100)}": v for q, v in distribution.quantiles().items()},
+            distribution.spread_by_source(),
+            asked,
+            check.get("probability"),
+            check.get("draws"),
+            dict(distribution.drifts),
+        )
+
+    def to_dict(self) -> dict:
+        """The plan JSON's keys about its deadline probability."""
+        return {
+            "deadline_probability": self.probability,
+            "makespan_quantiles_s": dict(self.quantiles_s),
+            "spread_by_source_s": dict(self.spread_by_source_s),
+            "confidence": {
+                "asked": self.asked,
+                "rule": "probability" if self.asked is not None else "fixed (margin, p50 or p99)",
+            },
+            "makespan_model": {
+                "method": "lognormal sum per worker, quadrature over the shared factors (planning/makespan.py)",
+                "simulated_probability": self.simulated_probability,
+                "simulated_draws": self.simulated_draws,
+                "drift": {name: drift.to_dict() for name, drift in self.drifts.items()},
+            },
+        }
+
+
 LOG_CDF_RANGE = (-37.0, 9.0)  # below, Phi(z) leaves float64; above, it is 1 to within 1e-19
 LOG_CDF_STEP = 1e-3  # log Phi has |second derivative| <= 1: linear interpolation is within STEP^2 / 8
 
