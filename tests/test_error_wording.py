@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 import warnings
 from pathlib import Path
@@ -138,6 +139,23 @@ CONVERTED = (
     "perfmodel/planning/spread.py",
     "perfmodel/fixed_costs.py",
     "perfmodel/schema.py",
+    "perfmodel/run/__init__.py",
+    "perfmodel/run/budget.py",
+    "perfmodel/run/cluster.py",
+    "perfmodel/run/execute.py",
+    "perfmodel/run/images.py",
+    "perfmodel/run/keeper.py",
+    "perfmodel/run/labels.py",
+    "perfmodel/run/planfile.py",
+    "perfmodel/run/progress.py",
+    "perfmodel/run/raynode.py",
+    "perfmodel/run/replan.py",
+    "perfmodel/run/result.py",
+    "perfmodel/run/shares.py",
+    "perfmodel/run/state.py",
+    "perfmodel/run/steal.py",
+    "perfmodel/run/text.py",
+    "perfmodel/run/worker.py",
 )
 ROOT = Path(__file__).resolve().parent.parent
 _ARGV = {"append", "extend", "insert", "add_argument", "Popen", "run", "check_call", "check_output"}
@@ -146,8 +164,8 @@ _COMMAND = re.compile(r"`perfmodel [^`]*`|\bperfmodel [a-z_]+(?: --[\w-]+)*")
 # The command line's own modules, which name flags: the parser, its commands, what it prints, the exit codes'
 # descriptions in its --help.
 CLI_SIDE = ("perfmodel/cli.py", "perfmodel/console.py", "perfmodel/exit_codes.py", "perfmodel/commands/")
-# Being reshaped by other branches of issue 42, which convert them: plans (h/houseplan), runs (h/houserun).
-PENDING = ("perfmodel/planning/", "perfmodel/run/")
+# Being reshaped by another branch of issue 42, which converts them: plans (h/houseplan).
+PENDING = ("perfmodel/planning/",)
 
 
 def _perfmodel_flags() -> set[str]:
@@ -290,7 +308,7 @@ def test_no_text_of_the_converted_modules_names_a_flag():
     found = [
         f"{path}:{line}: {text!r}"
         for path in CONVERTED
-        if not path.startswith(PENDING)  # their plan and run text follows with their reshaping
+        if not path.startswith(PENDING)  # their plan text follows with their reshaping
         for line, text in sorted(_strings(ast.parse((ROOT / path).read_text())))
         if flag.search(_COMMAND.sub("", text))
     ]
@@ -406,3 +424,57 @@ def test_fit_names_parameters_and_the_command_line_their_flags(tmp_path, capsys)
     assert "name another GPU with --target-hardware, or fit without --target-hardware" in said and "`" not in said
     (skipped,) = perfmodel.Predictor.load(out).provenance["transfer"]["skipped"]
     assert "name another GPU with `target_hardware`, or fit without `target_hardware`" in skipped
+
+
+def test_run_names_parameters_and_the_command_line_their_flags(tmp_path, capsys, monkeypatch):
+    """Without Ray: each refusal comes before anything starts."""
+    from run_data import make_images, write_plan
+
+    from perfmodel.run import cluster as clusters
+    from perfmodel.run.execute import RunOptions, check_model, prepare_inputs
+    from perfmodel.run.planfile import read_run_plan
+
+    def refused(*argv) -> str:
+        assert cli.main(["run", *map(str, argv)]) == 2
+        said = capsys.readouterr().err
+        assert "`" not in said
+        return said
+
+    path = write_plan(tmp_path, 40, 0.2)
+    plan = read_run_plan(path)
+    with pytest.raises(perfmodel.InputError, match="^`address` 'nowhere' is not host:port"):
+        clusters.resolve_address("nowhere")
+    assert "--address 'nowhere' is not host:port" in refused(path, "--synthetic", "--address", "nowhere")
+    # --resume with a file that is not a run's labels
+    folder, labels = tmp_path / "images", tmp_path / "labels.csv"
+    make_images(folder, 40)
+    labels.write_text("path,class\nx.jpg,1\n")
+    with pytest.raises(perfmodel.InputError, match="belongs to\\): give another `out`, or move it away"):
+        prepare_inputs(plan, RunOptions(images=str(folder), out=str(labels), resume=True))
+    said = refused(path, "--images", folder, "--out", labels, "--resume")
+    assert "belongs to): give another --out, or move it away." in said
+    # --images problems
+    with pytest.raises(perfmodel.InputError, match=f"^`images` {tmp_path / 'nowhere'} does not exist: give a folder"):
+        prepare_inputs(plan, RunOptions(images=str(tmp_path / "nowhere")))
+    assert f"--images {path} is a file, not a folder" in refused(path, "--images", path)
+    # a plan needing more CPUs than this machine has: re-plan with a smaller pool (perfmodel plan's flag)
+    with pytest.raises(perfmodel.InputError, match=r"re-plan with a smaller `pool` \(e.g. `pool` cpu=2\)"):
+        clusters.place(["cpu"] * 3, "cpu", [{"Resources": {"CPU": 2}}])
+    monkeypatch.setattr(clusters.os, "cpu_count", lambda: 2)
+    three = write_plan(tmp_path, 1000, 0.2, pool={"cpu": 3}, mode="relaxed", name="three.json")
+    assert "re-plan with a smaller --pool (e.g. --pool cpu=2)" in refused(three, "--synthetic")
+    # RunOptions.model_path is --model; a precision perfmodel run does not execute is perfmodel plan's --precision
+    data = json.loads(path.read_text())
+    data["model"] = {"name": "mynet", "path": None}
+    for row in data["gpus"] + data["assignments"]:
+        row["precision"] = "int8"
+    path.write_text(json.dumps(data))
+    with pytest.raises(perfmodel.InputError, match=r"re-plan with `precision` fp16"):
+        read_run_plan(path)
+    assert "re-plan with --precision fp16 (or another of them)." in refused(path, "--synthetic")
+    for row in data["gpus"] + data["assignments"]:
+        row["precision"] = "fp32"
+    path.write_text(json.dumps(data))
+    with pytest.raises(perfmodel.InputError, match=r"give its TorchScript file \(a .pt\) as `model_path`"):
+        check_model(read_run_plan(path), RunOptions(synthetic=True))
+    assert "give its TorchScript file (a .pt) as --model." in refused(path, "--synthetic")

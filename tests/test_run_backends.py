@@ -107,7 +107,7 @@ def test_the_fastest_option_is_planned_and_runnable(tmp_path):
     assert {(w.backend, w.precision) for w in plan.workers} == {("torch-channels-last-cuda-graphs", "fp16")}
     for w in plan.workers:
         check_runnable(w.backend, w.precision, "cuda", w.name)
-    with pytest.raises(InputError, match=r"needs a CUDA device \(CUDA graphs\): run it with --device cuda"):
+    with pytest.raises(InputError, match=r"needs a CUDA device \(CUDA graphs\): run it with `device` cuda"):
         check_runnable(plan.workers[0].backend, "fp16", "cpu", "GPU 1")
     with pytest.raises(InputError, match=r"needs a CUDA device \(TF32 math\)"):
         check_runnable("torch", "tf32", "cpu", "GPU 1")

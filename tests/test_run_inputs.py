@@ -65,7 +65,7 @@ def test_plans_that_cannot_be_run_are_refused(tmp_path, plan, capsys):
     negative = edited(tmp_path, plan, gpus_batches=-1)
     assert '"batches" is -1, not a whole number from 1 to' in refused(capsys, negative, "--synthetic")
     unknown = edited(tmp_path, plan, model={"name": "mynet", "path": None})
-    assert "give its TorchScript file with --model FILE.pt" in refused(capsys, unknown, "--synthetic")
+    assert "give its TorchScript file (a .pt) as --model." in refused(capsys, unknown, "--synthetic")
     assert "is a directory: give the TorchScript file" in refused(capsys, plan, "--synthetic", "--model", tmp_path)
 
 

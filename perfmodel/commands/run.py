@@ -8,6 +8,10 @@ import sys
 from perfmodel import console, exit_codes
 from perfmodel.commands.common import formatter, positive, sigterm_as_interrupt
 
+# The library parameters whose flag has another name (console.for_the_command_line: errors name parameters):
+# RunOptions' model_path, and make_plan's that a run's messages advise re-planning with (flags of perfmodel plan).
+PARAMETER_FLAGS = {"model_path": "--model", "pool": "--pool", "precision": "--precision", "backend": "--backend"}
+
 RUN_EXAMPLES = """examples:
   perfmodel plan --images 2000 --deadline 90s --profile p.csv --json > plan.json
   perfmodel run plan.json --synthetic --json > run.json             # the model alone, on random tensors
@@ -105,8 +109,12 @@ def run(args) -> int:
         decode_threads=args.decode_threads,
         fault=_fault_drill(),
     )
+
+    def said(line: str) -> str:  # library text as the command line says it
+        return console.for_the_command_line(line, args.flag_names)
+
     with sigterm_as_interrupt() as sigterm:
-        with _Live() as live:
+        with _Live(said) as live:
 
             def on_event(e) -> None:
                 if e.kind == "stopping":
@@ -126,14 +134,15 @@ def run(args) -> int:
             rows, lines, notes = text.rows(result), [text.summary(result), *text.lost_lines(result)], text.notes(result)
             console.table(None, text.COLUMNS, rows)
             for line in lines:
-                console.out.print(line, markup=False)
+                console.out.print(said(line), markup=False)
             for line in notes:
-                console.note(line)
+                console.note(said(line))
         else:
             console.print_json(console.clean_for_json(result.to_dict()))
         if sigterm.terminated and result.complete:
-            console.note(f"note: {text.COMPLETE_AFTER_SIGTERM}")
+            console.note(f"note: {said(text.COMPLETE_AFTER_SIGTERM)}")
         if ending is not None:  # and where the finished labels are
+            ending = said(ending)
             if args.out and not (result.images_done or result.images_resumed):  # no row: the file was not written
                 ending += f"; no label was finished, so {args.out} was not written: run again to do them"
             elif args.out:
@@ -159,7 +168,8 @@ def _fault_drill() -> tuple[int, int] | None:
 class _Live:
     """Live progress on a terminal (stderr): per hardware type, images done and ETA, measured vs planned."""
 
-    def __init__(self):
+    def __init__(self, said):
+        self.said = said  # library text as the command line says it
         self.bar = None
         self.tasks = {}
 
@@ -188,7 +198,7 @@ class _Live:
         from perfmodel.run import text
 
         if e.kind in ("behind", "died", "lost"):
-            line = text.event_line(e.kind, e.worker.plan.name, e.text)
+            line = self.said(text.event_line(e.kind, e.worker.plan.name, e.text))
             if self.bar is not None:  # above the live bars, not through them
                 self.bar.console.print(line, markup=False, highlight=False)
             else:
@@ -197,7 +207,7 @@ class _Live:
         if self.bar is None:
             return
         if e.kind == "phase":
-            self.bar.update(self.tasks[None], status=e.text)
+            self.bar.update(self.tasks[None], status=self.said(e.text))
             return
         if e.outlook is not None:
             self.bar.update(self.tasks[None], status=text.outlook_line(e.outlook))

@@ -65,12 +65,12 @@ def check(plan: RunPlan, device_of: dict[str, str], synthetic: bool, labels: boo
             f"the {len(plan.workers):,} worker(s) of {plan.path} need about {_size(sum(need.values()))} for their "
             f"input batches on this machine ({big.name}: batches of {big.batch_size:,} images of {big.input_size} "
             f"px, {_size(batch_bytes(big, 4))} each as float32), more than the {_size(free)} available: make a "
-            "plan with smaller batches or input sizes, or run it on a cluster (--address)."
+            "plan with smaller batches or input sizes, or run it on a cluster (`address`)."
         )
 
 
 def check_nodes(plan: RunPlan, device_of: dict[str, str], synthetic: bool, placements, nodes: list[dict]) -> None:
-    """On a cluster (--address), once each worker's node is chosen and before any starts: the input batches
+    """On a cluster (`address`), once each worker's node is chosen and before any starts: the input batches
     of the workers of each node against the memory Ray gives that node (its "memory" resource)."""
     memory = {n.get("NodeID"): n.get("Resources", {}).get("memory") for n in nodes}
     need: dict = {}

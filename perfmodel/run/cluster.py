@@ -329,7 +329,7 @@ def _quiet_error_listener() -> None:
 
 
 def resolve_address(address: str) -> str:
-    """--address as Ray's GCS host:port (or a ray:// URL), checked to answer within seconds."""
+    """`address` as Ray's GCS host:port (or a ray:// URL), checked to answer within seconds."""
     given = address
     if address == "auto":
         address = os.environ.get("RAY_ADDRESS", "")
@@ -337,8 +337,8 @@ def resolve_address(address: str) -> str:
             address = DEFAULT_RAY_ADDRESS_FILE.read_text().strip()
         if not address:
             raise InputError(
-                "--address auto found no running Ray cluster (no RAY_ADDRESS, no "
-                f"{DEFAULT_RAY_ADDRESS_FILE}): start one with `ray start --head`, or leave --address out "
+                "`address` auto found no running Ray cluster (no RAY_ADDRESS, no "
+                f"{DEFAULT_RAY_ADDRESS_FILE}): start one with `ray start --head`, or leave `address` out "
                 "to run on a local Ray that perfmodel starts."
             )
     host, port = _host_port(address, given)
@@ -347,7 +347,7 @@ def resolve_address(address: str) -> str:
             pass
     except OSError as exc:
         raise InputError(
-            f"no Ray cluster answers at {address} ({exc.strerror or exc}): check --address "
+            f"no Ray cluster answers at {address} ({exc.strerror or exc}): check `address` "
             "(host:port of the head node's GCS, e.g. 10.0.0.2:6379)."
         ) from None
     _check_ray_answers(address, host, port)
@@ -387,7 +387,7 @@ def _check_ray_answers(address: str, host: str, port: int) -> None:
                     return
                 why = exc.code().name.lower().replace("_", " ")
     raise InputError(
-        f"{address} does not answer as a Ray cluster ({why}): something else listens there; check --address "
+        f"{address} does not answer as a Ray cluster ({why}): something else listens there; check `address` "
         "(host:port of the head node's GCS, e.g. 10.0.0.2:6379, or ray://host:10001 of its Ray Client server)."
     )
 
@@ -396,7 +396,7 @@ def _host_port(address: str, given: str) -> tuple[str, int]:
     rest = address.split("://", 1)[1] if "://" in address else address
     host, _, port = rest.rstrip("/").rpartition(":")
     if not host or not re.fullmatch(r"[0-9]{1,5}", port) or not 0 < int(port) < 65536:  # '²'.isdigit() is True
-        raise InputError(f"--address {given!r} is not host:port (e.g. 10.0.0.2:6379, ray://10.0.0.2:10001, or auto).")
+        raise InputError(f"`address` {given!r} is not host:port (e.g. 10.0.0.2:6379, ray://10.0.0.2:10001, or auto).")
     return host.strip("[]"), int(port)
 
 
@@ -424,8 +424,8 @@ def place(hardware: list[str], device: str, cluster_nodes: list[dict]) -> list[P
 
     A GPU type's workers go to nodes that carry the type: a custom resource named after it ({"h100": 1},
     reserved with the GPU, so one worker per such GPU) or, on a cluster without it, Ray's
-    `accelerator_type:H100` label. On --device cuda each reserves one GPU and one CPU (its image
-    decoding); with --device cpu (a dry run) one CPU on a node of its type, or any node when no node
+    `accelerator_type:H100` label. On device cuda each reserves one GPU and one CPU (its image
+    decoding); on device cpu (a dry run) one CPU on a node of its type, or any node when no node
     carries a type at all (a plain local Ray). cpu workers reserve one CPU (one torch thread), on nodes
     without GPUs or GPU types first, so that they do not take the CPUs the GPU workers need.
     """
@@ -435,7 +435,7 @@ def place(hardware: list[str], device: str, cluster_nodes: list[dict]) -> list[P
     if len(hardware) > total_cpus:
         raise InputError(
             f"the plan needs {len(hardware)} CPU(s), one per worker, but the Ray cluster has "
-            f"{total_cpus:g}: re-plan with a smaller --pool (e.g. --pool {hardware[0]}={int(total_cpus)}), "
+            f"{total_cpus:g}: re-plan with a smaller `pool` (e.g. `pool` {hardware[0]}={int(total_cpus)}), "
             "or run on a larger cluster."
         )
     types = [t for t in dict.fromkeys(hardware) if t != "cpu"]

@@ -2,7 +2,7 @@
 loading the model, then running its batches; collect the records and the labels; stop what was started.
 
 Everything that can be checked before Ray starts is checked first (the plan, the model, a local Ray's CPUs
-and GPUs, the memory the run needs, the images, --out), so that bad input costs no cluster start, and a
+and GPUs, the memory the run needs, the images, the labels file), so that bad input costs no cluster start, and a
 plan this machine cannot run costs no preparation of its inputs. Results already received are kept when a
 worker dies or the run is interrupted: the labels file is rewritten as they arrive (atomically, every few
 seconds) and once more at the end, however the run ends.
@@ -80,31 +80,33 @@ class Inputs:
     given: dict[int, list] = field(default_factory=dict)  # worker index -> its batches
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     resumed: int = 0
-    earlier: object = None  # the labels of the earlier run (a DataFrame) with --resume
+    earlier: object = None  # the labels of the earlier run (a DataFrame) with `resume`
 
 
 def prepare_inputs(plan: RunPlan, options: RunOptions) -> Inputs:
     """Each worker's batches, from the images folder or random inputs, less what an earlier run did."""
     if options.synthetic == (options.images is not None):
-        raise InputError("give either --images DIR (a real job over image files) or --synthetic (random inputs).")
+        raise InputError(
+            "give either `images`, a folder (a real job over image files), or `synthetic` (random inputs)."
+        )
     if options.out is not None:
         check_out(options.out)
         if os.path.exists(options.out) and not options.resume:
             raise InputError(
-                f"--out {options.out} exists: add --resume to finish the run that wrote it, or give "
+                f"`out` {options.out} exists: add `resume` to finish the run that wrote it, or give "
                 "another file (perfmodel does not write over finished labels)."
             )
     if options.resume and options.out is None:
-        raise InputError("--resume needs --out: the labels file of the earlier run.")
+        raise InputError("`resume` needs `out`: the labels file of the earlier run.")
     if options.synthetic:
         if options.resume:
-            raise InputError("--resume needs --images: random inputs have nothing to resume.")
+            raise InputError("`resume` needs `images`: random inputs have nothing to resume.")
         if options.decode_threads != 1:
-            raise InputError("--decode-threads needs --images: random inputs are not decoded.")
+            raise InputError("`decode_threads` needs `images`: random inputs are not decoded.")
         return Inputs({w.index: synthetic_batches(w) for w in plan.workers})
     files, unreadable = find_images(options.images)
     if options.out is not None and any(os.path.abspath(f) == os.path.abspath(options.out) for f in files):
-        raise InputError(f"--out {options.out} lies among the images: write the labels elsewhere.")
+        raise InputError(f"`out` {options.out} lies among the images: write the labels elsewhere.")
     by_size, unreadable_headers = size_classes(files, sorted(plan.images_by_size))
     shares = split(plan, by_size)
     inputs = Inputs(unreadable=unreadable + unreadable_headers)
@@ -126,12 +128,12 @@ def check_model(plan: RunPlan, options: RunOptions) -> tuple[str, str | None]:
     if path is not None:
         problem = model_file_problem(path)
         if problem is not None:
-            raise InputError(f"the model file {path} {problem}: give the TorchScript file with --model FILE.pt.")
+            raise InputError(f"the model file {path} {problem}: give the TorchScript file (a .pt) as `model_path`.")
         return plan.model, path
     if plan.model not in BUILTIN_MODELS:
         raise InputError(
             f"the plan's model {plan.model!r} is neither built in ({', '.join(BUILTIN_MODELS)}) nor "
-            "a file the plan names: give its TorchScript file with --model FILE.pt."
+            "a file the plan names: give its TorchScript file (a .pt) as `model_path`."
         )
     if options.weights is not None and not os.path.isfile(options.weights):
         raise InputError(f"the weights file {options.weights} does not exist.")
@@ -145,8 +147,8 @@ def devices(plan: RunPlan, options: RunOptions) -> dict[str, str]:
         if name == "cpu":
             if options.device == "cuda":
                 raise InputError(
-                    "--device cuda: this plan's workers are of type cpu (one CPU core each); leave "
-                    "--device out, or make a plan from a GPU profile."
+                    "`device` cuda: this plan's workers are of type cpu (one CPU core each); leave "
+                    "`device` out, or make a plan from a GPU profile."
                 )
             out[name] = "cpu"
         else:
@@ -170,8 +172,8 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
         gpus = clusters.local_gpus()
         if not gpus:
             raise InputError(
-                "this plan runs on GPUs (--device cuda), but this machine has none that NVML sees: "
-                "run it where the GPUs are, or give --address of a cluster that has them."
+                "this plan runs on GPUs (`device` cuda), but this machine has none that NVML sees: "
+                "run it where the GPUs are, or give the `address` of a cluster that has them."
             )
     local = None if options.address is not None else clusters.LocalRay(options.num_cpus, gpus)
     if local is not None:  # a pool this machine lacks costs no cluster start, nor the inputs' preparation

@@ -31,9 +31,9 @@ def find_images(folder) -> tuple[list[str], list[tuple[str, str]]]:
     """Image files under `folder` (recursive, sorted) and the other files found, each with why it is skipped."""
     root = Path(folder)
     if not root.exists():
-        raise InputError(f"the images folder {folder} does not exist: give --images DIR with JPEG, PNG or WebP files.")
+        raise InputError(f"`images` {folder} does not exist: give a folder with JPEG, PNG or WebP files.")
     if not root.is_dir():
-        raise InputError(f"--images {folder} is a file, not a folder: give the folder that holds the images.")
+        raise InputError(f"`images` {folder} is a file, not a folder: give the folder that holds the images.")
     images, skipped = [], []
     for dirpath, dirnames, filenames in os.walk(root, onerror=_raise_unreadable):
         dirnames.sort()

@@ -44,10 +44,10 @@ class RunIdentity:
 
 
 def check_out(path) -> Path:
-    """Fail before any work when --out cannot be written in a format we know."""
+    """Fail before any work when the labels file (`out`) cannot be written in a format we know."""
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
-        raise InputError(f"--out {path}: write labels to a .csv or .parquet file.")
+        raise InputError(f"`out` {path}: write labels to a .csv or .parquet file.")
     if path.suffix.lower() == ".parquet":
         _parquet_engine()
     return output_file(path)
@@ -63,7 +63,7 @@ def _parquet_engine() -> None:
 
 
 def read_labels(path, run: RunIdentity, files, workers=None) -> pd.DataFrame:
-    """The rows of an earlier run's --out, for --resume: refused unless every row belongs to `run`, names
+    """The rows of an earlier run's labels file, to resume it: refused unless every row belongs to `run`, names
     one of `files` (this run's images) once, and holds a label (a class, a score, a batch number, and one
     of `workers`, the plan's worker names, where given). An absent file is an empty result."""
     path = Path(path)
@@ -86,7 +86,7 @@ def read_labels(path, run: RunIdentity, files, workers=None) -> pd.DataFrame:
     if missing:
         raise InputError(
             f"{path} is not a labels file of this perfmodel run (no {', '.join(missing)} column, so it does not "
-            "say which plan and images it belongs to): give another --out, or move it away."
+            "say which plan and images it belongs to): give another `out`, or move it away."
         )
     frame = frame[list(COLUMNS)]
     _check_rows(path, frame, run, files)
@@ -124,14 +124,14 @@ def _check_rows(path: Path, frame: pd.DataFrame, run: RunIdentity, files) -> Non
             theirs = str(frame[column][other].iloc[0])[:40]
             raise InputError(
                 f"{path} holds labels of {what} ({column} {theirs!r}; this run's is {mine!r}): resume with the "
-                "plan and --images that wrote it, or give another --out."
+                "plan and `images` that wrote it, or give another `out`."
             )
     known = set(files)
     stray = [p for p in frame["path"] if p not in known]
     if stray:
         raise InputError(
             f"{path} names {len(stray):,} image(s) that are not among this run's files (e.g. {stray[0][:200]!r}): "
-            "run from the directory and with the --images spelling of the run that wrote it, or give another --out."
+            "run from the directory and with the `images` spelling of the run that wrote it, or give another `out`."
         )
 
 

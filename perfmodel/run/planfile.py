@@ -77,8 +77,8 @@ class RunPlan:
 def read_run_plan(path) -> RunPlan:
     """Read and check a plan; InputError with one sentence for anything that cannot be run."""
     online = (
-        "it sizes a server for a request rate, there is no set of images to run; deploy it with plan "
-        "--triton-config, or run a batch plan"
+        "it sizes a server for a request rate, there is no set of images to run; deploy it with "
+        "`perfmodel plan --mode online --triton-config`, or run a batch plan"
     )
     return runnable(read_plan(path, online))
 
@@ -180,7 +180,7 @@ def _workers(data: dict, source: str):
         if row["precision"] not in TORCH_PRECISIONS:
             raise InputError(
                 f"{where} ({row['hardware']}) uses precision {row['precision']}, but perfmodel run executes "
-                f"PyTorch in {', '.join(TORCH_PRECISIONS)} only: re-plan with --precision fp16 (or another of them)."
+                f"PyTorch in {', '.join(TORCH_PRECISIONS)} only: re-plan with `precision` fp16 (or another of them)."
             )
         hardware = row["hardware"]
         number = seen[hardware] = seen.get(hardware, -1) + 1
@@ -215,5 +215,5 @@ def _check_backend(backend: str, hardware: str, where: str) -> None:
     if parse_backend(backend) is None:
         raise InputError(
             f"{where} ({hardware}) uses backend {backend!r}, but perfmodel run executes in-process "
-            "PyTorch only (the backends perfmodel profile --backend torch measures): re-plan with --backend torch."
+            "PyTorch only (the backends `perfmodel profile --backend torch` measures): re-plan with `backend` torch."
         )

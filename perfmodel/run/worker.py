@@ -58,8 +58,8 @@ def check_runnable(backend: str, precision: str, device: str, where: str) -> Non
     if device == "cpu" and (graphs or precision == "tf32"):
         what = "CUDA graphs" if graphs else "TF32 math"
         raise InputError(
-            f"{where} runs {backend} {precision}, which needs a CUDA device ({what}): run it with --device "
-            "cuda, or re-plan with a --backend and --precision a CPU runs."
+            f"{where} runs {backend} {precision}, which needs a CUDA device ({what}): run it with `device` "
+            "cuda, or re-plan with a `backend` and `precision` a CPU runs."
         )
 
 
