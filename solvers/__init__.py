@@ -10,11 +10,11 @@ solve_online(OnlineProblem(...)) in solvers/online_solve.py.
 No torch, no profiling, no perfmodel: a scheduler can import this package alone.
 """
 
+from solvers.batch_problem import Candidates, GpuType, Problem
+from solvers.batch_solution import Assignment, Diagnosis, Plan
+from solvers.batch_solve import solve
 from solvers.errors import InfeasibleProblem, ProblemError, SolverError, SolverFailure
 from solvers.online_solve import OnlineDiagnosis, OnlineGpuType, OnlinePlan, OnlineProblem, ServiceTimes, solve_online
-from solvers.problem import Candidates, GpuType, Problem
-from solvers.solution import Assignment, Diagnosis, Plan
-from solvers.solve import solve
 
 __all__ = [
     "Assignment",

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from solvers.problem import MAX_COUNT, Problem
+from solvers.batch_problem import MAX_COUNT, Problem
 
 # Floor at the deadline: (1.7 - 1.0) / 0.1 is 6.999... in floating point. A finish time over the limit
 # by at most this much (relative; absolute in seconds below 1 s) counts as on time, here and in every re-check.

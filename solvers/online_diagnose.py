@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 
+from solvers.batch_problem import MAX_COUNT
 from solvers.online_problem import OnlineProblem
 from solvers.online_search import best_setting, fastest, peak_rate
 from solvers.online_solution import OnlineDiagnosis, percent
-from solvers.problem import MAX_COUNT
 
 
 def diagnose(

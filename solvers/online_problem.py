@@ -14,13 +14,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from solvers.batcher import sigma_from
 from solvers.errors import ProblemError
+from solvers.online_batcher import sigma_from
 
 OBJECTIVES = ("gpus", "cost")
 MAX_MARGIN = 10.0  # a margin is below this: every batch up to 11 x slower
 # What the model computes within bounds: below MIN_RATE_PER_S (one request in 31 years) a trace stretched
-# to the rate overflows; above MAX_RATE_PER_S no pool of at most solvers.problem.MAX_COUNT GPUs at
+# to the rate overflows; above MAX_RATE_PER_S no pool of at most solvers.batch_problem.MAX_COUNT GPUs at
 # 1,000 requests/s each holds it. Any rate between needs at least one GPU, however few requests arrive
 # within the SLO: a request alone must be answered within it. An SLO above MAX_SLO_S (a day) is a batch
 # job (perfmodel plan --images N --deadline T), not a latency objective.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solvers.batcher import Batcher, bracket_root, normal_cdf
+from solvers.online_batcher import Batcher, bracket_root, normal_cdf
 from solvers.online_problem import OnlineGpuType, OnlineProblem, ServiceTimes
 
 RATE_TOLERANCE = 1e-3  # per-GPU capacities are found to this relative precision

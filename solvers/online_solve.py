@@ -28,14 +28,14 @@ import time
 
 import numpy as np
 
-from solvers.batcher import Batcher
+from solvers.batch_problem import MAX_COUNT
 from solvers.errors import InfeasibleProblem
+from solvers.online_batcher import Batcher
 from solvers.online_diagnose import diagnose
 from solvers.online_problem import OBJECTIVES, OnlineGpuType, OnlineProblem, ServiceTimes
 from solvers.online_search import Setting, best_setting, fastest, peak_rate
+from solvers.online_simulate import WARMUP_SHARE, poisson_arrivals, simulate_gpu, split_randomly
 from solvers.online_solution import OnlineAssignment, OnlineDiagnosis, OnlinePlan
-from solvers.problem import MAX_COUNT
-from solvers.simulate import WARMUP_SHARE, poisson_arrivals, simulate_gpu, split_randomly
 
 __all__ = [
     "OBJECTIVES",

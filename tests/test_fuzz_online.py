@@ -12,7 +12,7 @@ import pytest
 
 from perfmodel.cli import main
 from solvers import InfeasibleProblem, ProblemError
-from solvers import batcher as batcher_module
+from solvers import online_batcher as batcher_module
 from solvers.online_solve import OnlineGpuType, OnlineProblem, ServiceTimes, solve_online
 
 SHIPPED = Path(__file__).resolve().parents[1] / "profiles" / "cpu-resnet50-torch.csv"

@@ -19,7 +19,7 @@ from perfmodel.errors import InputError, PerfmodelWarning, PredictorFormatError,
 from perfmodel.files import MAX_JSON_DEPTH, read_json
 from perfmodel.schema import BOUNDS, DEFAULT_BOUND, INTEGER_COLUMNS, NUMERIC_COLUMNS, load_profile, validate_profile
 from solvers import milp
-from solvers.problem import MAX_COUNT
+from solvers.batch_problem import MAX_COUNT
 
 ROW = {
     "hardware": "cpu",

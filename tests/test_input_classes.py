@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from perfmodel import cli, console, readers
-from perfmodel.commands import inputs, plan_online
+from perfmodel.commands import inputs
+from perfmodel.commands import plan as plan_command
 from perfmodel.commands import profile as profile_command
 
 REPO = Path(__file__).resolve().parents[1]
@@ -139,7 +140,7 @@ def base_for(command: str, name: str) -> str:
     if command == "fit":
         return "fit target" if name == "--gpu-specs" else "fit"
     if command == "plan":
-        return "plan online" if dest in plan_online.ONLINE_ONLY else "plan"
+        return "plan online" if dest in plan_command.ONLINE_ONLY else "plan"
     if command == "run":
         return "run images" if name == "--decode-threads" else "run"
     return command
@@ -366,13 +367,13 @@ VALID = {
     "ray_serve_config": "{ws}/serve.json",
     "max_queue_delay": "0",
 }
-WRONG_MODE = [("plan online", d) for d in plan_online.BATCH_ONLY] + [("plan", d) for d in plan_online.ONLINE_ONLY]
+WRONG_MODE = [("plan online", d) for d in plan_command.BATCH_ONLY] + [("plan", d) for d in plan_command.ONLINE_ONLY]
 
 
 @pytest.mark.parametrize("base, dest", WRONG_MODE)
 def test_a_flag_of_the_other_plan_mode_is_refused_even_at_its_default(ws, capsys, base, dest):
     """--mode online --use p50 (or --time-limit 10s) was silently ignored: it equals the default."""
-    default = plan_online.BATCH_ONLY.get(dest, plan_online.ONLINE_ONLY.get(dest))
+    default = plan_command.BATCH_ONLY.get(dest, plan_command.ONLINE_ONLY.get(dest))
     name = f"--{dest.replace('_', '-')}"
     value = None if default is False else (default if default is not None else VALID[dest].format(ws=ws))
     tokens = [t.format(ws=ws) for t in BASES[base]] + [name if value is None else f"{name}={value}"]

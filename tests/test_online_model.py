@@ -1,5 +1,5 @@
-"""The online serving model (solvers/batcher.py, simulate.py, online_solve.py): the analytic model against its
-own simulation on small cases, the simulation's batching rule by hand, and the plan search."""
+"""The online serving model (solvers/online_batcher.py, online_simulate.py, online_solve.py): the analytic model
+against its own simulation on small cases, the simulation's batching rule by hand, and the plan search."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solvers import InfeasibleProblem, ProblemError
-from solvers.batcher import Batcher, poisson_pmf, poisson_tail, sigma_from
+from solvers.online_batcher import Batcher, poisson_pmf, poisson_tail, sigma_from
+from solvers.online_simulate import poisson_arrivals, simulate_gpu, split_randomly
 from solvers.online_solve import OnlineGpuType, OnlineProblem, ServiceTimes, best_setting, fastest, solve_online
-from solvers.simulate import poisson_arrivals, simulate_gpu, split_randomly
 
 
 def curve(base_s: float, per_image_s: float, largest: int, spread: float = 0.1):

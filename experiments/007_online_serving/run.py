@@ -57,9 +57,9 @@ from perfmodel.fitting.synthetic import GpuLikeCurve  # noqa: E402
 from perfmodel.profile.backends.triton_stats import executions_by_size, server_times_ms  # noqa: E402
 from perfmodel.profile.provenance import cpu_name  # noqa: E402
 from perfmodel.schema import load_profile, write_profile  # noqa: E402
-from solvers.batcher import Batcher  # noqa: E402
+from solvers.online_batcher import Batcher  # noqa: E402
+from solvers.online_simulate import poisson_arrivals, simulate_gpu  # noqa: E402
 from solvers.online_solve import OnlineGpuType, OnlineProblem, ServiceTimes, solve_online  # noqa: E402
-from solvers.simulate import poisson_arrivals, simulate_gpu  # noqa: E402
 
 MODEL, SIZE = "tiny", 64
 SERVER_CPUS: tuple[int, ...] = ()  # --server-cpus: the server's cores; the load generator runs on the others

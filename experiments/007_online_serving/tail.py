@@ -44,7 +44,7 @@ from run import batching_server  # noqa: E402
 
 from experiments.lab import new_results  # noqa: E402
 from perfmodel.profile.backends.triton_stats import batch_totals, server_times_ms  # noqa: E402
-from solvers.simulate import poisson_arrivals, simulate_gpu  # noqa: E402
+from solvers.online_simulate import poisson_arrivals, simulate_gpu  # noqa: E402
 
 MODEL, SIZE, WARMUP_S = "tiny", 64, 3.0
 

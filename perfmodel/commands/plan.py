@@ -1,12 +1,17 @@
-"""perfmodel plan: how many GPUs, and which batch sizes, meet a deadline (or how much fits in one)."""
+"""perfmodel plan: how many GPUs, and which batch sizes, meet a deadline (or how much fits in one), or serve a
+request rate within a latency SLO (--mode online).
+
+This module is the parser (every flag of both modes, each read once into a number as it is parsed) and the
+dispatch; plan_batch.py runs the batch modes (soft, relaxed), plan_online.py the online one."""
 
 from __future__ import annotations
 
-from perfmodel import console, exit_codes
-from perfmodel.commands import plan_online
+from perfmodel import exit_codes
+from perfmodel.commands import plan_batch, plan_online
 from perfmodel.commands.common import formatter, typed
 from perfmodel.planning import arguments
-from perfmodel.units import parse_pool, parse_prices
+from perfmodel.readers import given, whole_number
+from perfmodel.units import MAX_BATCH_SIZE, parse_duration, parse_percentile, parse_pool, parse_prices, parse_rate
 
 # The library parameters whose flag has another name (cli.for_the_command_line: errors name parameters).
 PARAMETER_FLAGS = {
@@ -48,6 +53,50 @@ own GPU measurements and said to be a guess: the plan states the fixed costs' sh
 """
 
 
+ONLINE_EXAMPLES = """online serving (--mode online):
+  perfmodel plan --mode online --rate 400/s --slo 100ms --percentile 99 --profile p.csv
+  perfmodel plan --mode online --rate 20k/s --slo 30ms --pool h100=8,a100=16 --objective cost \\
+                 --price h100=4.5,a100=2.2 --json
+  perfmodel plan --mode online --rate 400/s --slo 100ms --triton-config model_repository/resnet50/
+  perfmodel plan --mode online --rate 400/s --slo 100ms --ray-serve-config serve.json
+  perfmodel plan --mode online --arrivals trace.csv --slo 50ms --request-size 4
+  perfmodel plan --mode online --rate 400/s --slo 100ms --margin 10% --profile p.csv
+
+rates 400/s, 20k/s, 1.5k/s, 24000/min; --arrivals: a CSV with a column arrival_s (seconds). Requests
+arrive as a Poisson process (or as in the trace), a load balancer spreads them over the GPUs, and each
+GPU runs Triton's dynamic batcher; latency = queueing + batching delay + batch service time.
+--margin 10%: the plan holds the SLO even with every batch's server time 10% longer than profiled
+(a machine whose speed drifts); the p50/p99 it predicts are those at the profiled speed.
+"""
+
+# Flags of the batch modes, with the value they have when not given (readers.given says whether one was typed).
+BATCH_ONLY = {
+    "images": None,
+    "mix": None,
+    "deadline": None,
+    "use": "p50",
+    "load_time": None,
+    "max_batches": None,
+    "gap": None,
+    "time_limit": 10.0,
+    "confidence": None,
+    "decode_time": None,
+    "extrapolate": False,
+    "transfer": False,
+}  # --margin serves both
+ONLINE_ONLY = {
+    "rate": None,
+    "slo": None,
+    "percentile": None,
+    "request_size": None,
+    "arrivals": None,
+    "triton_config": None,
+    "ray_serve_config": None,
+    "max_queue_delay": None,
+    "no_simulation": False,
+}
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "plan",
@@ -55,7 +104,7 @@ def add_parser(sub) -> None:
         description="Choose how many GPUs of which type, and which mini-batch size on each, finish the images by "
         "the deadline (soft real-time), or finish as many as possible (relaxed). The answer is proven "
         "optimal by an integer program (Pyomo + HiGHS).",
-        epilog=PLAN_EXAMPLES + "\n" + plan_online.ONLINE_EXAMPLES + "\n" + exit_codes.help_text("plan"),
+        epilog=PLAN_EXAMPLES + "\n" + ONLINE_EXAMPLES + "\n" + exit_codes.help_text("plan"),
         formatter_class=formatter,
     )
     # Each flag is read once, as it is parsed, into the number the planners take (commands/common.typed), by
@@ -192,25 +241,61 @@ def add_parser(sub) -> None:
         help="solver time limit (default: 10s)",
     )
     p.add_argument("--json", action="store_true", help="print the plan (or why there is none) as JSON")
-    plan_online.add_arguments(p)
-    p.set_defaults(run=run_mode)
+    _add_online(p)
+    p.set_defaults(run=run)
 
 
-def run_mode(args) -> int:
-    """Flags of the other kind of plan are refused; online plans go to plan_online, batch plans to run()."""
-    from perfmodel.errors import InputError
+def _add_online(p) -> None:
+    g = p.add_argument_group("--mode online", "Plan for requests arriving at a rate, answered within an SLO.")
+    g.add_argument(
+        "--rate",
+        type=typed(parse_rate),
+        metavar="R",
+        help="requests per second: 400/s, 20k/s, 24000/min (default with --arrivals: the trace's)",
+    )
+    g.add_argument(
+        "--slo", type=typed(parse_duration, "`slo`"), metavar="T", help="latency objective per request, e.g. 100ms"
+    )
+    g.add_argument(
+        "--percentile",
+        type=typed(parse_percentile),
+        metavar="P",
+        help="share of requests that must meet the SLO, in percent (default: 99)",
+    )
+    g.add_argument(
+        "--request-size",
+        type=typed(whole_number, "`request_size`", high=MAX_BATCH_SIZE, unit="images"),
+        metavar="K",
+        help="images per request (default: 1)",
+    )
+    g.add_argument(
+        "--arrivals", metavar="FILE", help="a CSV of arrival times (column arrival_s, seconds) to plan and check with"
+    )
+    g.add_argument(
+        "--triton-config",
+        metavar="DIR",
+        help="write the config.pbtxt settings the plan assumes into this model directory",
+    )
+    g.add_argument(
+        "--ray-serve-config",
+        metavar="FILE",
+        help="write the Ray Serve deployment settings the plan means (replicas, max_ongoing_requests, "
+        "@serve.batch's max_batch_size and batch_wait_timeout_s) to this JSON file",
+    )
+    g.add_argument(
+        "--max-queue-delay",
+        type=typed(_delays),
+        metavar="LIST",
+        help="max_queue_delay candidates, e.g. 0,0.5ms,2ms (default: 0 and 1/4, 1/2, 1 x one request's time)",
+    )
+    g.add_argument(
+        "--no-simulation",
+        action="store_true",
+        help="skip the simulation that checks the plan (faster; analytic figures only)",
+    )
 
-    wrong = plan_online.wrong_mode_flags(args)
-    if wrong:
-        raise InputError(
-            f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not for --mode {args.mode}; leave "
-            f"{'it' if len(wrong) == 1 else 'them'} out{'' if args.mode == 'online' else ', or add --mode online'}."
-        )
-    if args.mode == "online":
-        return plan_online.run_online(args)
-    if args.deadline is None:
-        raise InputError(f"--mode {args.mode} needs --deadline, e.g. --deadline 60s.")
-    return run(args)
+
+# Flag types that need the planners' limits (imported when such a flag is given: they load the solvers).
 
 
 def _images(text: str) -> int:
@@ -237,53 +322,33 @@ def _confidence(text: str) -> float | str:
     return confidence(text, "confidence")
 
 
-def run(args) -> int:
-    from perfmodel.planning.batch import MAX_IMAGES, NoPlanError, make_plan
-    from perfmodel.planning.batch_text import PLAN_COLUMNS, plan_text
-    from perfmodel.planning.context import PLAN_FORMAT, PLAN_SCHEMA_VERSION
-    from perfmodel.readers import given
-    from perfmodel.units import parse_mix
+def _delays(text: str) -> list[float]:
+    """'0,0.5ms,2ms' -> seconds, each 0 or more."""
+    return [parse_duration(d.strip(), "`max_queue_delays`", allow_zero=True) for d in text.split(",")]
 
-    mix = None if args.mix is None else parse_mix(args.mix, args.images, maximum=MAX_IMAGES)  # shares of --images
-    try:
-        job = make_plan(
-            images=args.images,
-            deadline=args.deadline,
-            input_size=args.input_size,
-            mix=mix,
-            pool=args.pool,
-            profiles=args.profile,
-            predictors=args.predictor,
-            model=args.model,
-            mode=args.mode,
-            objective=args.objective,
-            margin=args.margin if given(args, "margin") or args.margin != 0 else None,  # --margin 0 typed: fixed rule
-            use=args.use,
-            load_time=args.load_time,
-            decode=args.decode_time,
-            max_batches=args.max_batches,
-            prices=args.price,
-            backend=args.backend,
-            precision=args.precision,
-            gap=args.gap,
-            time_limit=args.time_limit,
-            extrapolate=args.extrapolate,
-            confidence=args.confidence,
-            transfer=args.transfer,
+
+def wrong_mode_flags(args) -> list[str]:
+    """The flags given that belong to the other kind of plan (at any value: `--use p50` is typed too)."""
+    other = BATCH_ONLY if args.mode == "online" else ONLINE_ONLY
+    return [
+        f"--{name.replace('_', '-')}"
+        for name, default in other.items()
+        if given(args, name) or getattr(args, name, default) != default
+    ]
+
+
+def run(args) -> int:
+    """Flags of the other kind of plan are refused; online plans go to plan_online, batch plans to plan_batch."""
+    from perfmodel.errors import InputError
+
+    wrong = wrong_mode_flags(args)
+    if wrong:
+        raise InputError(
+            f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not for --mode {args.mode}; leave "
+            f"{'it' if len(wrong) == 1 else 'them'} out{'' if args.mode == 'online' else ', or add --mode online'}."
         )
-    except NoPlanError as exc:
-        if args.json:
-            head = {"format": PLAN_FORMAT, "schema_version": PLAN_SCHEMA_VERSION}
-            console.print_json(console.clean_for_json({**head, **exc.diagnosis.to_dict()}))
-        raise
-    if not args.json:
-        said = plan_text(job)
-        for line in said.lines:
-            console.out.print(line, markup=False)
-        if said.rows:
-            console.table(None, PLAN_COLUMNS, said.rows)
-        for line in said.notes:
-            console.note(line)
-        return 0
-    console.print_json(console.clean_for_json(job.to_dict()))
-    return 0
+    if args.mode == "online":
+        return plan_online.run(args)
+    if args.deadline is None:
+        raise InputError(f"--mode {args.mode} needs --deadline, e.g. --deadline 60s.")
+    return plan_batch.run(args)

@@ -22,8 +22,8 @@ from perfmodel.planning.sources import DEFAULT_INPUT_SIZE
 from perfmodel.readers import number, plain
 
 # The most images (in all) and GPUs (of one type) a plan may hold: beyond them the solver's
-# arithmetic would stop being exact (solvers.problem.MAX_COUNT); no real job comes near.
-MAX_IMAGES = MAX_GPUS = solvers.problem.MAX_COUNT
+# arithmetic would stop being exact (solvers.batch_problem.MAX_COUNT); no real job comes near.
+MAX_IMAGES = MAX_GPUS = solvers.batch_problem.MAX_COUNT
 LATENCY_COLUMNS = {"p50": "latency_ms", "p99": "latency_p99_ms"}  # what `use` plans on
 DEFAULT_CONFIDENCE = 0.95  # the probability that the whole plan finishes by the deadline
 MIN_CONFIDENCE, MAX_CONFIDENCE = 0.5, 0.999
@@ -93,8 +93,8 @@ CHECKS: dict[str, Callable] = {
     "profiles": lambda value, what: tuple(arguments.sources(value, what)),
     "predictors": lambda value, what: tuple(arguments.sources(value, what, objects=True)),
     "model": arguments.name,
-    "mode": partial(arguments.one_of, choices=solvers.problem.MODES),
-    "objective": partial(arguments.one_of, choices=solvers.problem.OBJECTIVES),
+    "mode": partial(arguments.one_of, choices=solvers.batch_problem.MODES),
+    "objective": partial(arguments.one_of, choices=solvers.batch_problem.OBJECTIVES),
     "margin": arguments.fraction,
     "use": partial(arguments.one_of, choices=LATENCY_COLUMNS),
     "load_time": partial(arguments.seconds, allow_zero=True),

@@ -124,7 +124,7 @@ class PlannedJob:
             raise AttributeError(name)
         return getattr(self.plan, name)
 
-    def to_dict(self, per_gpu_limit: int = solvers.solution.PER_GPU_LIMIT) -> dict:
+    def to_dict(self, per_gpu_limit: int = solvers.batch_solution.PER_GPU_LIMIT) -> dict:
         """The plan JSON: the context's keys first, then the plan's, then the annotations'; each assignment and
         GPU names its backend and precision beside its option label."""
         data = self.plan.to_dict(per_gpu_limit)

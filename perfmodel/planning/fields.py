@@ -17,7 +17,7 @@ from perfmodel.files import decode_json, read_bytes, source_of
 from perfmodel.readers import version
 from perfmodel.schema import PRECISIONS
 from perfmodel.units import GPU_TYPE_NAME, MAX_BATCH_SIZE, MAX_INPUT_SIZE, MAX_SECONDS, shown
-from solvers.problem import MAX_COUNT
+from solvers.batch_problem import MAX_COUNT
 
 PLAN_FORMAT = "perfmodel-plan"  # written by the planner (planning/context.py), checked here
 PLAN_SCHEMA_VERSION = 1

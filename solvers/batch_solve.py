@@ -10,11 +10,11 @@ from collections import Counter
 import numpy as np
 
 from solvers import milp
+from solvers.batch_diagnose import diagnose
+from solvers.batch_problem import MAX_COUNT, Problem
+from solvers.batch_solution import Assignment, Plan
 from solvers.capacity import Columns, availability, clip, fits, needs
-from solvers.diagnose import diagnose
 from solvers.errors import InfeasibleProblem, SolverFailure
-from solvers.problem import MAX_COUNT, Problem
-from solvers.solution import Assignment, Plan
 
 _BISECTION_STEPS = 60
 _TIE_STEPS = 12  # the earliest finish among fewest-GPU plans, to 1/4096 of the window

@@ -8,9 +8,9 @@ import time
 import numpy as np
 
 from solvers import milp
+from solvers.batch_problem import Problem
+from solvers.batch_solution import Diagnosis
 from solvers.capacity import TOLERANCE, Columns, availability, clip, fits, needs
-from solvers.problem import Problem
-from solvers.solution import Diagnosis
 
 _BISECTION_STEPS = 60
 _DOUBLINGS = 200
