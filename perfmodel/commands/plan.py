@@ -313,7 +313,7 @@ def _pool(text: str) -> dict[str, int]:
 def _max_batches(text: str) -> int:
     from perfmodel.planning.batch_request import MAX_IMAGES
 
-    return arguments.whole(text, "max_batches", MAX_IMAGES, "batches, the first included")
+    return arguments.count(text, "max_batches", MAX_IMAGES, 1, "batches")
 
 
 def _confidence(text: str) -> float | str:

@@ -102,13 +102,13 @@ def name(value, what: str) -> str | None:
     raise InputError(f"`{what}` must be text, e.g. {example}, not {_kind(value)}.")
 
 
-def count(value, what: str, maximum: int) -> int | None:
-    """None, or a whole number from 0 to `maximum` ('100k' as text)."""
+def count(value, what: str, maximum: int, least: int = 0, unit: str = "images") -> int | None:
+    """None, or a whole number from `least` to `maximum` ('100k' as text)."""
     if value is None:
         return None
-    found = value if isinstance(value, int) else parse_count(value, f"`{what}`", maximum=maximum)
-    if isinstance(found, bool) or not 0 <= found <= maximum:
-        raise InputError(f"`{what}` must be a whole number from 0 to {maximum:,}, not {shown(value)}.")
+    found = value if isinstance(value, int) else parse_count(value, f"`{what}`", unit, maximum)
+    if isinstance(found, bool) or not least <= found <= maximum:
+        raise InputError(f"`{what}` must be a whole number of {unit} from {least} to {maximum:,}, not {shown(value)}.")
     return found
 
 
@@ -145,16 +145,6 @@ def below_one(value, what: str, example: str) -> float | None:
     found = number(value, f"`{what}`", low=0, example=example)
     if not found < 1:
         raise InputError(f"`{what}` {shown(value)} must be a fraction below 1, e.g. {example}.")
-    return found
-
-
-def whole(value, what: str, maximum: int, unit: str) -> int | None:
-    """None, or a whole number from 1 to `maximum` ('3' as text)."""
-    if value is None:
-        return None
-    found = value if isinstance(value, int) and not isinstance(value, bool) else parse_count(value, f"`{what}`", unit)
-    if not 1 <= found <= maximum:
-        raise InputError(f"`{what}` must be a whole number from 1 to {maximum:,} ({unit}), not {shown(value)}.")
     return found
 
 

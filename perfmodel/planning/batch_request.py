@@ -99,7 +99,7 @@ CHECKS: dict[str, Callable] = {
     "use": partial(arguments.one_of, choices=LATENCY_COLUMNS),
     "load_time": partial(arguments.seconds, allow_zero=True),
     "decode": partial(arguments.seconds, allow_zero=True),
-    "max_batches": partial(arguments.whole, maximum=MAX_IMAGES, unit="batches, the first included"),
+    "max_batches": partial(arguments.count, maximum=MAX_IMAGES, least=1, unit="batches"),
     "prices": partial(arguments.named_numbers, example="{'a100': 2.5}"),
     "backend": arguments.name,
     "precision": arguments.name,
