@@ -345,7 +345,7 @@ def test_predictors_stay_within_twice_the_measured_batch_unless_told():
     assert d["extrapolation"]["allowed"] is True and d["data_by_type"]["gpu"]["beyond_measured"]
     from perfmodel.planning.batch_text import notes
 
-    assert any("--extrapolate" in line for line in notes(d)) and any("beyond the largest" in line for line in notes(d))
+    assert any("`extrapolate`" in line for line in notes(d)) and any("beyond the largest" in line for line in notes(d))
 
 
 def test_a_profile_without_warm_up_is_planned_and_says_so(tmp_path, capsys):
@@ -469,7 +469,7 @@ def test_a_plan_of_cpu_workers_says_when_they_were_measured_with_fewer_running(t
         "--confidence",
         "none",
     )
-    assert code == 0 and ("profile with --alongside 1" in err) == warned
+    assert code == 0 and ("`perfmodel profile --alongside 1`" in err) == warned
     # GPU workers each have a GPU of their own: never said of them, however many are planned.
     d = make_plan(500_000, "60s", profiles=[str(path)], input_size=64, pool={"x100": 8}).to_dict()
     assert d["total_gpus"] > 1 and "workers_when_measured" not in d["data_by_type"]["x100"]

@@ -48,11 +48,11 @@ def run(args) -> int:
     if not args.json:
         said = plan_text(job)
         for line in said.lines:
-            console.out.print(line, markup=False)
+            console.out.print(console.for_the_command_line(line, args.flag_names), markup=False)  # library text
         if said.rows:
             console.table(None, PLAN_COLUMNS, said.rows)
         for line in said.notes:
-            console.note(line)
+            console.note(console.for_the_command_line(line, args.flag_names))
         return 0
     console.print_json(console.clean_for_json(job.to_dict()))
     return 0

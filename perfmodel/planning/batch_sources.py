@@ -31,7 +31,7 @@ from perfmodel.planning.sources import load_predictor, option_label, pick_model
 from perfmodel.planning.spread import batch_moments, undirected
 
 MOMENT_COLUMNS = ("latency_mean_ms", "latency_std_ms")  # one batch's mean and sd, where the profile has them
-TRANSFER_NAME = "made by --transfer"  # how a plan names the predictor --transfer fits on the fly
+TRANSFER_NAME = "made by `transfer`"  # how a plan names the predictor `transfer` fits on the fly
 
 
 @dataclass

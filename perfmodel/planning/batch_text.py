@@ -162,7 +162,7 @@ def _fixed_costs(name: str, load: LoadTime, fixed: dict | None, job: PlannedJob)
     where = {"none": "", "default": "", GIVEN_LOAD: f" ({GIVEN_LOAD})"}.get(load.source, f" ({load.source})")
     line = f"load per {name}{where}: {fixed['load']['described']}"
     if load.source == "none":
-        line += ": set it with --load-time"
+        line += ": set it with `load_time`"
     for option, first in fixed["first_call_excess"].items():
         if first["samples"] or first["default"] is not None:
             line += (
@@ -201,7 +201,7 @@ def describe(job: PlannedJob) -> list[str]:
         if name in job.plan.gpus_by_type:
             lines += _fixed_costs(name, t, (types.get(name) or {}).get("fixed_costs"), job)
     if c.decode_s:
-        lines.append(f"decoding: {c.decode_s * 1000:.3g} ms per image, added to every batch (--decode-time)")
+        lines.append(f"decoding: {c.decode_s * 1000:.3g} ms per image, added to every batch (`decode`)")
     return lines
 
 
@@ -242,21 +242,21 @@ def notes(basis_dict: dict) -> list[str]:
             w = t["workers_when_measured"]
             lines.append(
                 f"{name}: {w['planned']} workers planned from times measured with {w['measured_with']} running; "
-                f"workers on one machine slow each other: profile with --alongside {w['planned'] - 1} to "
-                "time them as they will run."
+                f"workers on one machine slow each other: profile with `perfmodel profile --alongside {w['planned'] - 1}` "
+                "to time them as they will run."
             )
         for b in t.get("loosely_measured", []):
             if b.get("counted"):
                 lines.append(
                     f"{name} {b['option']} at {b['input_size']} px: the profile knows batch {b['batch_size']}'s "
                     f"median time within +-{b['median_ci_rel']:.0%} only (95% interval); the deadline probability "
-                    "counts it: profile again with a longer --max-time-per-point to narrow it."
+                    "counts it: profile again with a longer `perfmodel profile --max-time-per-point` to narrow it."
                 )
                 continue
             lines.append(
                 f"{name} {b['option']} at {b['input_size']} px: the profile knows batch {b['batch_size']}'s median "
                 f"time within +-{b['median_ci_rel']:.0%} only (95% interval), wider than the {b['margin']:.0%} "
-                f"margin: profile it again with a longer --max-time-per-point, or plan with --margin "
+                f"margin: profile it again with a longer `perfmodel profile --max-time-per-point`, or plan with `margin` "
                 f"{math.ceil(b['median_ci_rel'] * 100)}%."
             )
         for b in t["beyond_measured"]:
@@ -267,7 +267,7 @@ def notes(basis_dict: dict) -> list[str]:
     extrapolation = basis_dict.get("extrapolation", {})
     if extrapolation.get("allowed"):
         lines.append(
-            "--extrapolate: predictors were used past 2x the largest batch measured, where their error was "
+            "`extrapolate`: predictors were used past 2x the largest batch measured, where their error was "
             "never measured."
         )
     return lines

@@ -42,7 +42,7 @@ def read_plan(path, online: str) -> PlanFile:
     raw = read_bytes(path, InputError, PLAN_HOW)
     plan = decode_json(raw, source, InputError, "a plan", PLAN_HOW)
     if isinstance(plan, dict) and plan.get("mode") == "online":
-        raise InputError(f"{source} is an online plan (--mode online): {online}.")
+        raise InputError(f"{source} is an online plan (made by `perfmodel plan --mode online`): {online}.")
     if not isinstance(plan, dict) or not isinstance(plan.get("status"), str):
         raise InputError(f'{source} is JSON but not a plan (no "status"); {PLAN_HOW}.')
     fmt = plan.get("format", PLAN_FORMAT)  # plans written before the format key have neither key
