@@ -242,8 +242,8 @@ def notes(basis_dict: dict) -> list[str]:
             w = t["workers_when_measured"]
             lines.append(
                 f"{name}: {w['planned']} workers planned from times measured with {w['measured_with']} running; "
-                f"workers on one machine slow each other: profile with `perfmodel profile --alongside {w['planned'] - 1}` "
-                "to time them as they will run."
+                "workers on one machine slow each other: profile with "
+                f"`perfmodel profile --alongside {w['planned'] - 1}` to time them as they will run."
             )
         for b in t.get("loosely_measured", []):
             if b.get("counted"):
@@ -256,8 +256,8 @@ def notes(basis_dict: dict) -> list[str]:
             lines.append(
                 f"{name} {b['option']} at {b['input_size']} px: the profile knows batch {b['batch_size']}'s median "
                 f"time within +-{b['median_ci_rel']:.0%} only (95% interval), wider than the {b['margin']:.0%} "
-                f"margin: profile it again with a longer `perfmodel profile --max-time-per-point`, or plan with `margin` "
-                f"{math.ceil(b['median_ci_rel'] * 100)}%."
+                "margin: profile it again with a longer `perfmodel profile --max-time-per-point`, or plan with "
+                f"`margin` {math.ceil(b['median_ci_rel'] * 100)}%."
             )
         for b in t["beyond_measured"]:
             lines.append(
