@@ -90,6 +90,7 @@ CONVERTED = (
     "perfmodel/fitting/report.py",
     "perfmodel/fitting/synthetic.py",
     "perfmodel/fitting/transfer.py",
+    "perfmodel/fitting/traffic.py",
     "perfmodel/planning/online.py",
     "perfmodel/planning/ray_serve_config.py",
     "perfmodel/planning/slo_drift.py",

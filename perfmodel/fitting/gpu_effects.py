@@ -63,6 +63,9 @@ class Curve:
     y: np.ndarray
     measured: MonotonePiecewiseLinear | None = None
     host_floor: bool = False  # the GPU was mostly idle on the floor (measured utilisation): the host sets it
+    # the model's counted memory traffic at this precision: (bytes per unit of work, fixed bytes), or None
+    # where the model was not counted (perfmodel.fitting.traffic)
+    traffic: tuple[float, float] | None = None
 
 
 def rate(spec: GpuSpec, precision: str) -> float:
@@ -104,6 +107,8 @@ class GpuEffects:
     choice: dict = field(default_factory=lambda: {"launch-bound": "method", "compute-bound": "method"})
     # per split ("tuning", "held-out"), per guess, per regime: the median |error| % and points
     baselines: dict = field(default_factory=dict)
+    # the same, for ways of serving whose model's memory traffic was counted (the "traffic" guess can be used)
+    counted_choice: dict = field(default_factory=dict)
 
     def log_ratio(self, source: Curve, spec: GpuSpec, precision: str, w: np.ndarray) -> np.ndarray:
         return design(source, spec, precision, w) @ np.array([*self.floor, *self.busy])
@@ -125,6 +130,7 @@ class GpuEffects:
             "busy": list(self.busy),
             "learned_from": self.learned_from,
             "choice": self.choice,
+            "counted_choice": self.counted_choice,
             "baselines": self.baselines,
             "held_out": self.held_out,
         }
@@ -142,6 +148,7 @@ def shipped_effects() -> GpuEffects:
             data["held_out"],
             data.get("choice") or {"launch-bound": "method", "compute-bound": "method"},
             data.get("baselines") or {},
+            data.get("counted_choice") or {},
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise PredictorFormatError(f"{EFFECTS_FILE} cannot be read ({exc}); reinstall perfmodel.") from None

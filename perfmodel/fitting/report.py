@@ -40,8 +40,10 @@ GUESS_HEADERS = (
     "vs target: all %",
 )
 GUESS_NAMES = {
+    "chosen": "this transfer (the guesses marked *)",
     "same-stack": "same stack (other ways on both GPUs)",
     "method": "GPU effects (method)",
+    "traffic": "counted memory traffic (method)",
     "copy": "nearest GPU copied",
     "peak": "x peak FLOP/s ratio",
     "bandwidth": "x bandwidth ratio",
@@ -99,7 +101,9 @@ def guess_rows(group: GroupPredictor) -> list[tuple]:
     rows = []
     for guess, name in GUESS_NAMES.items():
         mine, target = held.get(guess) or {}, dict(checked.get(guess) or {})
-        if guess == "same-stack" and "same-stack" in used and t.get("checked_against_target"):
+        if guess == "chosen" and "same-stack" in used:
+            continue  # the same-stack row is this transfer
+        if guess in ("same-stack", "chosen") and guess in used | {"chosen"} and t.get("checked_against_target"):
             target = t["checked_against_target"].get("by_regime") or {}
         if not mine and not target:
             continue
@@ -184,6 +188,11 @@ def transfer_note(group: GroupPredictor) -> str | None:
     line = f"{group.name}: transferred from {sources} through {how}; {error}"
     if t.get("floor") and not t.get("same_stack"):
         line += f"; the launch-bound floor {t['floor']}"
+    if (t.get("guesses") or {}).get("compute-bound") == "traffic":
+        line += (
+            "; the compute-bound part by the model's counted memory traffic (the share of the source's time it takes "
+            "at the source's bandwidth scaled by the ratio of bandwidths, the rest by that of peak FLOP/s)"
+        )
     checked = t.get("checked_against_target")
     if checked:
         line += (

@@ -17,9 +17,12 @@ At each work it is multiplied by a ratio with two regimes, mixed by how busy the
   collections (`GpuEffects.choice`, chosen by experiments/003_fit_accuracy/transfer_heldout.py, never
   on the held-out ones): the GPU effects learned over the library (`method`: power laws of peak FLOP/s
   at the precision, memory bandwidth and L2; perfmodel.fitting.gpu_effects) or a one-line baseline
-  (`BASELINES`). In the method, the floor of a source whose GPU was mostly idle on it (the profile's
-  measured utilisation below HOST_BOUND_UTILISATION) is the host's and the framework's, which no GPU
-  specification describes: it is carried unchanged.
+  (`BASELINES`). For a model whose memory traffic was counted (perfmodel.fitting.traffic) the choice made on
+  such models' tuning tables (`GpuEffects.counted_choice`), which may be `traffic`: the share m of the
+  source's measured time that the traffic takes at the source's bandwidth scaled by the bandwidth ratio, the
+  rest (the SMs' work) by the ratio of peak FLOP/s at the precision. In the method, the floor of a source
+  whose GPU was mostly idle on it (the profile's measured utilisation below HOST_BOUND_UTILISATION) is the
+  host's and the framework's, which no GPU specification describes: it is carried unchanged.
 
 With several source GPUs the carried curves are averaged in log space, each weighted by how near its
 specifications are to the target's (only those with a same-stack ratio, where some have one). A float32
@@ -48,6 +51,7 @@ from perfmodel.fitting.gpu_specs import GpuSpec, spec_key
 from perfmodel.fitting.predictor import QUANTITIES, GroupPredictor, QuantityModel
 from perfmodel.fitting.regressors import MonotonePiecewiseLinear, RooflineRegression
 from perfmodel.fitting.selection import measured_region
+from perfmodel.fitting.traffic import traffic_bytes
 
 PRECISION_FAMILIES = {"fp32": "float32", "tf32": "float32", "fp16": "half", "bf16": "half", "int8": "int8"}
 TRANSFERRED = ("latency_ms", "latency_p99_ms")
@@ -61,12 +65,14 @@ BASELINES = {
     "roofline": "scaled by the slower of the target's two roofs (peak FLOP/s, bandwidth), the model at the "
     "source's ridge point",
 }
-GUESSES = ("method", *BASELINES)
+GUESSES = ("method", "traffic", *BASELINES)
 METHOD = (
     "each source's measured curve carried by a ratio per regime: measured on other ways of serving on the "
     "same two GPUs where the profiles have them (same stack), else the guess chosen per regime on the tuning "
     "collections (GPU effects learned over every published curve shipped: power laws of peak FLOP/s at the "
-    "precision, memory bandwidth, L2; a host-bound floor carried; perfmodel/data/gpu_effects.json); several "
+    "precision, memory bandwidth, L2; a host-bound floor carried; perfmodel/data/gpu_effects.json), for a model "
+    "whose memory traffic was counted the choice made on such models (traffic: the share of the source's time "
+    "that traffic takes at its bandwidth scaled by the bandwidth ratio, the rest by the peak ratio); several "
     "sources averaged in log space, the nearer in specifications weighing more"
 )
 GRID_POINTS = 48
@@ -104,16 +110,30 @@ def regime(u: np.ndarray) -> np.ndarray:
     return np.where(np.asarray(u) < 0.5, REGIMES[0], REGIMES[1])
 
 
-def guess_ratios(guess: str, source: Curve, spec: GpuSpec, precision: str, effects: GpuEffects) -> tuple[float, float]:
-    """(L_floor, L_busy): one guess's log ratio target / source on the floor and on the busy part."""
-    if guess == "method":
-        d = features(spec, precision) - features(source.spec, source.precision)
-        floor = 0.0 if source.host_floor else float(np.dot(effects.floor, d))
-        return floor, float(np.dot(effects.busy, d))
+def guess_ratios(
+    guess: str, source: Curve, spec: GpuSpec, precision: str, effects: GpuEffects, w: np.ndarray
+) -> tuple[float | np.ndarray, float | np.ndarray]:
+    """(L_floor, L_busy): one guess's log ratio target / source on the floor and on the busy part (at the
+    works w: the traffic guess depends on them)."""
     peak = float(np.log(rate(source.spec, source.precision) / rate(spec, precision)))
     bandwidth = float(np.log(source.spec.memory_bandwidth_gbs / spec.memory_bandwidth_gbs))
+    if guess in ("method", "traffic"):
+        d = features(spec, precision) - features(source.spec, source.precision)
+        floor = 0.0 if source.host_floor else float(np.dot(effects.floor, d))
+        if guess == "traffic" and source.traffic is not None:
+            m = memory_share(source, w)
+            return floor, np.log((1.0 - m) * np.exp(peak) + m * np.exp(bandwidth))
+        return floor, float(np.dot(effects.busy, d))
     value = {"copy": 0.0, "peak": peak, "bandwidth": bandwidth, "roofline": max(peak, bandwidth)}[guess]
     return value, value
+
+
+def memory_share(source: Curve, w: np.ndarray) -> np.ndarray:
+    """The share of the source's measured time at the works w that the model's counted memory traffic
+    takes at the source's full memory bandwidth (at most 1): the part a faster memory shortens."""
+    per_work, fixed = source.traffic
+    seconds = (per_work * np.asarray(w, dtype=float) + fixed) / (source.spec.memory_bandwidth_gbs * 1e9)
+    return np.clip(seconds * 1e3 / measured(source).evaluate(w, 224.0), 0.0, 1.0)
 
 
 def log_ratio(
@@ -128,15 +148,22 @@ def log_ratio(
     """log(target / source) at the works w: per regime the chosen guess (how="chosen") or one guess of
     GUESSES, replaced by the same-stack ratio of a regime where one was measured."""
     if how == "chosen":
-        floor = guess_ratios(effects.choice[REGIMES[0]], source, spec, precision, effects)[0]
-        busy = guess_ratios(effects.choice[REGIMES[1]], source, spec, precision, effects)[1]
+        choice = chosen_guesses(source, effects)
+        floor = guess_ratios(choice[REGIMES[0]], source, spec, precision, effects, w)[0]
+        busy = guess_ratios(choice[REGIMES[1]], source, spec, precision, effects, w)[1]
     else:
-        floor, busy = guess_ratios(how, source, spec, precision, effects)
+        floor, busy = guess_ratios(how, source, spec, precision, effects, w)
     if same_stack is not None:
         floor = floor if same_stack.floor is None else same_stack.floor
         busy = busy if same_stack.busy is None else same_stack.busy
     u = busy_fraction(source.estimator, w)
     return (1.0 - u) * floor + u * busy
+
+
+def chosen_guesses(source: Curve, effects: GpuEffects) -> dict:
+    """Per regime, the guess a transfer from `source` uses: those chosen for models whose memory traffic
+    was counted, where it was and a choice was made for them, else those chosen for all."""
+    return effects.counted_choice if source.traffic is not None and effects.counted_choice else effects.choice
 
 
 def predict_curve(
@@ -439,7 +466,8 @@ def curves_of(
             notes += _disagreeing(hardware, b, s, y)
         curve = MonotonePiecewiseLinear().fit(np.column_stack([b, s]), y)
         host = _host_floor(part, estimator)
-        curves.append(Curve(way, key, precision, spec, estimator, b, s, y, curve, host))
+        traffic = traffic_bytes(dict(way).get("model", ""), precision)
+        curves.append(Curve(way, key, precision, spec, estimator, b, s, y, curve, host, traffic))
     return curves
 
 
@@ -564,7 +592,7 @@ def _transferred_group(
         "method": METHOD,
         "coefficients": {"floor": list(effects.floor), "busy": list(effects.busy)},
         # per regime, what carried the curve there
-        "guesses": {r: "same-stack" if calibrated else effects.choice[r] for r in REGIMES},
+        "guesses": {r: "same-stack" if calibrated else chosen_guesses(sources[0], effects)[r] for r in REGIMES},
         "floor": _floor_said(sources, calibrated, effects),
         "same_stack": (
             {
@@ -579,7 +607,7 @@ def _transferred_group(
             or None
         ),
         # the one-line guesses beside the method: their held-out (and tuning) median errors per regime
-        "baselines": effects.baselines,
+        "baselines": _baselines(sources, effects),
         "validation": validation,
         "expected_error": {k: v for k, v in expected.items() if k != "errors"},
         # signed predicted / measured - 1 of the held-out transfers (evenly spaced quantiles of them)
@@ -621,14 +649,27 @@ def _floor_said(sources: list[Curve], calibrated: dict, effects: GpuEffects) -> 
     """How the launch-bound floor reached the target, in words."""
     if any(r.floor is not None for r in calibrated.values()):
         return "scaled by the ratio other ways of serving measured on the floors of the same two machines"
-    guess = effects.choice[REGIMES[0]]
+    guess = chosen_guesses(sources[0], effects)[REGIMES[0]]
     host = sorted({c.hardware for c in sources if c.host_floor})
-    if guess == "method" and host:
-        return (
-            f"carried unchanged from {', '.join(host)}: the GPU was mostly idle there (measured utilisation), so the "
-            "floor is the host's and the framework's, which the target machine may not share"
+    if guess == "copy" or (guess == "method" and host):
+        why = (
+            "the GPU was mostly idle there (measured utilisation), so the floor is the host's and the framework's"
+            if host
+            else "the floor is the host's and the framework's as much as the GPU's (the guess that did best there on "
+            "the tuning collections)"
         )
+        carried = ", ".join(host or sorted({c.hardware for c in sources}))
+        return f"carried unchanged from {carried}: {why}, which the target machine may not share"
     return "scaled by the GPU effects" if guess == "method" else f"{guess}: {BASELINES[guess]}"
+
+
+def _baselines(sources: list[Curve], effects: GpuEffects) -> dict:
+    """The guesses' tuning and held-out errors per regime: those of the models whose traffic was counted where
+    the transfer's are (and such tables were made), else those of all."""
+    tables = effects.baselines
+    if sources[0].traffic is not None and "held-out, counted models" in tables:
+        return {"tuning": tables["tuning, counted models"], "held-out": tables["held-out, counted models"]}
+    return {k: tables[k] for k in ("tuning", "held-out") if k in tables}
 
 
 def _checked(model, own: pd.DataFrame, sources: list[Curve], spec: GpuSpec, precision: str, effects: GpuEffects):
