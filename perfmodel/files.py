@@ -49,6 +49,13 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def atomic_write_texts(texts: dict) -> None:
+    """Each file {path: text} written atomically, in order, with the folders it needs."""
+    for path, text in texts.items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+
+
 def source_of(path, error: type[PerfmodelError], hint: str) -> str:
     """The text of a path given as an argument, or `error` with one sentence where it is none (None, a
     number, a DataFrame: a caller of the library, not the command line)."""

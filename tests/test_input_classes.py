@@ -486,7 +486,7 @@ def test_library_switches_refuse_text(tmp_path):
     for bad in ("no", "false", "", None, 2):
         with pytest.raises(InputError, match=r"`extrapolate` must be True or False"):
             make_plan(1000, 60, profiles=[SHIPPED], input_size=64, extrapolate=bad)
-        with pytest.raises(InputError, match=r"simulate must be True or False"):
+        with pytest.raises(InputError, match=r"`simulate` must be True or False"):
             make_online_plan("20/s", "1s", profiles=[SHIPPED], input_size=64, simulate=bad)
     assert make_plan(1000, 60, profiles=[SHIPPED], input_size=64, extrapolate=0).to_dict()["status"] == "optimal"
 

@@ -364,7 +364,7 @@ def test_the_report_says_it_draws_batch_plans_only(profile, tmp_path, capsys):
 def test_a_triton_profile_splits_the_server_time_from_the_round_trip(tmp_path):
     """server_compute_ms beside the client's latency: the rest (network, client) of the smallest batch is
     the round trip added to every latency; the server's own time is what batches queue behind."""
-    from perfmodel.planning.online import service_options
+    from perfmodel.planning.online_sources import service_options
 
     rows = [
         {

@@ -377,7 +377,7 @@ def validate(slo: str, loads: list[float], over: float, duration: float, margin:
 
 
 def _service(profile: pd.DataFrame) -> ServiceTimes:
-    from perfmodel.planning.online import service_options
+    from perfmodel.planning.online_sources import service_options
 
     return service_options([RESULTS / "service-profile.csv"], [], MODEL, SIZE)["cpu"][0]
 

@@ -50,7 +50,7 @@ MODEL, SIZE, WARMUP_S = "tiny", 64, 3.0
 
 
 def service(results: Path):
-    from perfmodel.planning.online import service_options
+    from perfmodel.planning.online_sources import service_options
 
     return service_options([results / "service-profile.csv"], [], MODEL, SIZE)["cpu"][0]
 

@@ -10,8 +10,8 @@ from perfmodel import exit_codes
 from perfmodel.commands import plan_batch, plan_online
 from perfmodel.commands.common import formatter, typed
 from perfmodel.planning import arguments
-from perfmodel.readers import given, whole_number
-from perfmodel.units import MAX_BATCH_SIZE, parse_duration, parse_percentile, parse_pool, parse_prices, parse_rate
+from perfmodel.readers import given
+from perfmodel.units import parse_pool, parse_prices
 
 # The library parameters whose flag has another name (cli.for_the_command_line: errors name parameters).
 PARAMETER_FLAGS = {
@@ -249,22 +249,20 @@ def _add_online(p) -> None:
     g = p.add_argument_group("--mode online", "Plan for requests arriving at a rate, answered within an SLO.")
     g.add_argument(
         "--rate",
-        type=typed(parse_rate),
+        type=_online("rate"),
         metavar="R",
         help="requests per second: 400/s, 20k/s, 24000/min (default with --arrivals: the trace's)",
     )
-    g.add_argument(
-        "--slo", type=typed(parse_duration, "`slo`"), metavar="T", help="latency objective per request, e.g. 100ms"
-    )
+    g.add_argument("--slo", type=_online("slo"), metavar="T", help="latency objective per request, e.g. 100ms")
     g.add_argument(
         "--percentile",
-        type=typed(parse_percentile),
+        type=_online("percentile"),
         metavar="P",
         help="share of requests that must meet the SLO, in percent (default: 99)",
     )
     g.add_argument(
         "--request-size",
-        type=typed(whole_number, "`request_size`", high=MAX_BATCH_SIZE, unit="images"),
+        type=_online("request_size"),
         metavar="K",
         help="images per request (default: 1)",
     )
@@ -284,7 +282,7 @@ def _add_online(p) -> None:
     )
     g.add_argument(
         "--max-queue-delay",
-        type=typed(_delays),
+        type=_online("max_queue_delays"),
         metavar="LIST",
         help="max_queue_delay candidates, e.g. 0,0.5ms,2ms (default: 0 and 1/4, 1/2, 1 x one request's time)",
     )
@@ -322,9 +320,15 @@ def _confidence(text: str) -> float | str:
     return confidence(text, "confidence")
 
 
-def _delays(text: str) -> list[float]:
-    """'0,0.5ms,2ms' -> seconds, each 0 or more."""
-    return [parse_duration(d.strip(), "`max_queue_delays`", allow_zero=True) for d in text.split(",")]
+def _online(name: str):
+    """The flag's type: the check of make_online_plan's parameter `name` (planning/online_request.CHECKS)."""
+
+    def read(text: str):
+        from perfmodel.planning.online_request import CHECKS
+
+        return CHECKS[name](text, name)
+
+    return typed(read)
 
 
 def wrong_mode_flags(args) -> list[str]:

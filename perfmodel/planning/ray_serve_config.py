@@ -89,6 +89,11 @@ def check_target(ray_serve_config: str | os.PathLike, inputs=()) -> None:
 
 
 def write_settings(path: str | os.PathLike, settings: dict[str, ServeSettings], header: str) -> None:
+    atomic_write_text(path, settings_text(settings, header))
+
+
+def settings_text(settings: dict[str, ServeSettings], header: str) -> str:
+    """The file's text: JSON, the deployment keys Ray Serve's own."""
     data = {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
@@ -101,7 +106,7 @@ def write_settings(path: str | os.PathLike, settings: dict[str, ServeSettings], 
             for name, s in settings.items()
         },
     }
-    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+    return json.dumps(data, indent=2) + "\n"
 
 
 def read_settings(path: str | os.PathLike) -> dict[str, ServeSettings]:

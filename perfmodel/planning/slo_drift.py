@@ -11,7 +11,6 @@ margin that covers a share P of the time is Phi^-1(P) x rel_sd.
 
 from __future__ import annotations
 
-import math
 from statistics import NormalDist
 
 from perfmodel.planning import drift as drifts
@@ -19,10 +18,10 @@ from perfmodel.planning import drift as drifts
 COVERED = 0.95  # the share of time the suggested margin covers
 
 
-def slo_drift(hardware: list[str], margin: float, profiles=()) -> dict:
-    """Per hardware type of the plan: its drift, the share of time the SLO holds at `margin`, and the
-    margin that covers COVERED of the time."""
-    found = _measured(profiles)
+def slo_drift(hardware: list[str], margin: float, found: dict[str, drifts.Drift] | None = None) -> dict:
+    """Per hardware type of the plan: its drift (as `found` in its profiles, else the default), the share of
+    time the SLO holds at `margin`, and the margin that covers COVERED of the time."""
+    found = found or {}
     out = {}
     for name in dict.fromkeys(hardware):
         d = found.get(name) or drifts.default_for(name)
@@ -35,34 +34,11 @@ def slo_drift(hardware: list[str], margin: float, profiles=()) -> dict:
     return out
 
 
-def lines(found: dict, margin: float) -> list[str]:
-    """One sentence per type, for the readable output."""
-    out = []
-    for name, d in found.items():
-        share = d["slo_holds_share"]
-        if margin:
-            planned = f"the SLO is planned with every batch {margin:.0%} slower, covering the drift about {share:.0%}"
-        else:
-            planned = f"the SLO is planned at the profile's speed, a speed it keeps about {share:.0%}"
-        line = (
-            f"{name}: its speed drifts (relative sd {d['rel_sd']:.1%}; {d['source']}): {planned} of the time "
-            "(the plan's headroom may carry it further)"
-        )
-        if share < COVERED:  # a whole percent, rounded up: a margin rounded down would cover less
-            need = math.ceil(d["margin_covering"]["margin"] * 100 - 1e-9)
-            line += f"; `margin` {need}% covers {COVERED:.0%} of it"
-        out.append(line + ".")
-    return out
-
-
-def _measured(profiles) -> dict:
-    from perfmodel.schema import load_profile
-
+def measured(frames) -> dict[str, drifts.Drift]:
+    """Per hardware type, the drift that a profile's probe measured (planning/drift.from_rows); `frames`: one per
+    profile file, a later file's figure in place of an earlier one's."""
     found = {}
-    for path in profiles:
-        if not isinstance(path, (str, bytes)) and not hasattr(path, "__fspath__"):
-            continue
-        frame = load_profile(path)
+    for frame in frames:
         for name, rows in frame.groupby("hardware"):
             d = drifts.from_rows(rows, str(name))
             if d is not None:

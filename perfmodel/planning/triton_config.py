@@ -14,11 +14,12 @@ written atomically, and one that cannot be parsed is reported, never overwritten
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from perfmodel.errors import InputError
-from perfmodel.files import atomic_write_text
+from perfmodel.files import atomic_write_texts
 from perfmodel.readers import output_folder
 
 CONFIG = "config.pbtxt"
@@ -77,25 +78,39 @@ def check_target(triton_config: str | os.PathLike, protected=()) -> Path:
     return path
 
 
-def write_batching(directory: str | os.PathLike, settings: dict[str, BatchingSettings], header: str) -> list[Path]:
-    """Write each GPU type's settings (see the module's doc); returns the files written."""
+def batching_texts(directory: str | os.PathLike, settings: dict[str, BatchingSettings], header: str) -> dict[Path, str]:
+    """Each GPU type's config file and its text (see the module's doc), every existing one parsed; nothing written."""
     directory = Path(directory)
     base = directory / CONFIG
-    plans = {}
-    for name, path in targets(directory, list(settings)).items():  # parse everything before writing anything
+    texts = {}
+    for name, path in targets(directory, list(settings)).items():
         source = path if path.exists() else base if base.exists() else None
-        plans[path] = (
-            _merged(source, settings[name], header)
-            if source is not None
-            else _comment(header) + settings[name].as_text()
+        new = _comment(header) + settings[name].as_text()
+        texts[path] = new if source is None else _merged(source, settings[name], header)
+    return texts
+
+
+def write_batching(directory: str | os.PathLike, settings: dict[str, BatchingSettings], header: str) -> list[Path]:
+    """Write each GPU type's settings (see the module's doc), every file parsed before any is written; returns the
+    files written."""
+    texts = batching_texts(directory, settings, header)
+    atomic_write_texts(texts)
+    return list(texts)
+
+
+def triton_settings(plan, cpu_types: Iterable[str] = ("cpu",)) -> dict[str, BatchingSettings]:
+    """The config.pbtxt settings each GPU type of an online plan (solvers.OnlinePlan) assumes (one model instance
+    per device)."""
+    cpu = set(cpu_types)
+    return {
+        a.hardware: BatchingSettings(
+            a.max_batch,
+            a.preferred_batch_sizes,
+            int(round(a.max_queue_delay_s * 1e6)),
+            "KIND_CPU" if a.hardware in cpu else "KIND_GPU",
         )
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for path, text in plans.items():
-        path.parent.mkdir(exist_ok=True)
-        atomic_write_text(path, text)
-        written.append(path)
-    return written
+        for a in plan.assignments
+    }
 
 
 def read_batching(location: str | os.PathLike) -> BatchingSettings:
