@@ -140,8 +140,8 @@ def parse_backend(backend: str) -> dict | None:
     return flags if rest == "" else None
 
 
-def _backends() -> tuple[str, ...]:
-    names = []
+def _backends() -> dict[str, TorchOptions]:
+    options_of = {}
     for channels_last, cuda_graphs in itertools.product((False, True), repeat=2):
         for compile_mode in (None, *COMPILE_MODES):
             if cuda_graphs and compile_mode in _GRAPHING_MODES:
@@ -153,12 +153,14 @@ def _backends() -> tuple[str, ...]:
                 cuda_graphs=cuda_graphs,
                 compile_mode=compile_mode or "default",
             )
-            names.append(options.backend_name)
-    return tuple(names)
+            options_of[options.backend_name] = options
+    return options_of
 
 
-# Every backend name the in-process PyTorch backend can write into a profile, so every one a plan can name.
-BACKENDS = _backends()
+# Every backend name the in-process PyTorch backend can write into a profile, so every one a plan can name,
+# with the options it stands for on a GPU (read once here: a plan's rows look theirs up).
+BACKEND_OPTIONS = _backends()
+BACKENDS = tuple(BACKEND_OPTIONS)
 
 
 def compile_model(model, mode: str = "default"):

@@ -85,6 +85,20 @@ def test_a_plan_with_reduce_overhead_is_refused_on_a_cpu():
     check_runnable("torch-compile-max-autotune", "fp32", "cpu", "cpu#0")  # max-autotune runs on a CPU
 
 
+def test_a_backend_name_no_profile_holds_is_refused_as_the_plan_is_read(tmp_path):
+    """parse_backend reads torch-compile-max-autotune-cuda-graphs, but no TorchOptions writes it (the mode
+    captures CUDA graphs of its own): a plan naming it is refused by the reader, before anything runs."""
+    plan = json.loads(planned(tmp_path, {("torch", "fp16"): 0.05}).read_text())
+    for row in plan["assignments"] + plan.get("gpus", []):
+        row["backend"] = "torch-compile-max-autotune-cuda-graphs"
+    (tmp_path / "edited.json").write_text(json.dumps(plan))
+    with pytest.raises(InputError, match="uses backend 'torch-compile-max-autotune-cuda-graphs', but perfmodel run"):
+        read_run_plan(tmp_path / "edited.json")
+    with pytest.raises(InputError, match="is not a PyTorch backend perfmodel runs"):
+        check_runnable("torch-compile-max-autotune-cuda-graphs", "fp16", "cuda", "GPU 1")
+    assert all(o.backend_name == name for name, o in torch_runner.BACKEND_OPTIONS.items())
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_plan_on_any_torch_backend_is_runnable(tmp_path, backend):
     """The planner picks any backend its profiles hold: each one the profiler can write must run."""

@@ -62,11 +62,12 @@ class Sigterm:
 
 
 @contextlib.contextmanager
-def sigterm_as_interrupt():
+def sigterm_as_interrupt(state: Sigterm | None = None):
     """SIGTERM raises Terminated while the yielded Sigterm's `raising` holds; once a command turns it off
     (its work over: what it started being stopped, its results printed) SIGTERM is only noted, so that a
-    finished command still says what it did. The previous handler is back afterwards."""
-    state = Sigterm()
+    finished command still says what it did. The previous handler is back afterwards. `state`: a Sigterm
+    made beforehand, for a part of the command built before the signal is handled."""
+    state = state or Sigterm()
 
     def handler(signum, frame) -> None:
         state.terminated = True

@@ -6,7 +6,7 @@ import os
 import sys
 
 from perfmodel import console, exit_codes
-from perfmodel.commands.common import formatter, positive, sigterm_as_interrupt
+from perfmodel.commands.common import Sigterm, formatter, positive, sigterm_as_interrupt
 
 # The library parameters whose flag has another name (console.for_the_command_line: errors name parameters):
 # RunOptions' model_path, and make_plan's that a run's messages advise re-planning with (flags of perfmodel plan).
@@ -95,6 +95,8 @@ def run(args) -> int:
 
     if args.synthetic and given(args, "decode_threads"):  # even at 1, the default: typed, so never ignored
         raise InputError("--decode-threads needs --images: random inputs are not decoded.")
+    sigterm = Sigterm()
+    live = _Live(args.flag_names, sigterm)  # the run's events as the command line shows them
     plan = read_run_plan(args.plan)
     options = RunOptions(
         images=args.images,
@@ -109,20 +111,10 @@ def run(args) -> int:
         decode_threads=args.decode_threads,
         fault=_fault_drill(),
     )
-
-    def said(line: str) -> str:  # library text as the command line says it
-        return console.for_the_command_line(line, args.flag_names)
-
-    with sigterm_as_interrupt() as sigterm:
-        with _Live(said) as live:
-
-            def on_event(e) -> None:
-                if e.kind == "stopping":
-                    sigterm.raising = False
-                live.event(e)
-
+    with sigterm_as_interrupt(sigterm):
+        with live:
             try:
-                result = run_plan(plan, options, on_event)
+                result = run_plan(plan, options, live.event)
             except KeyboardInterrupt:  # while the inputs were prepared: nothing started, nothing done
                 if not sigterm.terminated:
                     raise
@@ -134,15 +126,15 @@ def run(args) -> int:
             rows, lines, notes = text.rows(result), [text.summary(result), *text.lost_lines(result)], text.notes(result)
             console.table(None, text.COLUMNS, rows)
             for line in lines:
-                console.out.print(said(line), markup=False)
+                console.out.print(console.for_the_command_line(line, args.flag_names), markup=False)
             for line in notes:
-                console.note(said(line))
+                console.note(console.for_the_command_line(line, args.flag_names))
         else:
             console.print_json(console.clean_for_json(result.to_dict()))
         if sigterm.terminated and result.complete:
-            console.note(f"note: {said(text.COMPLETE_AFTER_SIGTERM)}")
+            console.note(f"note: {console.for_the_command_line(text.COMPLETE_AFTER_SIGTERM, args.flag_names)}")
         if ending is not None:  # and where the finished labels are
-            ending = said(ending)
+            ending = console.for_the_command_line(ending, args.flag_names)
             if args.out and not (result.images_done or result.images_resumed):  # no row: the file was not written
                 ending += f"; no label was finished, so {args.out} was not written: run again to do them"
             elif args.out:
@@ -166,10 +158,13 @@ def _fault_drill() -> tuple[int, int] | None:
 
 
 class _Live:
-    """Live progress on a terminal (stderr): per hardware type, images done and ETA, measured vs planned."""
+    """The run's events as the command line shows them: a worker behind, dead or lost as a note, and live
+    progress on a terminal (stderr): per hardware type, images done and ETA, measured vs planned. Once the
+    run stops what it started, SIGTERM no longer interrupts (the command still prints what was done)."""
 
-    def __init__(self, said):
-        self.said = said  # library text as the command line says it
+    def __init__(self, flag_names: dict[str, str], sigterm: Sigterm):
+        self.flag_names = flag_names  # its text names the library's parameters: shown as these flags
+        self.sigterm = sigterm
         self.bar = None
         self.tasks = {}
 
@@ -197,8 +192,10 @@ class _Live:
     def event(self, e) -> None:
         from perfmodel.run import text
 
+        if e.kind == "stopping":
+            self.sigterm.raising = False
         if e.kind in ("behind", "died", "lost"):
-            line = self.said(text.event_line(e.kind, e.worker.plan.name, e.text))
+            line = console.for_the_command_line(text.event_line(e.kind, e.worker.plan.name, e.text), self.flag_names)
             if self.bar is not None:  # above the live bars, not through them
                 self.bar.console.print(line, markup=False, highlight=False)
             else:
@@ -207,7 +204,7 @@ class _Live:
         if self.bar is None:
             return
         if e.kind == "phase":
-            self.bar.update(self.tasks[None], status=self.said(e.text))
+            self.bar.update(self.tasks[None], status=console.for_the_command_line(e.text, self.flag_names))
             return
         if e.outlook is not None:
             self.bar.update(self.tasks[None], status=text.outlook_line(e.outlook))

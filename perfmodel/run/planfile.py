@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from perfmodel.errors import InputError
 from perfmodel.planning.drift import Drift
 from perfmodel.planning.fields import PLAN_HOW, PlanFile, read_plan
+from perfmodel.torch_runner import BACKENDS as TORCH_BACKENDS
 from perfmodel.torch_runner import PRECISIONS as TORCH_PRECISIONS
-from perfmodel.torch_runner import parse_backend
 
 REMAKE = "make it again with `perfmodel plan ... --json` (this perfmodel records what running it needs)"
 # One Ray actor per planned GPU. Ray's published scalability envelope is 20k+ actors in a cluster
@@ -212,7 +212,7 @@ def _require(row: dict, keys, where: str) -> None:
 
 def _check_backend(backend: str, hardware: str, where: str) -> None:
     """Every backend the in-process PyTorch profiler writes runs (torch_runner.BACKENDS); others do not."""
-    if parse_backend(backend) is None:
+    if backend not in TORCH_BACKENDS:
         raise InputError(
             f"{where} ({hardware}) uses backend {backend!r}, but perfmodel run executes in-process "
             "PyTorch only (the backends `perfmodel profile --backend torch` measures): re-plan with `backend` torch."

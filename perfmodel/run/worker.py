@@ -51,9 +51,11 @@ class WorkerSpec:
 def check_runnable(backend: str, precision: str, device: str, where: str) -> None:
     """InputError (one sentence) when a planned backend and precision cannot run on `device`, before
     anything starts: CUDA graphs (ours or torch.compile's reduce-overhead) and TF32 need a CUDA device."""
-    from perfmodel.torch_runner import TorchOptions
+    from perfmodel.torch_runner import BACKEND_OPTIONS, BACKENDS
 
-    options = TorchOptions.from_backend(backend, device="cuda", precision=precision)
+    if backend not in BACKEND_OPTIONS:
+        raise InputError(f"{backend!r} is not a PyTorch backend perfmodel runs ({', '.join(BACKENDS)}).")
+    options = BACKEND_OPTIONS[backend]
     graphs = options.cuda_graphs or options.compile_mode == "reduce-overhead"
     if device == "cpu" and (graphs or precision == "tf32"):
         what = "CUDA graphs" if graphs else "TF32 math"
