@@ -279,6 +279,7 @@ def transfer_guesses() -> dict:
         "held-out": th.per_regime(points[points["split"] == "held-out"]),
         "h200 -> h100": th.per_regime(points[points["split"] == "pair"]),
         "choice": effects.choice,
+        "counted_choice": effects.counted_choice,
     }
     return tables  # every point of the chosen guess and same-stack: transfer_points.csv (transfer_heldout.py)
 
@@ -389,7 +390,9 @@ def write_markdown(results: dict) -> str:
             "",
             "## GPUs never profiled: perfmodel beside the one-line guesses, per regime (one source)",
             "",
-            f"Shipped GPU effects; the guess used per regime (chosen on the tuning collections): {guesses['choice']}. "
+            f"Shipped GPU effects; the guess used per regime (chosen on the tuning collections): {guesses['choice']}; "
+            "for models whose memory traffic was counted (chosen on the reference tables): "
+            f"{guesses['counted_choice']}. "
             "Median |predicted / measured - 1| %, (points).",
         ]
         for title, key in (
