@@ -85,8 +85,10 @@ def batching_texts(directory: str | os.PathLike, settings: dict[str, BatchingSet
     texts = {}
     for name, path in targets(directory, list(settings)).items():
         source = path if path.exists() else base if base.exists() else None
-        new = _comment(header) + settings[name].as_text()
-        texts[path] = new if source is None else _merged(source, settings[name], header)
+        if source is None:
+            texts[path] = _comment(header) + settings[name].as_text()
+        else:
+            texts[path] = _merged(source, settings[name], header)
     return texts
 
 
