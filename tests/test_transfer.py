@@ -288,7 +288,7 @@ def test_h200_to_h100_on_one_stack_is_within_10_percent_and_never_worse_than_the
     """Issue 40. Each input size of the H100 predicted from the H200's curve, scaled by the H200 -> H100 ratio
     measured on the other two sizes (standing in for other models profiled on both machines): the H100's own
     points at that size are never used. Through the specifications alone (no other workload on both) the
-    transfer scores 22.6%, the H200 copied 16.3% (experiments/003_fit_accuracy, transfer.md)."""
+    transfer scores 5.6% (the next test), the H200 copied 16.3% (experiments/003_fit_accuracy, transfer.md)."""
     frame = load_profiles([H200, H100])
     frame["model"] = frame["model"] + "@" + frame["input_size"].astype(str)
     predictor = perfmodel.fit(frame, families=("roofline",), target_hardware=["h100"])
