@@ -1,5 +1,5 @@
 """The exit codes of the `perfmodel` command: the one table that cli.py, every --help, the errors' codes
-(errors.py) and docs/exit-codes.md take from (tests/test_exit_codes.py holds them to it)."""
+(errors.py) and docs/exit-codes.md take from (tests/commands/test_exit_codes.py holds them to it)."""
 
 from __future__ import annotations
 

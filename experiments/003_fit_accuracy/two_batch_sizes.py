@@ -7,7 +7,7 @@ size) gives a line (perfmodel.fitting.accuracy.two_batch_size_line_errors), test
 between its two ('between') and above the larger up to twice it ('beyond'). The file holds, per region,
 the number of points, the median and 90th percentile of |line - measured| / measured (the figures fit's
 note quotes) and the signed errors 100 x (measured / line - 1) as 201 evenly spaced quantiles (what a
-two-batch-size predictor carries, and plan draws its spread from). tests/test_fit_few_points.py checks
+two-batch-size predictor carries, and plan draws its spread from). tests/fitting/test_fit_few_points.py checks
 that the file still matches what this measures.
 """
 

@@ -35,7 +35,7 @@ RESULTS = HERE / "results"
 GPU_TYPES = ("h100", "h200")
 DEVICE_MIB = {"h100": 81_559, "h200": 143_771}  # nvidia-smi, results/<hw>/<hw>-check.txt
 
-# campaign.sh's settings (tests/test_campaign.py holds them equal)
+# campaign.sh's settings (tests/experiments/test_campaign.py holds them equal)
 MAX_TIME_PER_POINT_S = 0.5
 SHORT_CALLS_TIME_S = 2.0
 MIN_SAMPLES, FLOOR_SAMPLES = 20, 6  # perfmodel/profile/timing.py's StabilityRule

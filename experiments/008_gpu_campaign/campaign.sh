@@ -265,7 +265,7 @@ check_gpu_tests() {  # [$1 = at most this many seconds]
   fi
   # Only the files that hold GPU tests: collecting the others would import what this machine may lack.
   local files
-  mapfile -t files < <(grep -l "mark.gpu" tests/test_*.py)
+  mapfile -t files < <(grep -rl --include="test_*.py" "mark.gpu" tests)
   # --durations: each test's seconds in the log (the H100 run of 2026-11-27 could only count dots).
   bounded ${1:+--at-most "$1"} "$PY" -m pytest -q -p no:cacheprovider -m gpu --durations=0 --durations-min=1 \
     "${files[@]}" "${xml[@]+"${xml[@]}"}" 2>&1 | tail -n 60 | tee -a "$log" || rc=${PIPESTATUS[0]}

@@ -11,7 +11,7 @@ rich, psutil, nvidia-ml-py, matplotlib, pytest and hypothesis. perfmodel needs b
 
 Only the session's first call carries them (device_call.sh installs them into the warm machine's /tmp/site
 for the next calls); that call must hold the working tree and the wheels within LIMIT_MIB, less MARGIN_MIB
-(tests/test_campaign.py checks the tree against WHEELS_MIB, so a growing tree is caught in CI).
+(tests/experiments/test_campaign.py checks the tree against WHEELS_MIB, so a growing tree is caught in CI).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every argument of every command, by the class of input it takes (perfmodel/readers.py has one reader per class).
 
 The command line uses this table for what it can check alone: text flags go through readers.text as they
-are parsed (an escape sequence in --source never reaches a terminal or a file). tests/test_input_classes.py
+are parsed (an escape sequence in --source never reaches a terminal or a file). tests/commands/test_input_classes.py
 walks the parsers and fails for an argument missing here, then throws each class's bad values at every
 argument of that class, so a new flag is checked the day it is added. Positionals are named by their dest.
 """
@@ -12,7 +12,7 @@ NUMBER = "number"  # a number or list of numbers in text, with or without a unit
 TEXT = "text"  # free text that is echoed: names, sources, addresses; printable, bounded
 OUTPUT_FILE = "output file"  # readers.output_file
 OUTPUT_FOLDER = "output folder"  # readers.output_folder
-INPUT_FILE = "input file"  # read with files.read_bytes and friends (tests/test_fuzz_cli.py: hostile files)
+INPUT_FILE = "input file"  # read with files.read_bytes and friends (tests/commands/test_fuzz_cli.py: hostile files)
 INPUT_FOLDER = "input folder"
 CHOICE = "choice"  # argparse's choices
 SWITCH = "switch"  # store_true

@@ -53,7 +53,7 @@ TWO_BATCH_SIZES = (
     "median latency for plan's deadline probability. To measure its own: " + BATCH_SIZE_ADVICE + "."
 )
 # Measured by experiments/003_fit_accuracy/two_batch_sizes.py (accuracy.two_batch_size_line_errors on
-# profiles/reference/, every pair of batch sizes of the 35 curves); tests/test_fit_few_points.py checks that the
+# profiles/reference/, every pair of batch sizes of the 35 curves); tests/fitting/test_fit_few_points.py checks that the
 # file still matches what it measures.
 TWO_BATCH_SIZE_FILE = Path(__file__).resolve().parents[1] / "data" / "two_batch_size_errors.json"
 TWO_BATCH_SIZE_QUANTILES = 201  # the signed errors ship as this many evenly spaced quantiles

@@ -17,7 +17,7 @@ from perfmodel.fitting.selection import fit_quantity, unstable_past_data
 from perfmodel.fitting.synthetic import LaunchBoundCurve, gpu_like_profile
 from perfmodel.schema import load_profiles
 
-REFERENCE = sorted((Path(__file__).resolve().parents[1] / "profiles" / "reference").glob("*.csv"))
+REFERENCE = sorted((Path(__file__).resolve().parents[2] / "profiles" / "reference").glob("*.csv"))
 POWERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from perfmodel import cli
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "profiles" / "cpu-resnet50-torch.csv"
 
 

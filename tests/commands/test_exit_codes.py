@@ -9,7 +9,7 @@ import pytest
 from perfmodel import errors, exit_codes
 from perfmodel.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 COMMANDS = ["profile", "import", "fit", "plan", "report", "run"]
 
 

@@ -18,7 +18,7 @@ from perfmodel.fitting import Predictor
 from perfmodel.schema import load_profile
 
 pytestmark = pytest.mark.integration  # each test runs the campaign script or validate.py
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HERE = ROOT / "experiments" / "008_gpu_campaign"
 SCRIPT = HERE / "campaign.sh"
 CALIBRATION_DIR = ROOT / "experiments" / "011_deadline_calibration"

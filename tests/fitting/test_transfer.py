@@ -17,7 +17,7 @@ from perfmodel.fitting.regressors import RooflineRegression
 from perfmodel.fitting.transfer import validate
 from perfmodel.schema import load_profiles
 
-REFERENCE = Path(__file__).resolve().parents[1] / "profiles" / "reference"
+REFERENCE = Path(__file__).resolve().parents[2] / "profiles" / "reference"
 TENSORFLOW = REFERENCE / "dle-tensorflow-resnet50.csv"
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 RESULTS_004 = "2026-11-28-intel-r-xeon-r-processor-2-80ghz-3a66e26181"  # the run 004's README cites
 
 

@@ -22,7 +22,7 @@ from perfmodel.fitting.selection import (
 )
 from perfmodel.schema import load_profiles, write_profile
 
-REFERENCE = Path(__file__).resolve().parents[1] / "profiles" / "reference" / "dle-pytorch-resnet50.csv"
+REFERENCE = Path(__file__).resolve().parents[2] / "profiles" / "reference" / "dle-pytorch-resnet50.csv"
 
 
 @pytest.fixture(scope="module")

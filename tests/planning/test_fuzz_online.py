@@ -15,7 +15,7 @@ from solvers import InfeasibleProblem, ProblemError
 from solvers import online_batcher as batcher_module
 from solvers.online_solve import OnlineGpuType, OnlineProblem, ServiceTimes, solve_online
 
-SHIPPED = Path(__file__).resolve().parents[1] / "profiles" / "cpu-resnet50-torch.csv"
+SHIPPED = Path(__file__).resolve().parents[2] / "profiles" / "cpu-resnet50-torch.csv"
 ONLINE = ["plan", "--mode", "online", "--profile", str(SHIPPED), "--input-size", "64", "--json"]
 
 

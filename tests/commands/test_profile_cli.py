@@ -18,7 +18,7 @@ from perfmodel.schema import load_profile
 FAST = ["--max-time-per-point", "0.2", "--warmup", "in-process", "--drift-probe", "0"]
 HALF_SECOND = ["--max-time-per-point", "0.5", "--warmup", "in-process"]  # the integration tests' sweeps
 SWEEP = "1,2,4,8,16,32,64,128"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _profile(out, *rest: str, model: str = "tiny", batch_sizes: str | None = None, input_sizes: str | None = None):

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_plan import profile_rows
 
 from perfmodel.cli import main
 from perfmodel.errors import InputError
@@ -28,7 +29,6 @@ from perfmodel.planning.drift import (
 )
 from perfmodel.planning.makespan import QUANTILES, SOURCES, Makespan, Shared, Workers
 from perfmodel.planning.spread import batch_moments
-from tests.test_plan import profile_rows
 
 
 @pytest.fixture
@@ -383,8 +383,9 @@ def test_the_outlook_gives_a_lost_workers_batches_to_the_survivors():
 
 
 def test_a_plan_file_carries_its_probability_to_the_run_and_older_plans_still_read(tmp_path):
+    from run_data import write_plan
+
     from perfmodel.run.planfile import read_run_plan
-    from tests.run_data import write_plan
 
     path = write_plan(tmp_path, images=64, deadline_s=60.0, confidence=0.9)
     data = json.loads(path.read_text())

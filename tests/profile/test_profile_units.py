@@ -303,7 +303,7 @@ def test_the_estimate_of_the_gpu_campaigns_sweep_is_near_its_measured_time():
 
     from perfmodel.profile import ProfileConfig, estimate_profile
 
-    results = Path(__file__).resolve().parents[1] / "experiments" / "008_gpu_campaign" / "results"
+    results = Path(__file__).resolve().parents[2] / "experiments" / "008_gpu_campaign" / "results"
     for hw in ("h100", "h200"):
         log = (results / hw / "session-call1.log").read_text()
         began, command = re.search(r"==> \[ *(\d+) s\] resnet50 torch-fp16: (perfmodel profile .*)", log).groups()

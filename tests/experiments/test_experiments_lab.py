@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location("lab", Path(__file__).resolve().parents[1] / "experiments" / "lab.py")
+_spec = importlib.util.spec_from_file_location("lab", Path(__file__).resolve().parents[2] / "experiments" / "lab.py")
 lab = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(lab)
 

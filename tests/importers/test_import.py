@@ -10,7 +10,7 @@ from perfmodel.errors import ProfileFormatError
 from perfmodel.importers import ImportSettings, import_profile
 from perfmodel.schema import load_profile
 
-DATA = Path(__file__).parent / "data" / "import"
+DATA = Path(__file__).resolve().parents[1] / "data" / "import"
 IDENTITY = ["--hardware", "a100", "--model", "resnet50", "--precision", "fp16", "--input-size", "224"]
 SETTINGS = ImportSettings(hardware="a100", model="resnet50", backend="triton-grpc", precision="fp16", input_size=224)
 

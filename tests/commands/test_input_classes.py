@@ -7,7 +7,7 @@ added: every number flag gets non-ASCII digits, separators, NaN and infinity; ev
 characters; every output path a folder's name, a symbolic link, a missing folder, its own input; every flag
 counts as typed at its default value. Commands run in-process (perfmodel.cli.main), profile's sweeps and
 run's Ray cluster replaced by a tripwire: nothing is measured or started. Hostile input *files* are
-tests/test_fuzz_cli.py's.
+tests/commands/test_fuzz_cli.py's.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from perfmodel.commands import inputs
 from perfmodel.commands import plan as plan_command
 from perfmodel.commands import profile as profile_command
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "profiles" / "cpu-resnet50-torch.csv"
 IMPORTS = REPO / "tests" / "data" / "import"
 

@@ -25,7 +25,7 @@ from perfmodel.profile.monitor import GpuId, HardwareMonitor, gpu_id, open_nvml
 from perfmodel.run import cluster
 from perfmodel.run.cluster import LocalRay, NodeSpec, NvmlGpu, visible_gpus
 
-FAKE_NVML = Path(__file__).parent / "fake_nvml"
+FAKE_NVML = Path(__file__).resolve().parents[1] / "fake_nvml"
 A100 = {"name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-a0a0a0a0-0000-0000-0000-000000000001", "pci": "00000000:1B:00.0"}
 H100 = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-b1b1b1b1-0000-0000-0000-000000000002", "pci": "00000000:3B:00.0"}
 A100_2 = {**A100, "uuid": "GPU-c2c2c2c2-0000-0000-0000-000000000003", "pci": "00000000:5E:00.0"}

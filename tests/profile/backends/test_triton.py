@@ -28,7 +28,7 @@ from perfmodel.profile.backends.triton_client import ThroughputRule, Workload, _
 from perfmodel.profile.backends.triton_stats import server_times_ms
 from perfmodel.schema import load_profile
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 NEEDS_TRITONCLIENT = pytest.mark.skipif(
     importlib.util.find_spec("tritonclient") is None,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parents[1] / "experiments" / "001_serving_architectures" / "netlink.py"
+HERE = Path(__file__).resolve().parents[3] / "experiments" / "001_serving_architectures" / "netlink.py"
 _spec = importlib.util.spec_from_file_location("netlink", HERE)
 netlink = sys.modules.setdefault("netlink", importlib.util.module_from_spec(_spec))  # dataclasses need it there
 _spec.loader.exec_module(netlink)
