@@ -2,7 +2,8 @@
 as a subprocess (perfmodel_command, repo_env, descendants), and the markers' rules (the GPU skip; Triton
 tests are integration tests; timeouts).
 
-Test files import the plain helpers with `from conftest import repo_env, run_cli` (pyproject.toml puts tests/ on sys.path: the tests live in folders that mirror the package).
+Test files import the plain helpers with `from conftest import repo_env, run_cli`: the tests live in folders
+that mirror the package, and pyproject.toml puts tests/ on sys.path.
 """
 
 from __future__ import annotations
