@@ -277,7 +277,8 @@ def output_folder(
 ) -> Path:
     """Fail early unless `path` is a folder that can be written into, or can be made (with the folders above
     it) where it is missing; nothing is created here. `writes`: the names (glob patterns) of the files the
-    command writes there, none of which may be a folder or one of the command's `inputs`."""
+    command writes there, none of which may be a folder or one of the command's `inputs`, nor lie in a folder
+    that is a file."""
     text = path_text(path, what, error)
     path = Path(text)
     if path.exists() and not path.is_dir():
@@ -291,6 +292,12 @@ def output_folder(
         raise error(f"{what} {text}: cannot write into it, cannot create files in {existing}.")
     if path.is_dir():
         for pattern in writes:
+            folder = path / Path(pattern).parent  # a file there would make the write fail after the work
+            if folder.exists() and not folder.is_dir():
+                raise error(
+                    f"{what} {text}: {folder} is a file, where the command writes {pattern}: move it away, or give "
+                    "another directory."
+                )
             for target in sorted(path.glob(pattern)):
                 if target.is_dir():
                     raise error(f"{what} {text}: {target} is a directory, where the command writes a file.")

@@ -1,8 +1,9 @@
 """perfmodel plan --mode online: GPUs, max batch and queue delay for a request rate and a latency SLO, from the
 flags read into numbers by commands/plan.py; the Triton and Ray Serve settings the plan means, where asked.
 
-The data flows one way: the request checked, where the configs go checked, the files read, the plan made,
-the config files and the text made, then the files written and the text printed."""
+The data flows one way: the request checked; the files read, and where the configs go checked against them
+(before any work: a path that cannot take them would fail after the solve); the plan made; the config files
+and the text made; then the files written and the text printed."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from perfmodel import console
 def run(args) -> int:
     from perfmodel.errors import InputError
     from perfmodel.planning.online import NoOnlinePlanError, plan_online
-    from perfmodel.planning.online_configs import check_targets, config_files
+    from perfmodel.planning.online_configs import config_files
     from perfmodel.planning.online_request import asked
     from perfmodel.planning.online_sources import read
     from perfmodel.planning.online_text import ONLINE_COLUMNS, plan_text
+    from perfmodel.planning.triton_config import WRITES
+    from perfmodel.readers import output_file, output_folder
 
     if args.slo is None:
         raise InputError("--mode online needs --slo, the latency objective, e.g. --slo 100ms.")
@@ -38,8 +41,12 @@ def run(args) -> int:
         simulate=not args.no_simulation,
         margin=args.margin,
     )
-    triton = check_targets(args.triton_config, args.ray_serve_config, a.inputs)
     found = read(a)
+    triton = None
+    if args.triton_config is not None:
+        triton = output_folder(args.triton_config, "--triton-config", a.inputs, writes=WRITES)
+    if args.ray_serve_config is not None:
+        output_file(args.ray_serve_config, "--ray-serve-config", a.inputs)
     try:
         job = plan_online(a, found)
     except NoOnlinePlanError as exc:

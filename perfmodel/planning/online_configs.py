@@ -1,6 +1,7 @@
 """The server settings an online plan means, as files: Triton's config.pbtxt (triton_config.py) and Ray Serve's
-deployments (ray_serve_config.py). Where they go is checked before planning (check_targets); once planned,
-every file is made (config_files) before any is written (ConfigFiles.write)."""
+deployments (ray_serve_config.py). Every file is made (config_files) before any is written (ConfigFiles.write);
+where they go the command checks before planning (readers.output_folder with triton_config.WRITES,
+readers.output_file)."""
 
 from __future__ import annotations
 
@@ -14,15 +15,6 @@ from perfmodel.readers import plain
 from perfmodel.units import figure
 from solvers.online_solution import percent
 from solvers.online_solve import OnlinePlan
-
-
-def check_targets(triton: str | os.PathLike | None, ray_serve: str | os.PathLike | None, inputs=()) -> Path | None:
-    """Fail before any work where a config cannot be written there, or would overwrite one of `inputs`;
-    returns the Triton model directory (None: none asked for)."""
-    folder = None if triton is None else triton_config.check_target(triton, inputs)
-    if ray_serve is not None:
-        ray_serve_config.check_target(ray_serve, inputs)
-    return folder
 
 
 @dataclass(frozen=True)

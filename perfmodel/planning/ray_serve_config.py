@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from perfmodel.errors import InputError
 from perfmodel.files import atomic_write_text, read_json
-from perfmodel.readers import number, output_file, shown, whole_number
+from perfmodel.readers import number, shown, whole_number
 
 FORMAT = "perfmodel-ray-serve"
 SCHEMA_VERSION = 1
@@ -81,11 +81,6 @@ def ray_serve_settings(plan, cpu_types=("cpu",)) -> dict[str, ServeSettings]:
             a.hardware, a.count, 2 * batch, batch, a.max_queue_delay_s, 1.0, 0.0 if cpu else 1.0
         )
     return out
-
-
-def check_target(ray_serve_config: str | os.PathLike, inputs=()) -> None:
-    """Fail before planning if the file cannot be written or is one of the inputs."""
-    output_file(ray_serve_config, "`ray_serve_config`", inputs)
 
 
 def write_settings(path: str | os.PathLike, settings: dict[str, ServeSettings], header: str) -> None:

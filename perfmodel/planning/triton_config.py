@@ -20,9 +20,9 @@ from pathlib import Path
 
 from perfmodel.errors import InputError
 from perfmodel.files import atomic_write_texts
-from perfmodel.readers import output_folder
 
 CONFIG = "config.pbtxt"
+WRITES = (CONFIG, "configs/*.pbtxt")  # the files a plan writes into its model directory (see targets)
 KINDS = ("KIND_GPU", "KIND_CPU")
 
 
@@ -63,19 +63,6 @@ def targets(directory: Path, names: list[str]) -> dict[str, Path]:
     if len(names) == 1:
         return {names[0]: directory / CONFIG}
     return {name: directory / "configs" / f"{name}.pbtxt" for name in names}
-
-
-def check_target(triton_config: str | os.PathLike, protected=()) -> Path:
-    """Fail before any work if the directory cannot take the configs (not a directory, read-only, one of the
-    inputs)."""
-    path = output_folder(triton_config, "`triton_config`", protected, writes=(CONFIG, "configs/*.pbtxt"))
-    # what the plan writes into (several types: DIR/configs/), of the wrong kind, would fail after solving
-    if (path / "configs").exists() and not (path / "configs").is_dir():
-        raise InputError(
-            f"`triton_config` {path}: {path / 'configs'} is a file, where a plan for several GPU types writes "
-            "one config per type: move it away, or give another directory."
-        )
-    return path
 
 
 def batching_texts(directory: str | os.PathLike, settings: dict[str, BatchingSettings], header: str) -> dict[Path, str]:

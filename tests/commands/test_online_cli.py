@@ -433,3 +433,19 @@ def test_triton_config_under_a_file_is_refused(profile, tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert code == 2 and "is a file, not a directory" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_file_where_configs_go_is_refused_before_planning(profile, tmp_path, capsys):
+    """DIR/configs/ takes one config per type when a plan has several: a file by that name would fail the
+    write after the solve, so it is refused first, and nothing is written."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "configs").write_text("x")
+    code = main(
+        ["plan", "--mode", "online", "--rate", "100/s", "--slo", "50ms", "--profile", str(profile)]
+        + ["--triton-config", str(repo), "--json"]
+    )
+    said = capsys.readouterr()
+    assert code == 2 and said.out == "" and len(said.err.strip().splitlines()) == 1
+    assert f"--triton-config {repo}: {repo / 'configs'} is a file, where the command writes" in said.err
+    assert [p.name for p in repo.iterdir()] == ["configs"]
