@@ -86,6 +86,8 @@ CONVERTED = (
     "perfmodel/fitting/folds.py",
     "perfmodel/fitting/gpu_effects.py",
     "perfmodel/fitting/predictor.py",
+    "perfmodel/fitting/predictor_arguments.py",
+    "perfmodel/fitting/predictor_file.py",
     "perfmodel/fitting/regressors.py",
     "perfmodel/fitting/report.py",
     "perfmodel/fitting/synthetic.py",

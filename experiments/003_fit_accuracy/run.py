@@ -49,7 +49,7 @@ from perfmodel.errors import PerfmodelWarning
 from perfmodel.fitting import Predictor
 from perfmodel.fitting.accuracy import SPLITS, linear_baseline, split_errors, summary
 from perfmodel.fitting.gpu_specs import load_gpu_specs
-from perfmodel.fitting.predictor import QUANTITIES
+from perfmodel.fitting.predictor_file import QUANTITIES
 from perfmodel.fitting.selection import fit_quantity
 from perfmodel.fitting.synthetic import DEFAULT_BATCH_SIZES, GpuLikeCurve, LaunchBoundCurve, gpu_like_profile
 from perfmodel.fitting.transfer import validate

@@ -1,4 +1,5 @@
-"""Predictor and GroupPredictor: fitted models that answer vectorised queries, and their JSON file.
+"""Predictor and GroupPredictor: fitted models that answer vectorised queries, written as JSON (to_dict, save)
+and read back from it (from_dict, load: the file's format and checks are perfmodel.fitting.predictor_file).
 
 Loading and querying need numpy alone (no torch, no scikit-learn, no pickle). A query outside the
 measured range is answered and flagged: `extrapolates(b, s)` says which queries are, and each call
@@ -26,20 +27,20 @@ from perfmodel._version import __version__
 from perfmodel.errors import InputError, PerfmodelWarning, PredictorFormatError
 from perfmodel.files import atomic_write_text, parse_json, read_json, source_of
 from perfmodel.fitting.features import pixels
+from perfmodel.fitting.predictor_arguments import check_quantity, numbers, pair, positive_numbers
+from perfmodel.fitting.predictor_file import (
+    EXTRA_KEY_COLUMNS,
+    FORMAT,
+    KEY_COLUMNS,
+    SCHEMA_VERSION,
+    group_fields,
+    predictor_fields,
+)
 from perfmodel.fitting.regressors import _Estimator
-from perfmodel.readers import output_file, version
-from perfmodel.units import MAX_BATCH_SIZE, MAX_INPUT_SIZE, shown
+from perfmodel.readers import output_file
+from perfmodel.units import MAX_BATCH_SIZE, shown
 
-FORMAT = "perfmodel-predictor"
-# Version 2 added load_ms, transfer, the roofline family, and per quantity the measured region and
-# signed errors; version 1 files still load (their measured region is the batch x size rectangle).
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
-QUANTITIES: tuple[str, ...] = ("latency_ms", "latency_p99_ms", "warmup_ms", "memory_mb")
-KEY_COLUMNS: tuple[str, ...] = ("hardware", "model", "backend", "precision")
-EXTRA_KEY_COLUMNS: tuple[str, ...] = ("architecture", "protocol", "mode", "concurrency")
 _SEARCH_LIMIT = MAX_BATCH_SIZE  # the largest batch max_batch will ever answer (and a file may hold)
-_MAX_MEMORY_MB = _MAX_TIME_MS = 1e9  # as in a profile (perfmodel.schema.BOUNDS)
 _EPS = 1e-9  # relative slack so that pixel ratios like 4.0000000001 do not round the wrong way
 
 
@@ -141,14 +142,14 @@ class GroupPredictor:
 
     def throughput_ips(self, b, s) -> np.ndarray:
         """Images per second: b / latency_ms(b, s) x 1000 (as latency_ms)."""
-        b = _positive(b, "batch sizes")
+        b = positive_numbers(b, "batch sizes")
         with np.errstate(divide="ignore"):
             return b / self._predict("latency_ms", b, s) * 1000.0
 
     def extrapolates(self, b, s, quantity: str = "latency_ms") -> np.ndarray:
         """True where (b, s) lies outside the region the quantity was fitted on: outside the input sizes
         measured, or outside the batch sizes measured at that input size (see `measured_batch_range`)."""
-        b, s = _pair(b, s, positive=False)
+        b, s = pair(b, s, positive=False)
         sizes, lows, highs = self._region_table(quantity)
         if b.size and b.min() >= lows.max() and b.max() <= highs.min() and s.min() >= sizes[0] and s.max() <= sizes[-1]:
             return np.zeros(b.shape, dtype=bool)  # inside what every measured size covers: no look-up needed
@@ -162,7 +163,7 @@ class GroupPredictor:
         largest); beyond the sizes measured, the nearest size's, its largest batch scaled down by
         image area above the largest size (the same work per call).
         """
-        lo, hi, _ = self._lookup(_numbers(s, "input sizes"), quantity)
+        lo, hi, _ = self._lookup(numbers(s, "input sizes"), quantity)
         return lo, hi
 
     def _lookup(self, s: np.ndarray, quantity: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -207,7 +208,7 @@ class GroupPredictor:
         return self._errors(beyond, quantity)[0]
 
     def _errors(self, beyond: bool, quantity: str) -> tuple[np.ndarray | None, str]:
-        _check_quantity(quantity)
+        check_quantity(quantity)
         report = self.models[quantity].report if quantity in self.models else {}
         if self.transfer is not None:
             errors = self.transfer.get("errors_pct")
@@ -251,7 +252,7 @@ class GroupPredictor:
         measured (or implied) out-of-memory. With memory_budget_mb: the memory model inverted at that
         budget, again below every out-of-memory batch.
         """
-        s = _positive(s, "input sizes")
+        s = positive_numbers(s, "input sizes")
         sizes, inverse = np.unique(s, return_inverse=True)
         limit = self._oom_limit(sizes)
         if memory_budget_mb is not None:
@@ -289,7 +290,7 @@ class GroupPredictor:
 
     def _region(self, quantity: str) -> np.ndarray:
         """Rows (input size, smallest batch, largest batch) measured for the quantity, sorted by size."""
-        _check_quantity(quantity, self.models)
+        check_quantity(quantity, self.models)
         measured = self.models[quantity].report.get("measured")
         if measured:
             return np.array(sorted(measured), dtype=float)
@@ -297,7 +298,7 @@ class GroupPredictor:
         return np.array([[s_lo, b_lo, b_hi], [s_hi, b_lo, b_hi]] if s_hi > s_lo else [[s_lo, b_lo, b_hi]], dtype=float)
 
     def _training_range(self, quantity: str) -> tuple[tuple[float, float], tuple[float, float]]:
-        _check_quantity(quantity, self.models)
+        check_quantity(quantity, self.models)
         ranges = self.models[quantity].report.get("training_range")
         if ranges is None:
             return (self.batch_sizes[0], self.batch_sizes[-1]), (self.input_sizes[0], self.input_sizes[-1])
@@ -305,7 +306,7 @@ class GroupPredictor:
 
     def _predict(self, quantity: str, b, s) -> np.ndarray:
         estimator = self._model(quantity)
-        b, s = _pair(b, s)
+        b, s = pair(b, s)
         if not b.size:
             return np.zeros(b.shape)
         if np.any(self.extrapolates(b, s, quantity)):
@@ -378,73 +379,7 @@ class GroupPredictor:
     def from_dict(cls, data: dict) -> GroupPredictor:
         """The group a to_dict() wrote, every value checked (the file may come from anyone):
         PredictorFormatError in one sentence otherwise."""
-        try:
-            return cls._from_dict(data)
-        except PredictorFormatError:  # already one sentence (and a ValueError, caught below otherwise)
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            raise PredictorFormatError(f"a group is not one that fit writes ({_damage(exc)}).") from None
-
-    @classmethod
-    def _from_dict(cls, data: dict) -> GroupPredictor:
-        key = {str(k): v for k, v in data["key"].items()}
-        missing = [k for k in KEY_COLUMNS if not isinstance(key.get(k), str)]
-        if missing:
-            raise PredictorFormatError(f"a group lacks its {', '.join(missing)}.")
-        odd = [k for k, v in key.items() if isinstance(v, bool) or not isinstance(v, (str, int))]
-        if odd:
-            raise PredictorFormatError(
-                f"a group's {shown(odd[0])} is {shown(key[odd[0]])}, neither text nor a whole number."
-            )
-        models = {}
-        for quantity in QUANTITIES:
-            entry = data["quantities"][quantity]
-            estimator = _Estimator.from_dict(entry["model"]) if entry["model"] is not None else None
-            models[quantity] = QuantityModel(estimator, _checked_report(entry["report"], quantity))
-        batch_sizes = tuple(sorted(_whole(b, "batch_sizes", MAX_BATCH_SIZE) for b in data["batch_sizes"]))
-        input_sizes = tuple(sorted(_whole(s, "input_sizes", MAX_INPUT_SIZE) for s in data["input_sizes"]))
-        ok_batches = _size_batch_pairs(data["ok_batches"], "ok_batches")
-        if not batch_sizes or not input_sizes or not ok_batches:
-            raise PredictorFormatError("a group has no measured batch or input sizes.")
-        capacity = data["memory_capacity_mb"]
-        if capacity is not None and not (_is_number(capacity) and 0 < capacity <= _MAX_MEMORY_MB):
-            raise PredictorFormatError(
-                f"memory_capacity_mb is {shown(capacity)}, not a number of MiB above 0 and at "
-                f"most {_MAX_MEMORY_MB:,.0f}."
-            )
-        provenance = data.get("provenance", {})
-        if not isinstance(provenance, dict):
-            raise PredictorFormatError("a group's provenance is not an object.")
-        load_ms, transfer = data.get("load_ms"), data.get("transfer")
-        if load_ms is not None and not (_is_number(load_ms) and load_ms >= 0):
-            raise PredictorFormatError(f"a group has load_ms {shown(load_ms)}, not a number of milliseconds >= 0.")
-        fixed = data.get("fixed_costs") or {}  # absent from files written before the samples
-        samples = (
-            {name: fixed.get(name, []) for name in ("load_ms", "first_call_excess_ms")}
-            if isinstance(fixed, dict)
-            else {}
-        )
-        if not samples or not all(_finite_list(v) and all(0 <= x <= _MAX_TIME_MS for x in v) for v in samples.values()):
-            raise PredictorFormatError(
-                "a group's fixed_costs is not an object with lists load_ms and first_call_excess_ms of "
-                f"milliseconds from 0 to {_MAX_TIME_MS:g}."
-            )
-        if transfer is not None and not (isinstance(transfer, dict) and _finite_list(transfer.get("errors_pct", []))):
-            raise PredictorFormatError("a group's transfer is not an object with a list of errors_pct.")
-        return cls(
-            key=MappingProxyType(key),
-            batch_sizes=batch_sizes,
-            input_sizes=input_sizes,
-            models=MappingProxyType(models),
-            ok_batches=ok_batches,
-            oom_batches=_size_batch_pairs(data["oom_batches"], "oom_batches"),
-            memory_capacity_mb=None if capacity is None else float(capacity),
-            provenance=MappingProxyType(dict(provenance)),
-            load_ms=None if load_ms is None else float(load_ms),
-            load_samples_ms=tuple(float(x) for x in samples["load_ms"]),
-            first_call_samples_ms=tuple(float(x) for x in samples["first_call_excess_ms"]),
-            transfer=None if transfer is None else MappingProxyType(transfer),
-        )
+        return _group_read(group_fields(data))
 
 
 _MAPPINGS = ("key", "models", "provenance", "transfer")  # the fields a GroupPredictor holds read-only
@@ -456,116 +391,9 @@ def _group_from_fields(values: dict) -> GroupPredictor:
     )
 
 
-def _damage(exc: Exception) -> str:
-    return f"missing field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def reference_errors_ok(reference) -> bool:
-    """Whether `reference` holds the errors of a line through two batch sizes as fit writes them: non-empty
-    lists of finite errors_pct, between the two batch sizes and beyond them."""
-    return isinstance(reference, dict) and all(
-        isinstance(reference.get(r), dict)
-        and _finite_list(reference[r].get("errors_pct"))
-        and len(reference[r]["errors_pct"]) > 0
-        for r in ("between", "beyond")
-    )
-
-
-def _finite_list(values) -> bool:
-    return isinstance(values, list) and all(_is_number(v) for v in values)
-
-
-def _whole(value, what: str, largest: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= largest:
-        raise PredictorFormatError(f"{what} holds {shown(value)}, not a whole number from 1 to {largest:,}.")
-    return value
-
-
-def _size_batch_pairs(pairs, what: str) -> tuple[tuple[int, int], ...]:
-    if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
-        raise PredictorFormatError(f"{what} is not a list of [input size, batch size] pairs.")
-    return tuple((_whole(s, what, MAX_INPUT_SIZE), _whole(b, what, MAX_BATCH_SIZE)) for s, b in pairs)
-
-
-def _checked_report(report, quantity: str) -> dict:
-    """A quantity's error report: free-form, except what queries compute with: the training range, the
-    measured region (version 2: rows of input size, smallest and largest batch, all > 0) and the signed
-    errors (finite numbers)."""
-    if not isinstance(report, dict):
-        raise PredictorFormatError(f"the report of {quantity} is not an object.")
-    ranges = report.get("training_range")
-    if ranges is not None:
-        ok = isinstance(ranges, dict) and all(
-            isinstance(ranges.get(k), list)
-            and len(ranges[k]) == 2
-            and all(_is_number(v) and v > 0 for v in ranges[k])
-            and ranges[k][0] <= ranges[k][1]
-            for k in ("batch_size", "input_size")
-        )
-        if not ok:
-            raise PredictorFormatError(f"the training range of {quantity} is not [low, high] batch and input sizes.")
-    region = report.get("measured")
-    if region is not None:
-        ok = isinstance(region, list) and all(
-            isinstance(row, list) and len(row) == 3 and all(_is_number(v) and v > 0 for v in row) and row[1] <= row[2]
-            for row in region
-        )
-        if not ok or not region:
-            raise PredictorFormatError(
-                f"the measured region of {quantity} is not a list of [input size, smallest, largest batch]."
-            )
-    extrapolation = report.get("extrapolation", {})
-    if not isinstance(extrapolation, dict):
-        raise PredictorFormatError(f"the extrapolation report of {quantity} is not an object.")
-    reference = report.get("reference_errors")
-    if reference is not None:
-        if not reference_errors_ok(reference):
-            raise PredictorFormatError(
-                f"the reference errors of {quantity} are not lists of finite errors_pct between and beyond."
-            )
-    errors = [
-        report.get("cv_errors_pct"),
-        *(split.get("errors_pct") for split in extrapolation.values() if isinstance(split, dict)),
-    ]
-    if not all(values is None or _finite_list(values) for values in errors):
-        raise PredictorFormatError(f"an error list of {quantity} holds something other than finite numbers.")
-    return dict(report)
-
-
-def _check_quantity(quantity, known=QUANTITIES) -> None:
-    if not isinstance(quantity, str) or quantity not in known:
-        raise InputError(f"unknown quantity {shown(quantity)}; one of {', '.join(QUANTITIES)}.")
-
-
-def _numbers(values, what: str) -> np.ndarray:
-    try:
-        return np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(f"{what} must be numbers (a number, a list or an array), not {shown(values)}.") from None
-
-
-def _pair(b, s, positive: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Batch and input sizes as float arrays of one shape (numpy's broadcasting), each finite and > 0 where
-    `positive`; InputError otherwise."""
-    check = _positive if positive else _numbers
-    b, s = check(b, "batch sizes"), check(s, "input sizes")
-    try:
-        return tuple(np.broadcast_arrays(b, s))
-    except ValueError:
-        raise InputError(
-            f"batch sizes of shape {b.shape} and input sizes of shape {s.shape} do not broadcast to one shape."
-        ) from None
-
-
-def _positive(values, what: str) -> np.ndarray:
-    array = _numbers(values, what)
-    if not np.all(array > 0) or not np.all(np.isfinite(array)):
-        raise InputError(f"{what} must be finite numbers > 0.")
-    return array
+def _group_read(values: dict) -> GroupPredictor:
+    """The group of the fields predictor_file read (a model per quantity as its estimator and report)."""
+    return _group_from_fields({**values, "models": {q: QuantityModel(*m) for q, m in values["models"].items()}})
 
 
 class Predictor:
@@ -666,26 +494,8 @@ class Predictor:
 
     @classmethod
     def from_dict(cls, data, source: str = "the predictor") -> Predictor:
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise PredictorFormatError(
-                f'{source} is JSON but not a perfmodel predictor (no "format": "{FORMAT}"); '
-                "make one with `perfmodel fit`."
-            )
-        hint = "fit it again with `perfmodel fit`"
-        if version(data, source, "predictor", READABLE_VERSIONS, hint, PredictorFormatError) is None:
-            raise PredictorFormatError(f"{source} has no schema_version, which every predictor file has; {hint}.")
-        try:
-            groups = tuple(GroupPredictor.from_dict(g) for g in data["groups"])
-            provenance = dict(data.get("provenance", {}))
-        except PredictorFormatError as exc:
-            raise PredictorFormatError(f"{source} is a damaged predictor: {exc}") from None
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            raise PredictorFormatError(
-                f"{source} is a damaged predictor ({_damage(exc)}); fit it again with `perfmodel fit`."
-            ) from None
-        if not groups:
-            raise PredictorFormatError(f"{source} holds no groups; fit it again with `perfmodel fit`.")
-        return cls(groups, provenance)
+        groups, provenance = predictor_fields(data, source)
+        return cls(tuple(_group_read(g) for g in groups), provenance)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Predictor:

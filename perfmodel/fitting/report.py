@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfmodel.fitting.predictor import QUANTITIES, GroupPredictor, Predictor
+from perfmodel.fitting.predictor import GroupPredictor, Predictor
+from perfmodel.fitting.predictor_file import QUANTITIES
 
 QUANTITY_HEADERS = (
     "quantity",

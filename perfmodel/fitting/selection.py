@@ -27,6 +27,7 @@ import numpy as np
 
 from perfmodel.errors import InputError, PredictorFormatError
 from perfmodel.fitting.folds import batch_folds, percent_errors, summarise
+from perfmodel.fitting.predictor_file import reference_errors_ok
 from perfmodel.fitting.regressors import FAMILIES, _Estimator
 
 DEFAULT_FAMILIES: tuple[str, ...] = ("roofline", "linear", "piecewise", "tree")
@@ -86,8 +87,6 @@ def two_batch_size_errors_of(frame) -> dict:
 @lru_cache(maxsize=1)
 def two_batch_size_errors() -> dict:
     """The shipped errors of the line through two batch sizes (perfmodel/data/two_batch_size_errors.json)."""
-    from perfmodel.fitting.predictor import reference_errors_ok
-
     try:
         data = json.loads(TWO_BATCH_SIZE_FILE.read_text())
     except (OSError, ValueError) as exc:

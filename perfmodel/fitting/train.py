@@ -21,14 +21,8 @@ import pandas as pd
 
 from perfmodel._version import __version__
 from perfmodel.errors import InputError, PerfmodelWarning
-from perfmodel.fitting.predictor import (
-    EXTRA_KEY_COLUMNS,
-    KEY_COLUMNS,
-    QUANTITIES,
-    GroupPredictor,
-    Predictor,
-    QuantityModel,
-)
+from perfmodel.fitting.predictor import GroupPredictor, Predictor, QuantityModel
+from perfmodel.fitting.predictor_file import EXTRA_KEY_COLUMNS, KEY_COLUMNS, QUANTITIES
 from perfmodel.fitting.regressors import FAMILIES
 from perfmodel.fitting.selection import BATCH_SIZE_ADVICE, DEFAULT_FAMILIES, fit_quantity, two_batch_size_errors
 from perfmodel.fixed_costs import first_call_samples_ms, load_samples_ms

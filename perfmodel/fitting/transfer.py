@@ -48,7 +48,8 @@ from perfmodel.errors import InputError
 from perfmodel.fitting.folds import percent_errors
 from perfmodel.fitting.gpu_effects import Curve, GpuEffects, busy_fraction, features, rate, shipped_effects
 from perfmodel.fitting.gpu_specs import GpuSpec, spec_key
-from perfmodel.fitting.predictor import QUANTITIES, GroupPredictor, QuantityModel
+from perfmodel.fitting.predictor import GroupPredictor, QuantityModel
+from perfmodel.fitting.predictor_file import QUANTITIES
 from perfmodel.fitting.regressors import MonotonePiecewiseLinear, RooflineRegression
 from perfmodel.fitting.selection import measured_region
 from perfmodel.fitting.traffic import traffic_bytes
