@@ -92,6 +92,8 @@ CONVERTED = (
     "perfmodel/fitting/report.py",
     "perfmodel/fitting/synthetic.py",
     "perfmodel/fitting/transfer.py",
+    "perfmodel/fitting/transfer_curves.py",
+    "perfmodel/fitting/transfer_guesses.py",
     "perfmodel/fitting/traffic.py",
     "perfmodel/planning/online.py",
     "perfmodel/planning/online_configs.py",

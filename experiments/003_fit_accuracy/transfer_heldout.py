@@ -41,7 +41,9 @@ from perfmodel.files import atomic_write_text  # noqa: E402
 from perfmodel.fitting.gpu_effects import EFFECTS_FILE, GpuEffects, learn  # noqa: E402
 from perfmodel.fitting.gpu_specs import load_gpu_specs  # noqa: E402
 from perfmodel.fitting.traffic import shipped_traffic  # noqa: E402
-from perfmodel.fitting.transfer import GUESSES, REGIMES, _ways_of_serving, curves_of, validate  # noqa: E402
+from perfmodel.fitting.transfer import validate  # noqa: E402
+from perfmodel.fitting.transfer_curves import curves_of, ways_of_serving  # noqa: E402
+from perfmodel.fitting.transfer_guesses import GUESSES, REGIMES  # noqa: E402
 from perfmodel.schema import load_profile  # noqa: E402
 
 KEYS = ("collection", "model", "backend")
@@ -68,7 +70,7 @@ def load_collections() -> pd.DataFrame:
 
 def effects_from(frame: pd.DataFrame, specs: dict) -> GpuEffects:
     curves = []
-    for values, rows in _ways_of_serving(frame[frame["status"] == "ok"], list(KEYS)):
+    for values, rows in ways_of_serving(frame[frame["status"] == "ok"], list(KEYS)):
         curves += curves_of(rows, specs, "latency_ms", way=tuple(values.items()))
     floor, busy, summary = learn(curves)
     summary["collections"] = sorted(frame["collection"].unique())

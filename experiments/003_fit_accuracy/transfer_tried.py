@@ -37,7 +37,8 @@ from experiments.lab import no_options  # noqa: E402
 from perfmodel.files import atomic_write_text  # noqa: E402
 from perfmodel.fitting import gpu_effects  # noqa: E402
 from perfmodel.fitting.gpu_specs import load_gpu_specs  # noqa: E402
-from perfmodel.fitting.transfer import _ways_of_serving, curves_of, predict_curve, validate  # noqa: E402
+from perfmodel.fitting.transfer import predict_curve, validate  # noqa: E402
+from perfmodel.fitting.transfer_curves import curves_of, ways_of_serving  # noqa: E402
 
 SHRINK = (1.0, 0.1)  # prior weights of the per-way factor's 1 (in units of weighted squared log ratio)
 
@@ -136,7 +137,7 @@ def reproducibility(frame: pd.DataFrame) -> list[str]:
 
 def curves_for(frame: pd.DataFrame, specs: dict) -> list:
     curves = []
-    for values, rows in _ways_of_serving(frame[frame["status"] == "ok"], list(KEYS)):
+    for values, rows in ways_of_serving(frame[frame["status"] == "ok"], list(KEYS)):
         curves += curves_of(rows, specs, "latency_ms", way=tuple(values.values()))
     return curves
 
@@ -206,7 +207,7 @@ def way_factor(curves: list, effects, prior: float) -> float:
 
 def leave_one_out_with_factor(frame: pd.DataFrame, specs: dict, effects, prior: float) -> list[dict]:
     rows = []
-    for _, part in _ways_of_serving(frame[frame["status"] == "ok"], list(KEYS)):
+    for _, part in ways_of_serving(frame[frame["status"] == "ok"], list(KEYS)):
         curves = curves_of(part, specs, "latency_ms")
         for held in curves:
             others = [c for c in curves if c.hardware != held.hardware]

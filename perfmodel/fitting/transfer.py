@@ -33,12 +33,14 @@ The error to expect is the one measured on published curves never used for tunin
 same-stack transfer. With 2 or more sources, each is also predicted from the others (leave one GPU out)
 and reported. When the target itself was profiled, its measurements of that way are left out of the
 fit and check the prediction, beside every one-line baseline.
+
+The guesses, their choice and the same-stack ratios are perfmodel.fitting.transfer_guesses; the profile's rows
+as curves, perfmodel.fitting.transfer_curves.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
@@ -46,27 +48,27 @@ import pandas as pd
 
 from perfmodel.errors import InputError
 from perfmodel.fitting.folds import percent_errors
-from perfmodel.fitting.gpu_effects import Curve, GpuEffects, busy_fraction, features, rate, shipped_effects
+from perfmodel.fitting.gpu_effects import Curve, GpuEffects, busy_fraction, features, shipped_effects
 from perfmodel.fitting.gpu_specs import GpuSpec, spec_key
 from perfmodel.fitting.predictor import GroupPredictor, QuantityModel
 from perfmodel.fitting.predictor_file import QUANTITIES
-from perfmodel.fitting.regressors import MonotonePiecewiseLinear, RooflineRegression
+from perfmodel.fitting.regressors import MonotonePiecewiseLinear
 from perfmodel.fitting.selection import measured_region
-from perfmodel.fitting.traffic import traffic_bytes
+from perfmodel.fitting.transfer_curves import curves_of, ways_of_serving
+from perfmodel.fitting.transfer_guesses import (
+    BASELINES,
+    GUESSES,
+    REGIMES,
+    SAME_STACK_ORDER,
+    SameStack,
+    chosen_guesses,
+    log_ratio,
+    measured,
+    regime,
+    same_stack_ratios,
+)
 
-PRECISION_FAMILIES = {"fp32": "float32", "tf32": "float32", "fp16": "half", "bf16": "half", "int8": "int8"}
 TRANSFERRED = ("latency_ms", "latency_p99_ms")
-REGIMES = ("launch-bound", "compute-bound")
-# The one-line guesses every transfer is compared with (and falls back to, per regime, where one did better
-# on the tuning collections).
-BASELINES = {
-    "copy": "the nearest profiled GPU's curve copied unchanged",
-    "peak": "scaled by the ratio of peak FLOP/s at the precision",
-    "bandwidth": "scaled by the ratio of memory bandwidth",
-    "roofline": "scaled by the slower of the target's two roofs (peak FLOP/s, bandwidth), the model at the "
-    "source's ridge point",
-}
-GUESSES = ("method", "traffic", *BASELINES)
 METHOD = (
     "each source's measured curve carried by a ratio per regime: measured on other ways of serving on the "
     "same two GPUs where the profiles have them (same stack), else the guess chosen per regime on the tuning "
@@ -80,22 +82,6 @@ GRID_POINTS = 48
 # Sources are weighted by exp(-distance / scale), distance between the log specifications; 1 was
 # chosen on the library (DLE leave-one-GPU-out 21.7% -> 11.6% median, tuning collections 11.6% -> 11.4%).
 SOURCE_DISTANCE_SCALE = 1.0
-# A floor on which the GPU was busy less than this (%, the profile's gpu_util_avg) is the host's: eager
-# PyTorch at batch 1-32 keeps an H200 11% busy (profiles/h200-resnet50-torch-fp16.csv).
-HOST_BOUND_UTILISATION = 50.0
-# Points of one work (within 2%) whose latencies differ more than this are said to disagree: the transfer
-# scales by the work alone.
-DISAGREEMENT = 1.5
-
-
-@dataclass(frozen=True)
-class SameStack:
-    """The log ratios target / source measured on other ways of serving on the same two GPUs."""
-
-    floor: float | None  # on the source's floor (None: no such point measured)
-    busy: float | None
-    ways: tuple[str, ...]
-    points: int
 
 
 def target_precision(family: str, source_precisions: list[str], spec: GpuSpec) -> str | None:
@@ -104,67 +90,6 @@ def target_precision(family: str, source_precisions: list[str], spec: GpuSpec) -
         return "tf32" if spec.runs("tf32") else "fp32"
     candidates = [p for p in sorted(set(source_precisions), key=source_precisions.count, reverse=True) if spec.runs(p)]
     return candidates[0] if candidates else None
-
-
-def regime(u: np.ndarray) -> np.ndarray:
-    """'launch-bound' where the source GPU sits on its floor at that work (u < 0.5), else 'compute-bound'."""
-    return np.where(np.asarray(u) < 0.5, REGIMES[0], REGIMES[1])
-
-
-def guess_ratios(
-    guess: str, source: Curve, spec: GpuSpec, precision: str, effects: GpuEffects, w: np.ndarray
-) -> tuple[float | np.ndarray, float | np.ndarray]:
-    """(L_floor, L_busy): one guess's log ratio target / source on the floor and on the busy part (at the
-    works w: the traffic guess depends on them)."""
-    peak = float(np.log(rate(source.spec, source.precision) / rate(spec, precision)))
-    bandwidth = float(np.log(source.spec.memory_bandwidth_gbs / spec.memory_bandwidth_gbs))
-    if guess in ("method", "traffic"):
-        d = features(spec, precision) - features(source.spec, source.precision)
-        floor = 0.0 if source.host_floor else float(np.dot(effects.floor, d))
-        if guess == "traffic" and source.traffic is not None:
-            m = memory_share(source, w)
-            return floor, np.log((1.0 - m) * np.exp(peak) + m * np.exp(bandwidth))
-        return floor, float(np.dot(effects.busy, d))
-    value = {"copy": 0.0, "peak": peak, "bandwidth": bandwidth, "roofline": max(peak, bandwidth)}[guess]
-    return value, value
-
-
-def memory_share(source: Curve, w: np.ndarray) -> np.ndarray:
-    """The share of the source's measured time at the works w that the model's counted memory traffic
-    takes at the source's full memory bandwidth (at most 1): the part a faster memory shortens."""
-    per_work, fixed = source.traffic
-    seconds = (per_work * np.asarray(w, dtype=float) + fixed) / (source.spec.memory_bandwidth_gbs * 1e9)
-    return np.clip(seconds * 1e3 / measured(source).evaluate(w, 224.0), 0.0, 1.0)
-
-
-def log_ratio(
-    source: Curve,
-    spec: GpuSpec,
-    precision: str,
-    w: np.ndarray,
-    effects: GpuEffects,
-    how: str = "chosen",
-    same_stack: SameStack | None = None,
-) -> np.ndarray:
-    """log(target / source) at the works w: per regime the chosen guess (how="chosen") or one guess of
-    GUESSES, replaced by the same-stack ratio of a regime where one was measured."""
-    if how == "chosen":
-        choice = chosen_guesses(source, effects)
-        floor = guess_ratios(choice[REGIMES[0]], source, spec, precision, effects, w)[0]
-        busy = guess_ratios(choice[REGIMES[1]], source, spec, precision, effects, w)[1]
-    else:
-        floor, busy = guess_ratios(how, source, spec, precision, effects, w)
-    if same_stack is not None:
-        floor = floor if same_stack.floor is None else same_stack.floor
-        busy = busy if same_stack.busy is None else same_stack.busy
-    u = busy_fraction(source.estimator, w)
-    return (1.0 - u) * floor + u * busy
-
-
-def chosen_guesses(source: Curve, effects: GpuEffects) -> dict:
-    """Per regime, the guess a transfer from `source` uses: those chosen for models whose memory traffic
-    was counted, where it was and a choice was made for them, else those chosen for all."""
-    return effects.counted_choice if source.traffic is not None and effects.counted_choice else effects.choice
 
 
 def predict_curve(
@@ -201,63 +126,6 @@ def predict_curve(
     return MonotonePiecewiseLinear.from_knots(w, np.exp(weights @ logs / weights.sum()))
 
 
-def measured(curve: Curve) -> MonotonePiecewiseLinear:
-    """A curve's points as a non-decreasing function of the work (fitted here if the Curve was made without)."""
-    if curve.measured is not None:
-        return curve.measured
-    return MonotonePiecewiseLinear().fit(np.column_stack([curve.b, curve.s]), curve.y)
-
-
-# The order in which other ways of serving measured on both GPUs are taken for a same-stack ratio (the
-# first kind that has any): chosen on the tuning collections (experiments/003_fit_accuracy, transfer.md).
-SAME_STACK_ORDER = ("backend and family", "family", "any")
-
-
-def same_stack_ratios(
-    curves: dict[tuple, list[Curve]],
-    way: dict,
-    source: str,
-    target: str,
-    stack: list[str],
-    order: tuple[str, ...] = SAME_STACK_ORDER,
-) -> SameStack | None:
-    """The log ratios target / source on the floor and the busy part, measured on the other ways of serving
-    profiled on both GPUs with the same `stack` columns (collection, serving mode): in SAME_STACK_ORDER, those
-    of the same backend and precision family if any, else of the same family, else any."""
-    same = [k for k in curves if dict(k) != way and all(dict(k)[c] == way[c] for c in stack)]
-    kinds = {
-        "backend and family": [
-            k for k in same if dict(k)["family"] == way["family"] and dict(k).get("backend") == way.get("backend")
-        ],
-        "family": [k for k in same if dict(k)["family"] == way["family"]],
-        "backend": [k for k in same if dict(k).get("backend") == way.get("backend")],
-        "any": same,
-    }
-    tiers = [kinds[name] for name in order]
-    for tier in tiers:
-        ratios, used = [], []
-        for key in tier:
-            on_source = [c for c in curves[key] if c.hardware == source]
-            on_target = [c for c in curves[key] if c.hardware == target]
-            for a in on_source:
-                for b in on_target:
-                    work = b.b * (b.s / 224.0) ** 2
-                    ratios.append((np.log(b.y / measured(a).evaluate(work, 224.0)), busy_fraction(a.estimator, work)))
-            if on_source and on_target:
-                used.append("/".join(str(dict(key)[c]) for c in ("model", "backend") if c in dict(key)))
-        if ratios:
-            lr = np.concatenate([r for r, _ in ratios])
-            u = np.concatenate([u for _, u in ratios])
-            floor, busy = lr[u < 0.5], lr[u >= 0.5]
-            return SameStack(
-                float(np.median(floor)) if len(floor) else None,
-                float(np.median(busy)) if len(busy) else None,
-                tuple(sorted(set(used))),
-                int(len(lr)),
-            )
-    return None
-
-
 def leave_one_gpu_out(sources: list[Curve], effects: GpuEffects | None = None) -> list[tuple[Curve, np.ndarray]]:
     """Each source curve with the signed % errors (measured / predicted - 1) of its points when predicted
     from the curves of the other GPUs (needs one other GPU or more)."""
@@ -287,7 +155,7 @@ def transfer_groups(
     effects = effects or shipped_effects()
     spec = specs[target]
     ways, notes, remarks, only_target = [], [], [], []
-    for values, rows in _ways_of_serving(ok, keys):
+    for values, rows in ways_of_serving(ok, keys):
         way_notes: list[str] = []
         by_quantity = {q: curves_of(rows, specs, q, tuple(values.items()), way_notes) for q in TRANSFERRED}
         ways.append((values, rows, by_quantity, way_notes))
@@ -387,7 +255,7 @@ def validate(
     ok = frame[frame["status"] == "ok"]
     ways = [
         (values, curves_of(part, specs, "latency_ms", tuple(values.items())))
-        for values, part in _ways_of_serving(ok, list(keys))
+        for values, part in ways_of_serving(ok, list(keys))
     ]
     latency = {tuple(values.items()): curves for values, curves in ways}
     stack = [k for k in keys if k not in ("model", "backend")]
@@ -424,81 +292,6 @@ def validate(
                     }
                 )
     return rows
-
-
-def _ways_of_serving(ok: pd.DataFrame, keys: list[str]):
-    frame = ok.assign(family=ok["precision"].map(PRECISION_FAMILIES))
-    frame = frame[frame["family"].notna()]
-    for values, rows in frame.groupby([*keys, "family"], sort=True):
-        yield dict(zip([*keys, "family"], values if isinstance(values, tuple) else (values,))), rows
-
-
-def curves_of(
-    rows: pd.DataFrame, specs: dict[str, GpuSpec], quantity: str, way: tuple = (), notes: list[str] | None = None
-) -> list[Curve]:
-    """One Curve per (hardware, precision) of a way of serving's rows, for GPUs of the table (a profile's
-    V100 is the table's v100), named by the table's key. Why a GPU's rows give none, and points of one work
-    that disagree, are added to `notes`."""
-    notes = [] if notes is None else notes
-    curves = []
-    for (hardware, precision), part in rows.groupby(["hardware", "precision"], sort=True):
-        key = spec_key(hardware, specs)
-        if key is None:
-            notes.append(f"{hardware} is not in the GPU table")
-            continue
-        spec = specs[key]
-        points = part.groupby(["batch_size", "input_size"], as_index=False)[quantity].median()
-        y = points[quantity].to_numpy(dtype=float)
-        usable = np.isfinite(y) & (y > 0)
-        b = points["batch_size"].to_numpy(dtype=float)[usable]
-        s = points["input_size"].to_numpy(dtype=float)[usable]
-        y = y[usable]
-        work = b * (s / 224.0) ** 2
-        if len(np.unique(work)) < 2:
-            if len(y) and quantity == "latency_ms":
-                notes.append(f"{hardware} {precision} has points of one work b x (s/224)^2 only")
-            continue
-        try:
-            rate(spec, precision)
-        except InputError:
-            continue
-        estimator = RooflineRegression(intercept=False).fit(np.column_stack([b, s]), y)
-        if quantity == "latency_ms":
-            notes += _disagreeing(hardware, b, s, y)
-        curve = MonotonePiecewiseLinear().fit(np.column_stack([b, s]), y)
-        host = _host_floor(part, estimator)
-        traffic = traffic_bytes(dict(way).get("model", ""), precision)
-        curves.append(Curve(way, key, precision, spec, estimator, b, s, y, curve, host, traffic))
-    return curves
-
-
-def _host_floor(rows: pd.DataFrame, estimator: RooflineRegression) -> bool:
-    """Whether the GPU was mostly idle on the curve's floor (the profile measured its utilisation)."""
-    if "gpu_util_avg" not in rows.columns:
-        return False
-    util = rows["gpu_util_avg"].to_numpy(dtype=float)
-    work = rows["batch_size"].to_numpy(dtype=float) * (rows["input_size"].to_numpy(dtype=float) / 224.0) ** 2
-    floor = np.isfinite(util) & (busy_fraction(estimator, work) < 0.5)
-    return bool(floor.any() and np.median(util[floor]) < HOST_BOUND_UTILISATION)
-
-
-def _disagreeing(hardware: str, b: np.ndarray, s: np.ndarray, y: np.ndarray) -> list[str]:
-    """A note where points of one work (within 2%) at different input sizes differ more than DISAGREEMENT."""
-    work = b * (s / 224.0) ** 2
-    worst = None
-    for i in range(len(y)):
-        for j in range(len(y)):
-            if s[i] != s[j] and abs(work[i] / work[j] - 1.0) <= 0.02 and y[i] > DISAGREEMENT * y[j]:
-                if worst is None or y[i] / y[j] > worst[0]:
-                    worst = (y[i] / y[j], i, j)
-    if worst is None:
-        return []
-    factor, i, j = worst
-    return [
-        f"on {hardware}, points of one work disagree {factor:.1f}x (batch {b[i]:g} at {s[i]:g} px: {y[i]:.4g} ms; "
-        f"batch {b[j]:g} at {s[j]:g} px: {y[j]:.4g} ms): the transfer scales by the work b x (s/224)^2 and "
-        "carries their non-decreasing fit"
-    ]
 
 
 def _transferred_group(

@@ -7,7 +7,7 @@ from perfmodel.fitting.gpu_effects import Curve, rate, shipped_effects
 from perfmodel.fitting.gpu_specs import load_gpu_specs
 from perfmodel.fitting.regressors import RooflineRegression
 from perfmodel.fitting.traffic import builders, count, count_elements, shipped_traffic, traffic_bytes
-from perfmodel.fitting.transfer import guess_ratios, memory_share
+from perfmodel.fitting.transfer_guesses import guess_ratios, memory_share
 
 
 def test_every_operator_reads_its_inputs_and_weights_and_writes_its_outputs():

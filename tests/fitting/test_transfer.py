@@ -333,7 +333,7 @@ def test_the_shipped_choice_is_the_tuning_sets_best_and_beats_every_guess_held_o
     """The guess a transfer uses per regime is the one with the least error on the tuning collections; on the
     held-out collections it (and a same-stack transfer) is below every one-line guess in each regime."""
     from perfmodel.fitting.gpu_effects import shipped_effects
-    from perfmodel.fitting.transfer import BASELINES, GUESSES, REGIMES
+    from perfmodel.fitting.transfer_guesses import BASELINES, GUESSES, REGIMES
 
     effects = shipped_effects()
     for choice, kind in ((effects.choice, ""), (effects.counted_choice, ", counted models")):
