@@ -831,7 +831,7 @@ def test_flags_that_do_nothing_in_the_chosen_format_are_refused(ws, capsys):
 def test_a_sigterm_after_the_last_point_does_not_ask_for_resume(tmp_path, capsys, monkeypatch):
     """SIGTERM after the last point said 'run again with --resume to measure the rest' with nothing left."""
     import perfmodel.profile
-    from perfmodel.commands import profile as profile_command
+    from perfmodel.commands.common import Terminated
     from perfmodel.profile.config import SweepEvent
 
     out = tmp_path / "p.csv"
@@ -839,7 +839,7 @@ def test_a_sigterm_after_the_last_point_does_not_ask_for_resume(tmp_path, capsys
     def swept(config, path, resume=False, on_progress=None):
         shutil.copy(SHIPPED, path)
         on_progress(SweepEvent("point", 2, 2, 32, 2, "ok"))
-        raise profile_command.Terminated()
+        raise Terminated()
 
     monkeypatch.setattr(perfmodel.profile, "run_profile", swept)
     result = invoke(capsys, ["profile", "--model", "tiny", "--out", out, "--batch-sizes", "1,2", "--input-sizes", "32"])

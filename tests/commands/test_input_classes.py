@@ -23,9 +23,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from perfmodel import cli, console, readers
-from perfmodel.commands import inputs
+from perfmodel.commands import inputs, profile_config
 from perfmodel.commands import plan as plan_command
-from perfmodel.commands import profile as profile_command
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "profiles" / "cpu-resnet50-torch.csv"
@@ -134,7 +133,7 @@ def base_for(command: str, name: str) -> str:
     if command == "profile":
         if dest in ("duration", "max_queue_delay", "triton_config"):
             return "profile rate"
-        return "profile triton" if dest in profile_command.TRITON_ONLY else "profile"
+        return "profile triton" if dest in profile_config.TRITON_ONLY else "profile"
     if command == "import":
         return {"--batch-size": "import perf-analyzer", "--model-config": "import model-analyzer"}.get(name, "import")
     if command == "fit":

@@ -339,7 +339,7 @@ def test_a_bad_drift_probe_is_refused(tmp_path, capsys, value, message):
 def test_the_drift_probe_with_triton_is_refused_unless_it_is_zero(value, refused):
     import argparse
 
-    from perfmodel.commands.profile import _drift_probe
+    from perfmodel.commands.profile_config import _drift_probe
     from perfmodel.errors import InputError
 
     args = argparse.Namespace(drift_probe=value, backend="triton")
