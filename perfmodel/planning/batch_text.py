@@ -34,6 +34,9 @@ def plan_text(job: PlannedJob) -> PlanText:
     line = probability_line(job.to_dict(per_gpu_limit=0))
     lines += ([line] if line else []) + describe(job)
     notes_ = [*notes(job.annotations.basis), *(choice.why for choice in job.annotations.option_choice)]
+    notes_ += [  # a profile with half the drift figures (written by hand): the other half is a guess
+        f"{name}: {drift.source}." for name, drift in job.annotations.deadline.drifts.items() if drift.partly_default
+    ]
     notes_.append(
         f"finish = load + warm-up (the first batch) + (batches - 1) x batch time; Pyomo built the model in "
         f"{job.build_time_s * 1000:.1f} ms, HiGHS solved it in {job.solver_time_s * 1000:.1f} ms."

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+NOT_IN_PROFILE = "(not in it)"  # how a Drift's source says that a figure is the default's
 PROBE_WINDOW_S = 0.5  # the probe's calls are grouped into windows this long; the window medians are compared
 
 
@@ -34,6 +35,11 @@ class Drift:
             return 0.0
         x = seconds / self.corr_s
         return self.rel_sd * math.sqrt(2.0 * (x - 1.0 + math.exp(-x)) / (x * x))
+
+    @property
+    def partly_default(self) -> bool:
+        """A profile gave one of the two figures, the hardware's default the other (from_rows)."""
+        return NOT_IN_PROFILE in self.source
 
     def to_dict(self) -> dict:
         return {
@@ -109,7 +115,7 @@ def from_rows(frame, hardware: str) -> Drift | None:
     if len(medians) == 1:
         (given,) = medians
         (missing,) = set(COLUMNS) - {given}
-        source = f"{given} from the profile; {missing} (not in it) from the {default.source}"
+        source = f"{given} from the profile; {missing} {NOT_IN_PROFILE} from the {default.source}"
     return Drift(rel_sd, corr_s, source)
 
 

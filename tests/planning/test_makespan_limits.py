@@ -165,6 +165,20 @@ def test_a_drift_spread_without_its_correlation_time_is_used_and_said(tmp_path, 
     """drift_rel_sd without drift_corr_s planned exactly as with neither (the default), without a word."""
     both = _plan(capsys, _profile(tmp_path, "none"))
     only = _plan(capsys, _profile(tmp_path, "only-rel", drift_rel_sd=0.4))
+    code, _, said = run_cli(
+        capsys,
+        "plan",
+        "--images",
+        "5000",
+        "--deadline",
+        "60s",
+        "--profile",
+        str(tmp_path / "only-rel.csv"),
+        "--input-size",
+        "64",
+    )  # the text says it too
+    assert code == 0
+    assert "drift cpu: drift_rel_sd from the profile; drift_corr_s (not in it) from the default" in said
     drift = only["makespan_model"]["drift"]["drift cpu"]
     assert drift["rel_sd"] == 0.4 and drift["corr_s"] == CPU_DEFAULT.corr_s
     assert "drift_rel_sd from the profile" in drift["source"] and "drift_corr_s" in drift["source"]
