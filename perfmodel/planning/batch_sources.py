@@ -27,7 +27,7 @@ from perfmodel.planning import drift
 from perfmodel.planning.basis import EXTRAPOLATION_FACTOR, Basis
 from perfmodel.planning.batch_request import LATENCY_COLUMNS, Asked
 from perfmodel.planning.context import GIVEN_LOAD, Option, option_of
-from perfmodel.planning.sources import load_predictor, option_label, pick_model
+from perfmodel.planning.sources import load_predictor, option_label, pick_model, warn_if_extrapolated
 from perfmodel.planning.spread import batch_moments, undirected
 
 MOMENT_COLUMNS = ("latency_mean_ms", "latency_std_ms")  # one batch's mean and sd, where the profile has them
@@ -300,7 +300,6 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
         loads = getattr(group, "load_samples_ms", ()) or ()
         if not loads and getattr(group, "load_ms", None) is not None:  # a file written before the samples
             loads = (group.load_ms,)
-        low, high = min(group.input_sizes), max(group.input_sizes)
         label = f"{group.backend} {group.precision} " + (
             "(transferred)" if getattr(group, "transfer", None) else "(predicted)"
         )
@@ -308,13 +307,7 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
         o.add_fixed_costs(f"predictor {name}", loads, {label: first})
         _record_predictor_basis(basis, group, label, name, predictor)
         for size in sizes:
-            if not low <= size <= high:
-                warnings.warn(
-                    f"{group.hardware} {group.backend} {group.precision}: input size {size} is outside the "
-                    f"sizes measured ({low}-{high}); the predictor extrapolates.",
-                    PerfmodelWarning,
-                    stacklevel=3,
-                )
+            warn_if_extrapolated(group, size, stacklevel=3)
             largest = int(np.asarray(group.max_batch(size)).ravel()[0])
             measured = _largest_measured(group, size)
             t.measured[(label, size)] = measured

@@ -23,7 +23,7 @@ from perfmodel import shipped
 from perfmodel.errors import InputError, PerfmodelWarning
 from perfmodel.files import read_csv_text
 from perfmodel.planning.online_request import OnlineAsked
-from perfmodel.planning.sources import load_predictor, option_label, pick_model
+from perfmodel.planning.sources import load_predictor, option_label, pick_model, warn_if_extrapolated
 from solvers.online_problem import ServiceTimes
 
 ARRIVAL_COLUMN = "arrival_s"
@@ -162,14 +162,7 @@ def _from_predictor(options, predictor, model, size, backend, precision) -> None
     for group in predictor.select(model=model, backend=backend, precision=precision):
         if int(group.key.get("concurrency", 1) or 1) != 1:
             continue
-        low, high = min(group.input_sizes), max(group.input_sizes)
-        if not low <= size <= high:
-            warnings.warn(
-                f"{group.hardware} {group.backend} {group.precision}: input size {size} is outside the "
-                f"sizes measured ({low}-{high}); the predictor extrapolates.",
-                PerfmodelWarning,
-                stacklevel=5,
-            )
+        warn_if_extrapolated(group, size, stacklevel=5)
         largest = min(int(np.asarray(group.max_batch(size)).ravel()[0]), PREDICTED_LARGEST)
         if largest < 1:
             continue

@@ -5,7 +5,9 @@ checked against those found.
 
 from __future__ import annotations
 
-from perfmodel.errors import InputError
+import warnings
+
+from perfmodel.errors import InputError, PerfmodelWarning
 from perfmodel.units import spoken_list
 
 DEFAULT_INPUT_SIZE = 224
@@ -19,6 +21,18 @@ def load_predictor(source):
     from perfmodel.fitting import Predictor
 
     return Predictor.load(source)
+
+
+def warn_if_extrapolated(group, size: int, stacklevel: int) -> None:
+    """A PerfmodelWarning when a predictor group is asked for an input size outside the sizes it measured."""
+    low, high = min(group.input_sizes), max(group.input_sizes)
+    if not low <= size <= high:
+        warnings.warn(
+            f"{group.hardware} {group.backend} {group.precision}: input size {size} is outside the "
+            f"sizes measured ({low}-{high}); the predictor extrapolates.",
+            PerfmodelWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def pick_model(model: str | None, models: set[str], predictors=()) -> str:
