@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -65,6 +66,8 @@ def main() -> int:
     if args.child:
         print(json.dumps(child(args)), flush=True)
         return 0
+    # SIGTERM (the campaign's time limit) as Ctrl-C: the scratch folder and the child go with the exception
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     arms = (args.arms or ("old,new" if args.device == "cuda" else ",".join(ARMS))).split(",")
     unknown = [a for a in arms if a not in ARMS]
     if unknown:
@@ -266,4 +269,8 @@ def write_tables(out: Path, frame, args) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except KeyboardInterrupt:
+        print("012: interrupted; nothing kept of this run", file=sys.stderr)
+        raise SystemExit(130) from None
