@@ -45,8 +45,8 @@ says its makespan's median and p95. --margin or --use p99 (without --confidence)
 instead and still report the probability.
 
 data: with no --profile or --predictor, the shipped profiles: profiles/*.csv (this project's
-measurements: its CPU, for CPU pools, and one H200, h200) and profiles/reference/*.csv (published GPU
-measurements: a100, a100-80gb, a30, a10, v100, v100-32gb, t4). The plan says per hardware type where its
+measurements: its CPU, cpu, for CPU pools; an H100 and an H200, h100, h200) and profiles/reference/*.csv
+(published GPU measurements: a100, a100-80gb, a30, a10, v100, v100-32gb, t4). The plan says per hardware type where its
 numbers come from; published figures have no warm-up, so their first batch is timed as a steady one
 (warmup_measured: false in --json), and on a GPU a load and a first call are added, from this project's
 own GPU measurements and said to be a guess: the plan states the fixed costs' share of the deadline.
