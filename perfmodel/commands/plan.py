@@ -26,8 +26,8 @@ PLAN_EXAMPLES = """examples:
   perfmodel plan --images 100000 --deadline 60s
   perfmodel plan --images 100k --deadline 1.5m --profile profiles/cpu-resnet50-torch.csv --input-size 64 --json
   perfmodel plan --mode relaxed --deadline 60s --pool cpu=8 --profile profiles/cpu-resnet50-torch.csv --input-size 64
-  perfmodel plan --mix 224=70000,512=30000 --deadline 2m --pool h100=8,a100=16 --margin 5% --use p99
-  perfmodel plan --images 1M --deadline 10m --objective cost --price h100=4.5,a100=2.2
+  perfmodel plan --mix 224=70000,448=30000 --deadline 2m --pool h100=8,a100=16 --margin 5% --use p99
+  perfmodel plan --images 1M --deadline 10m --pool h100=8,a100=16 --objective cost --price h100=4.5,a100=2.2
   perfmodel plan --images 100k --deadline 60s --pool a100=8 --precision fp16
   perfmodel plan --images 100k --deadline 60s --predictor h100.json --confidence 0.99
   perfmodel plan --images 100k --deadline 60s --confidence 0.5   # the median plan: a coin toss
