@@ -100,7 +100,7 @@ ONLINE_ONLY = {
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "plan",
-        help="choose how many GPUs and which batch sizes meet a deadline",
+        help="choose how many GPUs and which batch sizes meet a deadline (or, online, a latency SLO)",
         description="Choose how many GPUs of which type, and which mini-batch size on each, finish the images by "
         "the deadline (soft real-time), or finish as many as possible (relaxed). The answer is proven "
         "optimal by an integer program (Pyomo + HiGHS).",

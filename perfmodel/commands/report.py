@@ -21,7 +21,7 @@ Writes one PNG per figure and report.html, which embeds them all (it opens alone
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "report",
-        help="draw profiles, predictors and a plan as figures and one HTML page",
+        help="draw profiles, predictors, a plan and a run as figures and one HTML page",
         description="Draw latency, throughput, memory and warm-up against batch size for one or more profiles "
         "(several overlay for comparison), a predictor's fitted curves over the measured points with its error "
         "report, a plan's per-GPU timeline against the deadline, and a run's measured timeline beside its plan; "
