@@ -127,3 +127,31 @@ def test_plan_help_names_every_hardware_type_of_the_shipped_data():
     data = PLAN_EXAMPLES[PLAN_EXAMPLES.index("data:") :].split("\n\n")[0]  # the paragraph on the shipped data
     help_text = " ".join(data.split())  # (the examples' --pool h100=8 hid that h100 was missing there)
     assert types and all(re.search(rf"\b{re.escape(t)}\b(?!-)", help_text) for t in types), types
+
+
+@pytest.mark.parametrize("doc", USER_DOCS, ids=ids)
+def test_cited_python_names_exist(doc):
+    """`perfmodel.x.y` and `solvers.x.y` in backquotes name a module or an attribute that exists (modules
+    were split and renamed in issue 42; the CHANGELOG keeps the old names on purpose, so it is left out)."""
+    import importlib
+
+    for name in set(re.findall(r"`((?:perfmodel|solvers)(?:\.\w+)+)", doc.read_text())):
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):
+            try:
+                found = importlib.import_module(".".join(parts[:i]))
+                break
+            except ModuleNotFoundError:
+                continue
+        for attribute in parts[i:]:
+            assert hasattr(found, attribute), (ids(doc), name)
+            found = getattr(found, attribute)
+
+
+def test_the_module_map_names_files_that_exist():
+    """Every `name.py` in design.md's module map (section 1) is a file of the repository."""
+    text = (REPO / "docs" / "design.md").read_text()
+    section = text[text.index("## 1. ") : text.index("## 2. ")]
+    files = {p.name for p in REPO.glob("**/*.py") if ".venv" not in p.parts}
+    named = set(re.findall(r"\b(\w+\.py)\b", section))
+    assert named and not named - files, named - files
