@@ -54,28 +54,38 @@ class Terminated(KeyboardInterrupt):
 
 
 class Sigterm:
-    """What the SIGTERM handler knows: whether the signal came, and whether it still raises Terminated."""
+    """What the handlers know: whether SIGTERM (or Ctrl-C) came, and whether they still raise."""
 
     def __init__(self):
         self.terminated = False
+        self.interrupted = False  # Ctrl-C
         self.raising = True
 
 
 @contextlib.contextmanager
 def sigterm_as_interrupt(state: Sigterm | None = None):
-    """SIGTERM raises Terminated while the yielded Sigterm's `raising` holds; once a command turns it off
-    (its work over: what it started being stopped, its results printed) SIGTERM is only noted, so that a
-    finished command still says what it did. The previous handler is back afterwards. `state`: a Sigterm
-    made beforehand, for a part of the command built before the signal is handled."""
+    """SIGTERM raises Terminated (and Ctrl-C KeyboardInterrupt, as always) while the yielded Sigterm's
+    `raising` holds; once a command turns it off (its work over: what it started being stopped, its results
+    printed) either is only noted, so that a finished command still says what it did. The previous
+    handlers are back afterwards. `state`: a Sigterm made beforehand, for a part of the command built
+    before the signals are handled. A SIGINT that is ignored (a background job's) stays ignored."""
     state = state or Sigterm()
 
-    def handler(signum, frame) -> None:
+    def on_sigterm(signum, frame) -> None:
         state.terminated = True
         if state.raising:
             raise Terminated()
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    def on_sigint(signum, frame) -> None:
+        state.interrupted = True
+        if state.raising:
+            raise KeyboardInterrupt()
+
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, on_sigterm)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_sigint)
     try:
         yield state
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)

@@ -131,8 +131,9 @@ def run(args) -> int:
                 console.note(console.for_the_command_line(line, args.flag_names))
         else:
             console.print_json(console.clean_for_json(result.to_dict()))
-        if sigterm.terminated and result.complete:
-            console.note(f"note: {console.for_the_command_line(text.COMPLETE_AFTER_SIGTERM, args.flag_names)}")
+        if (sigterm.terminated or sigterm.interrupted) and result.complete:
+            came = text.complete_after("SIGTERM" if sigterm.terminated else "Ctrl-C")
+            console.note(f"note: {console.for_the_command_line(came, args.flag_names)}")
         if ending is not None:  # and where the finished labels are
             ending = console.for_the_command_line(ending, args.flag_names)
             if args.out and not (result.images_done or result.images_resumed):  # no row: the file was not written
@@ -160,7 +161,7 @@ def _fault_drill() -> tuple[int, int] | None:
 class _Live:
     """The run's events as the command line shows them: a worker behind, dead or lost as a note, and live
     progress on a terminal (stderr): per hardware type, images done and ETA, measured vs planned. Once the
-    run stops what it started, SIGTERM no longer interrupts (the command still prints what was done)."""
+    run stops what it started, SIGTERM and Ctrl-C no longer interrupt (the command still prints what was done)."""
 
     def __init__(self, flag_names: dict[str, str], sigterm: Sigterm):
         self.flag_names = flag_names  # its text names the library's parameters: shown as these flags

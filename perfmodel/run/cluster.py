@@ -271,6 +271,38 @@ def _signals_after():
             signal.raise_signal(s)
 
 
+@contextlib.contextmanager
+def sigterm_kept():
+    """Keep this process's SIGTERM handler through ray.init and ray.shutdown. ray.init sets Ray's own: a
+    Python one that exits with code 15 (set as the call starts), and a native one that prints a stack dump
+    and aborts; ray.shutdown sets the native one back to the default action (death, no output), while
+    signal.getsignal still names ours. A SIGTERM in ray.init, or at any time after ray.shutdown, would end
+    `perfmodel run` without its result or its sentence. Holding the signal back (blocking it) does not
+    help: any other thread (numpy's) would take it. So the driver gets no native handler (Ray's
+    RAY_DISABLE_FAILURE_SIGNAL_HANDLER, read as its core worker starts; the cost: no C++ stack dump should
+    the driver crash inside Ray), ours is set again at the OS level after the block, and a SIGTERM that
+    Ray's Python handler turned into an exit is handed to ours."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    from ray._private import ray_constants
+
+    ours = signal.getsignal(signal.SIGTERM)
+    native = getattr(ray_constants, "RAY_DISABLE_FAILURE_SIGNAL_HANDLER", False)
+    ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True
+    try:
+        yield
+    except SystemExit as exc:  # Ray's handler: ours decides what a SIGTERM does
+        if exc.code != signal.SIGTERM:
+            raise
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if ours is None else ours)
+        signal.raise_signal(signal.SIGTERM)
+        raise  # ours did not end the block (it ignores SIGTERM): Ray's exit, as it would have been
+    finally:
+        ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = native
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if ours is None else ours)  # None: not set from Python
+
+
 def _with_our_path(settings: dict[str, str]) -> dict[str, str]:
     """The keeper and Ray's workers import this perfmodel: the one the driver imported."""
     env = {**os.environ, **settings}
@@ -287,7 +319,7 @@ def connect(address: str, settings: dict[str, str] | None = None) -> None:
     import ray
 
     try:
-        with _as_first_import(settings):
+        with _as_first_import(settings), sigterm_kept():
             ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ClusterError(f"could not connect to Ray at {address}: {first_line(exc)}.") from None

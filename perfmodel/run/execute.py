@@ -13,8 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import importlib.util
 import os
-import signal
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -205,15 +203,11 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
             w.status = "done"
         state.status, state.load_avg = "complete", (state.load_avg[0], state.load_avg[0])
         return state.result()
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous_sigterm = signal.getsignal(signal.SIGTERM) if main_thread else None
     try:
         on_event(RunEvent("phase", "starting a local Ray" if local else f"joining the Ray cluster at {address}"))
         if local is not None:
             address = local.start()
-        clusters.connect(address, local.settings if local else None)
-        if main_thread:  # ray.init installs its own SIGTERM handler; the caller's stays in charge
-            signal.signal(signal.SIGTERM, previous_sigterm)
+        clusters.connect(address, local.settings if local else None)  # the caller's SIGTERM handler kept
         _Execution(plan, options, state, writer, on_event).run(model, model_path, device_of)
     except KeyboardInterrupt:  # Ctrl-C (or SIGTERM turned into one by the CLI): keep what is done
         if state.status == "running":  # not when every batch was done before it came
@@ -227,10 +221,12 @@ def run_plan(plan: RunPlan, options: RunOptions, on_event: Callable[[RunEvent], 
             if writer is not None and writer.dirty:
                 writer.flush()
         finally:
-            _disconnect()
-            if local is not None:
-                local.stop()
-            state.load_avg = (state.load_avg[0], os.getloadavg()[0])
+            try:
+                _disconnect()
+            finally:  # even if a signal handler of the caller's raised
+                if local is not None:
+                    local.stop()
+                state.load_avg = (state.load_avg[0], os.getloadavg()[0])
     return state.result()
 
 
@@ -239,7 +235,8 @@ def _disconnect() -> None:
 
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
-        ray.shutdown()
+        with clusters.sigterm_kept():  # ray.shutdown leaves SIGTERM to its default action: death, no output
+            ray.shutdown()
 
 
 class _Execution:

@@ -28,7 +28,6 @@ COLUMNS = (
     "bottleneck",
 )
 SHOWN_SKIPPED = 5  # files named in the note of those skipped
-COMPLETE_AFTER_SIGTERM = "SIGTERM came once every batch was done: the run is complete."
 
 
 def rows(result: RunResult) -> list[tuple]:
@@ -131,6 +130,11 @@ def notes(result: RunResult) -> list[str]:
             f"{sys.platform} {os.cpu_count()} CPUs"
         )
     return out
+
+
+def complete_after(signal_name: str) -> str:
+    """What a SIGTERM or Ctrl-C that came once every batch was done (while Ray was stopped) did: nothing."""
+    return f"{signal_name} came once every batch was done: the run is complete."
 
 
 def ending(result: RunResult, terminated: bool) -> str | None:

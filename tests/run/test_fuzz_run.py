@@ -477,8 +477,10 @@ def test_an_interrupt_as_the_keeper_starts_stops_the_keeper(tmp_path, monkeypatc
     assert list(tmp_path.glob(cluster.TEMP_PREFIX + "*")) == []
 
 
-def test_sigterm_once_every_batch_is_done_prints_the_result_and_exits_0(plan, monkeypatch, capsys):
-    """E2: SIGTERM when all labels were written (while Ray was being stopped) gave exit 143 and no output."""
+@pytest.mark.parametrize(("sig", "name"), [("SIGTERM", "SIGTERM"), ("SIGINT", "Ctrl-C")])
+def test_sigterm_once_every_batch_is_done_prints_the_result_and_exits_0(plan, monkeypatch, capsys, sig, name):
+    """E2: SIGTERM when all labels were written (while Ray was being stopped) gave exit 143 and no output, a
+    Ctrl-C exit 130 and no result. (test_run_signals.py: the same with a real Ray.)"""
     import os
     import signal
 
@@ -497,7 +499,7 @@ def test_sigterm_once_every_batch_is_done_prints_the_result_and_exits_0(plan, mo
             return "127.0.0.1:1"
 
         def stop(self):
-            os.kill(os.getpid(), signal.SIGTERM)  # while Ray is stopped, the work done
+            os.kill(os.getpid(), getattr(signal, sig))  # while Ray is stopped, the work done
 
     def finish(self, model, model_path, device_of):
         for w in self.state.workers:
@@ -515,4 +517,4 @@ def test_sigterm_once_every_batch_is_done_prints_the_result_and_exits_0(plan, mo
     assert main(["run", str(plan), "--synthetic"]) == 0
     out, err = capsys.readouterr()
     assert "40 of 40 images; makespan" in out
-    assert "SIGTERM came once every batch was done: the run is complete." in err
+    assert f"{name} came once every batch was done: the run is complete." in err
