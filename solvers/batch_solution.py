@@ -6,6 +6,14 @@ from dataclasses import dataclass, field
 
 # Above this many GPUs, Plan.to_dict lists groups only (each with its count), not every GPU.
 PER_GPU_LIMIT = 1000
+# `perfmodel run` fills a GPU's batch up to its planned size, the shape that was timed. A batch more than this
+# many times the GPU's images is nearly all padding: in a hand-edited plan, work (and memory) nobody timed
+# (65,536 for 100 images took 3 GB), which run refuses. The solver picks such a batch only where it finishes
+# those images first (a profile measured at batches 512 and 1024 only, for 3 images; a large batch a shade
+# faster than every small one), timed at the full batch, so the plan is honest; it marks the row
+# ("fill_planned") and run runs it. A mark rather than a looser rule: run cannot tell a plan's choice from an
+# edit (it has not the profile), and a rule any plan passes would pass the edit too.
+MAX_FILL = 64
 
 
 @dataclass(frozen=True)
@@ -34,7 +42,7 @@ class Assignment:
         return self.count * self.images
 
     def to_dict(self) -> dict:
-        return {
+        row = {
             "hardware": self.hardware,
             "input_size": self.input_size,
             "option": self.label,
@@ -49,6 +57,9 @@ class Assignment:
             "latency_s": self.latency_s,
             "finish_s": self.finish_s,
         }
+        if self.batch_size > MAX_FILL * self.images:
+            row["fill_planned"] = True
+        return row
 
 
 @dataclass(frozen=True)

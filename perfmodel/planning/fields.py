@@ -150,6 +150,7 @@ _ASSIGNMENT_FIELDS = {
     "warmup_s": _SECONDS,
     "latency_s": _SECONDS,
     "gpu": _COUNT,
+    "fill_planned": _FLAG,
 }
 
 
@@ -281,6 +282,7 @@ _ROW_OF_ASSIGNMENT = (
     "warmup_s",
     "latency_s",
     "finish_s",
+    "fill_planned",
 )
 
 

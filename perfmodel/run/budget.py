@@ -20,6 +20,7 @@ from perfmodel.errors import InputError
 from perfmodel.run.planfile import RunPlan, WorkerPlan
 from perfmodel.torch_runner import ROTATE_BELOW_MB
 from perfmodel.units import figure
+from solvers.batch_solution import MAX_FILL
 
 # The driver's memory per batch record and per image in it (the class and score lists), and per label row
 # (a tuple of five, its path, and the rows' DataFrame at each flush): tracemalloc on CPython 3.11, records of
@@ -28,23 +29,20 @@ RECORD_BYTES = 900
 IMAGE_BYTES = 70
 LABEL_BYTES = 500
 PREFETCH_HELD = 4  # a worker over files: two decoded batches ahead, the one running, and its filled-up copy
-# A worker fills a partial batch up to its planned batch size (the shape the profile timed). A plan's batch
-# is at most the next profiled size above a worker's images (twice them with batch sizes in powers of two);
-# far above, the filling is nearly all of the work and memory (an edited plan: 65,536 for 100 images).
-MAX_FILL = 64
 
 
 def check(plan: RunPlan, device_of: dict[str, str], synthetic: bool, labels: bool, local: bool) -> None:
-    """InputError (one sentence) when a batch is far larger than its worker's images, or when the run needs
-    more memory than this machine has: the driver's records (always here) and, on a local Ray, every
-    worker's input batches."""
+    """InputError (one sentence) when a batch is far larger than its worker's images and the plan did not
+    choose it (solvers.batch_solution.MAX_FILL: an edited plan), or when the run needs more memory than this
+    machine has: the driver's records (always here) and, on a local Ray, every worker's input batches."""
     for w in plan.workers:
-        if w.batch_size > MAX_FILL * w.images:
+        if w.batch_size > MAX_FILL * w.images and not w.fill_planned:
             raise InputError(
                 f"{plan.path}, GPU {w.index + 1} ({w.name}) plans batches of {w.batch_size:,} for its "
                 f"{w.images:,} images: perfmodel run fills a batch up to the planned size, here "
-                f"{w.batch_size / w.images:,.0f} times the images; make the plan again with `perfmodel plan` "
-                "(it picks a batch for the images), or give that row a smaller batch_size."
+                f"{w.batch_size / w.images:,.0f} times the images, and perfmodel plan did not choose it (it marks "
+                f'such a row "fill_planned"); give that row a batch_size of at most {MAX_FILL * w.images:,}, or '
+                "make the plan again with `perfmodel plan`."
             )
     batches = sum(w.batches for w in plan.workers)
     driver = batches * RECORD_BYTES + plan.images * (IMAGE_BYTES + (LABEL_BYTES if labels else 0))

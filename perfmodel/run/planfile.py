@@ -39,6 +39,7 @@ class WorkerPlan:
     warmup_s: float
     latency_s: float
     finish_s: float
+    fill_planned: bool = False  # a batch far above its images that the plan chose (solvers.batch_solution.MAX_FILL)
 
     def predicted_end(self, batches_done: int) -> float:
         """When the plan expects this worker's `batches_done`-th batch to end (s from the start)."""
@@ -185,7 +186,9 @@ def _workers(data: dict, source: str):
         hardware = row["hardware"]
         number = seen[hardware] = seen.get(hardware, -1) + 1
         values = {key: float(row[key]) if key.endswith("_s") else row[key] for key in _ROW_FIELDS}
-        yield WorkerPlan(index=index, name=f"{hardware}#{number}", **values)
+        yield WorkerPlan(
+            index=index, name=f"{hardware}#{number}", fill_planned=row.get("fill_planned") is True, **values
+        )
 
 
 # What running a GPU's share needs of its row; read_plan has checked the value of each one present.

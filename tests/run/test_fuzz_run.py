@@ -8,7 +8,7 @@ import shutil
 import pandas as pd
 import pytest
 from conftest import refused as cli_refused
-from run_data import make_images, write_plan
+from run_data import make_images, tiny_profile, write_plan
 
 from perfmodel.cli import main
 from perfmodel.run.labels import RunIdentity
@@ -377,6 +377,43 @@ def test_a_batch_far_above_its_images_or_beyond_memory_is_refused_before_ray_sta
     err = refused(capsys, wide, "--synthetic")
     assert "need about 76.8 GB for their input batches on this machine (cpu#0: batches of 8 images of 20000 px" in err
     assert "more than the 17.18 GB available" in err
+
+
+def test_a_plan_that_perfmodel_plan_made_passes_runs_checks_whatever_its_batch_fills(tmp_path, capsys):
+    """The D1 rule (a batch at most MAX_FILL times its images) refused a plan of `perfmodel plan` itself, and
+    sent the user back to plan, which made it again: a profile measured at batches 512 and 1024 only, 3
+    images, batch 512. Plan marks the rows where it chose such a batch; run runs them, and still refuses the
+    same batch where the mark is gone (an edit), or set on a GPU row but not on its assignment."""
+    import json
+
+    from perfmodel.run import budget
+    from solvers.batch_solution import MAX_FILL
+
+    profile = tiny_profile(tmp_path / "bigbatch.csv")
+    frame = pd.read_csv(profile)
+    frame.assign(batch_size=frame["batch_size"] * 512).iloc[:2].to_csv(profile, index=False)  # 512, 1024
+    assert main(["plan", "--images", "3", "--deadline", "60s", "--profile", str(profile), "--input-size", "32",
+                 "--pool", "cpu=1", "--json"]) == 0  # fmt: skip
+    made = tmp_path / "made.json"
+    made.write_text(capsys.readouterr().out)
+    data = json.loads(made.read_text())
+    assert [(r["batch_size"], r["images"], r.get("fill_planned")) for r in data["gpus"]] == [(512, 3, True)]
+    budget.check(read_run_plan(made), {"cpu": "cpu"}, True, False, local=True)  # no InputError: it runs
+
+    for row in data["assignments"] + data["gpus"]:
+        del row["fill_planned"]
+    unmarked = tmp_path / "unmarked.json"
+    unmarked.write_text(json.dumps(data))
+    err = refused(capsys, unmarked, "--synthetic")
+    assert "plans batches of 512 for its 3 images: perfmodel run fills a batch up to the planned size" in err
+    assert f"give that row a batch_size of at most {MAX_FILL * 3}" in err
+    data["gpus"][0]["fill_planned"] = True  # on the GPU row only
+    (tmp_path / "half.json").write_text(json.dumps(data))
+    assert "is none of the assignments' GPUs" in refused(capsys, tmp_path / "half.json", "--synthetic")
+
+    assert main(["plan", "--images", "40", "--deadline", "60s", "--profile", str(tiny_profile(tmp_path / "t.csv")),
+                 "--input-size", "32", "--json"]) == 0  # fmt: skip
+    assert not any("fill_planned" in r for r in json.loads(capsys.readouterr().out)["gpus"])  # a batch of its images
 
 
 def test_a_cluster_node_without_the_memory_for_its_workers_batches_is_refused():
