@@ -4,6 +4,8 @@ probability asked (the margin steps, then bisection), and the refusal said in te
 
 from __future__ import annotations
 
+import math
+
 import solvers
 from perfmodel.errors import InfeasibleError, InputError, PerfmodelError
 from perfmodel.planning.batch_request import MIN_CONFIDENCE
@@ -46,25 +48,36 @@ def plan_for_probability(solve_at, basis, deadline_s: float, target: float, one_
     A larger margin leaves the solver less time, so its plan finishes earlier (or uses more GPUs, or
     does fewer images in relaxed mode), and its probability grows. With no margin the plan is the median one.
     """
-    tried = 0.0
+    tried, best = 0.0, 0.0  # the last margin tried; the highest probability of the plans made
 
     def met(m: float):
-        nonlocal tried
+        nonlocal tried, best
         tried = m
         plan = solve_at(m)
         distribution = makespan_of(plan, basis)
-        return (plan, distribution) if distribution.probability(deadline_s) >= target else None
+        probability = distribution.probability(deadline_s)
+        best = max(best, probability)
+        return (plan, distribution) if probability >= target else None
 
     try:
         found = _smallest_margin(met)
     except NoPlanError as exc:
-        raise _no_plan_for(exc, tried, solve_at, basis, deadline_s, target, one_size) from None
+        raise _no_plan_for(exc, tried, best, solve_at, basis, deadline_s, target, one_size) from None
     if found is None:
         raise InfeasibleError(
             f"no plan finishes by the deadline with probability {target:g}, even with {MARGIN_STEPS[-1]:.0%} of "
-            "the deadline kept in reserve: allow a longer deadline, or ask for a lower `confidence`."
+            f"the deadline kept in reserve: allow a longer deadline{_lower_confidence(best, target, ', or')}."
         )
     return found[1]
+
+
+def _lower_confidence(best: float, target: float, lead: str) -> str:
+    """The advice to ask for less, only where a plan made on the way would be met at an allowed confidence:
+    below MIN_CONFIDENCE (the median plan) no lower one can be asked for."""
+    if best < MIN_CONFIDENCE or best >= target:
+        return ""
+    most = math.floor(best * 1000) / 1000
+    return f"{lead} ask for a `confidence` of at most {most:g} (a plan of all the images reached {best:.3g})"
 
 
 def _smallest_margin(attempt):
@@ -94,7 +107,9 @@ def _smallest_margin(attempt):
     return found
 
 
-def _no_plan_for(exc: NoPlanError, margin: float, solve_at, basis, deadline_s, target, one_size) -> NoPlanError:
+def _no_plan_for(
+    exc: NoPlanError, margin: float, best: float, solve_at, basis, deadline_s, target, one_size
+) -> NoPlanError:
     """No plan of all the images meets the target: the solver's refusal, said in terms of the probability,
     at the smallest margin at which a plan of the most images it names meets the target too. So 'ask for
     no more than N images' names a request that plans (the N of the median plan does not). `exc` at
@@ -121,9 +136,8 @@ def _no_plan_for(exc: NoPlanError, margin: float, solve_at, basis, deadline_s, t
     message = explain(d).replace(
         "no plan meets the deadline", f"no plan meets the deadline with probability {target:g}"
     )
-    if margin > 0 and target > MIN_CONFIDENCE:  # at no margin the median plan is refused too: no lower one helps
-        message += f" Or ask for a lower `confidence` (it kept {margin:.0%} of the deadline in reserve)."
-    return NoPlanError(message, d)
+    advice = _lower_confidence(best, target, " Or")  # at no margin the median plan is refused: best is 0
+    return NoPlanError(message + (f"{advice}." if advice else ""), d)
 
 
 def _probability(plan: solvers.Plan, basis, deadline_s: float) -> float:

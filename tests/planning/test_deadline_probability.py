@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -264,8 +265,11 @@ def test_bad_confidence_is_refused_in_one_sentence(profile, settings_, message):
 
 def test_a_deadline_too_short_for_the_probability_says_so(profile):
     most = make_plan(None, "10s", profiles=[profile], input_size=64, mode="relaxed", pool={"cpu": 1}, confidence=0.5)
-    with pytest.raises(NoPlanError, match="probability 0.99.*lower `confidence`"):
+    with pytest.raises(NoPlanError, match="probability 0.99.*`confidence` of at most 0") as refused:
         make_plan(most.total_images, "10s", profiles=[profile], input_size=64, pool={"cpu": 1}, confidence=0.99)
+    lower = float(re.search(r"`confidence` of at most ([0-9.]+)", str(refused.value))[1])
+    assert 0.5 <= lower < 0.99  # and a plan is made at the confidence it names
+    make_plan(most.total_images, "10s", profiles=[profile], input_size=64, pool={"cpu": 1}, confidence=lower)
 
 
 def test_the_most_images_a_refusal_names_plan_at_the_asked_probability(profile):
@@ -442,7 +446,7 @@ def test_a_refusal_of_the_median_plan_too_does_not_suggest_a_lower_confidence(pr
     """Where even the median plan (no reserve) is refused, a lower --confidence cannot help."""
     with pytest.raises(NoPlanError) as refused:
         make_plan(10**6, "10ms", profiles=[profile], input_size=64, pool={"cpu": 1})
-    assert "--confidence" not in str(refused.value)
+    assert "`confidence`" not in str(refused.value)
 
 
 @settings(max_examples=50, deadline=None)
