@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solvers import InfeasibleProblem, ProblemError
-from solvers.online_batcher import Batcher, poisson_pmf, poisson_tail, sigma_from
+from solvers.online_batcher import Batcher, mixed_arrivals, poisson_pmf, poisson_tail, sigma_from
 from solvers.online_simulate import poisson_arrivals, simulate_gpu, split_randomly
 from solvers.online_solve import OnlineGpuType, OnlineProblem, ServiceTimes, best_setting, fastest, solve_online
 
@@ -76,6 +76,41 @@ def test_poisson_tail_is_close_to_the_exact_one():
         exact = 1.0 - np.concatenate([[0.0], np.cumsum(pmf)])[:200]
         approx = poisson_tail(np.arange(200), mean)
         assert np.max(np.abs(exact - approx)) < 0.01
+
+
+def reference_pmf(mean, n):
+    """poisson_pmf as it was written before it worked in place: the fast one must give the same bits."""
+    mean = np.asarray(mean, dtype=float)[..., None]
+    k = np.arange(n)
+    log_factorial = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, max(n, 2))))])[:n]
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        pmf = np.exp(k * np.log(np.maximum(mean, 1e-300)) - mean - log_factorial)
+    return np.where(mean > 0, pmf, (k == 0).astype(float))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.integers(1, 70),
+    points=st.sampled_from([3, 5, 9]),
+    n=st.integers(1, 300),
+    scale=st.floats(0.01, 3000.0),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_the_arrivals_are_bit_for_bit_those_of_the_whole_pmf(rows, points, n, scale, seed):
+    # mixed_arrivals works in row blocks and poisson_pmf in place; plans (JSON) must not move by one bit
+    rng = np.random.default_rng(seed)
+    means = rng.exponential(scale, (rows, points))
+    means[rng.random(means.shape) < 0.05] = 0.0  # an idle service: all mass at k = 0
+    weights = rng.dirichlet(np.ones(points))
+    whole = reference_pmf(means, n)
+    assert poisson_pmf(means, n).tobytes() == whole.tobytes()
+    assert mixed_arrivals(means, weights, n).tobytes() == np.einsum("mqk,q->mk", whole, weights).tobytes()
+
+
+def test_poisson_pmf_of_one_mean_and_of_none():
+    for mean in (0.0, -1.0, math.nan, 1e-320, 3.5):
+        for n in (1, 2, 50):
+            assert poisson_pmf(mean, n).tobytes() == reference_pmf(mean, n).tobytes()
 
 
 @pytest.mark.parametrize(
