@@ -17,9 +17,10 @@ One predictor per (hardware, model, backend, precision) group in the profiles; i
 --target-hardware predicts GPUs nobody profiled (or leaves a profiled one out to check the method):
 each way of serving profiled on one or more GPUs of the specification table (perfmodel/data/gpu_specs.csv)
 is carried to the target by the ratio another model measured on both GPUs, where the profiles hold one
-(same stack: ~7% median error), else through the GPU specifications (peak FLOP/s, memory bandwidth, L2;
-for a model whose memory traffic perfmodel counted, that traffic); the file says which groups are
-transferred, from which GPUs, and the error measured on held-out published curves:
+from the same campaign (one `source` document, or your own profiles: same stack, ~7% median error), else
+through the GPU specifications (peak FLOP/s, memory bandwidth, L2; for a model whose memory traffic
+perfmodel counted, that traffic); the file says which groups are transferred, from which GPUs, and the
+error measured on held-out published curves:
   perfmodel fit one-gpu.csv --target-hardware h100 --out /tmp/h100.json   # one source: ~25% median error
 """
 

@@ -12,7 +12,10 @@ At each work it is multiplied by a ratio with two regimes, mixed by how busy the
 - **Same stack.** When other ways of serving (another model: the same backend and precision family
   first, then the same family, then any) were measured on both the source and the target GPU in the
   profiles given, L_floor and L_busy are the median log ratios those show in each regime: what the
-  two machines do, hosts and software included, not only their GPUs.
+  two machines do, hosts and software included, not only their GPUs. Only ways of one measurement
+  campaign count: published in the same document as the source's rows (their `source` column), or all
+  one's own (no source), as one collection was in the held-out figures; a ratio another publication
+  measured (other machines, another framework's floor) is no same stack.
 - **Otherwise, the specifications.** Per regime, the guess that had the least error on the tuning
   collections (`GpuEffects.choice`, chosen by experiments/003_fit_accuracy/transfer_heldout.py, never
   on the held-out ones): the GPU effects learned over the library (`method`: power laws of peak FLOP/s
@@ -54,7 +57,7 @@ from perfmodel.fitting.predictor import GroupPredictor, QuantityModel
 from perfmodel.fitting.predictor_file import QUANTITIES
 from perfmodel.fitting.regressors import MonotonePiecewiseLinear
 from perfmodel.fitting.selection import measured_region
-from perfmodel.fitting.transfer_curves import curves_of, ways_of_serving
+from perfmodel.fitting.transfer_curves import curves_of, publications, ways_of_serving
 from perfmodel.fitting.transfer_guesses import (
     BASELINES,
     GUESSES,
@@ -160,6 +163,7 @@ def transfer_groups(
         by_quantity = {q: curves_of(rows, specs, q, tuple(values.items()), way_notes) for q in TRANSFERRED}
         ways.append((values, rows, by_quantity, way_notes))
     latency = {tuple(values.items()): q["latency_ms"] for values, _, q, _ in ways}
+    published = {tuple(values.items()): publications(rows, specs) for values, rows, _, _ in ways}
     stack = [k for k in keys if k not in ("model", "backend")]
     groups = []
     for values, rows, by_quantity, way_notes in ways:
@@ -183,7 +187,10 @@ def transfer_groups(
             source_precisions = " or ".join(sorted({c.precision for c in sources}))
             notes.append(f"{name}: {target} has no {source_precisions} rate in the GPU table.")
             continue
-        same = {c.hardware: same_stack_ratios(latency, values, c.hardware, target, stack) for c in sources}
+        same = {
+            c.hardware: same_stack_ratios(latency, values, c.hardware, target, stack, published=published)
+            for c in sources
+        }
         group = _transferred_group(values, keys, target, spec, precision, by_quantity, own, effects, same)
         group = _with_load_time(group, others, specs)
         remarks += [f"{name}: {n}" for n in _warnings(group, sources, spec, precision)]

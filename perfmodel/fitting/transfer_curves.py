@@ -29,6 +29,17 @@ def ways_of_serving(ok: pd.DataFrame, keys: list[str]):
         yield dict(zip([*keys, "family"], values if isinstance(values, tuple) else (values,))), rows
 
 
+def publications(rows: pd.DataFrame, specs: dict[str, GpuSpec]) -> dict[str, frozenset]:
+    """Per GPU of the table, the documents a way of serving's rows on it were published in: a row's `source` up
+    to the table named in parentheses, '' for one's own measurements (no source). A same-stack ratio is taken
+    only from ways of the same document: one publication is one measurement campaign (its machines, its
+    software), as one collection was in the held-out figures; two publications are two stacks."""
+    source = rows["source"] if "source" in rows.columns else pd.Series("", index=rows.index)
+    document = source.fillna("").astype(str).str.split(" (", n=1, regex=False).str[0].str.strip()
+    gpu = rows["hardware"].map(lambda h: spec_key(h, specs))
+    return {key: frozenset(document[gpu == key]) for key in gpu.dropna().unique()}
+
+
 def curves_of(
     rows: pd.DataFrame, specs: dict[str, GpuSpec], quantity: str, way: tuple = (), notes: list[str] | None = None
 ) -> list[Curve]:

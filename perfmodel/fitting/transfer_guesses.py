@@ -113,11 +113,17 @@ def same_stack_ratios(
     target: str,
     stack: list[str],
     order: tuple[str, ...] = SAME_STACK_ORDER,
+    published: dict[tuple, dict[str, frozenset]] | None = None,
 ) -> SameStack | None:
     """The log ratios target / source on the floor and the busy part, measured on the other ways of serving
     profiled on both GPUs with the same `stack` columns (collection, serving mode): in SAME_STACK_ORDER, those
-    of the same backend and precision family if any, else of the same family, else any."""
+    of the same backend and precision family if any, else of the same family, else any. With `published` (per
+    way of serving, per GPU, its documents: transfer_curves.publications), only ways published on both GPUs in
+    the document `way`'s source rows were: another publication measured other machines and software."""
     same = [k for k in curves if dict(k) != way and all(dict(k)[c] == way[c] for c in stack)]
+    if published is not None:
+        home = published[tuple(way.items())].get(source)
+        same = [k for k in same if published[k].get(source) == home and published[k].get(target) == home]
     kinds = {
         "backend and family": [
             k for k in same if dict(k)["family"] == way["family"] and dict(k).get("backend") == way.get("backend")

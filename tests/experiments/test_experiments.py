@@ -48,6 +48,7 @@ def _script(path: str, *args: str) -> subprocess.CompletedProcess:
         "003_fit_accuracy/between_published.py",  # took --help for a 3-minute run
         "003_fit_accuracy/transfer_heldout.py",  # ... one that rewrites perfmodel/data/gpu_effects.json
         "003_fit_accuracy/transfer_tried.py",
+        "003_fit_accuracy/same_publication.py",
         "003_fit_accuracy/two_batch_sizes.py",
         "011_deadline_calibration/queue_call.py",  # ... one that starts Ray
         "011_deadline_calibration/coload.py",
