@@ -142,22 +142,24 @@ def test_work_stealing_with_weights_finishes_every_image_once(plan, images, clus
 
 
 def test_a_thief_runs_stolen_batches_at_its_own_batch_size(plan, cluster, tmp_path):
-    """U6: a worker of batch 1 stealing from one of batch 4 ran 4-image batches, a shape never timed."""
+    """U6: a worker of batch 1 stealing from one of batch 4 ran 4-image batches, a shape never timed. The
+    victim holds enough batches (a tiny model's are milliseconds) that the thief, started up to seconds later
+    on a loaded machine, still finds some to steal."""
     data = json.loads(plan.read_text())
     groups = [dict(data["assignments"][0], count=1) for _ in range(2)]
-    for a, (batch, batches, images) in zip(groups, [(4, 25, 100), (1, 2, 2)]):
+    for a, (batch, batches, images) in zip(groups, [(4, 1000, 4000), (1, 2, 2)]):
         a.update(batch_size=batch, batches=batches, images=images, images_total=images, last_batch=batch)
         a.update(option=f"torch fp32 batch {batch}", latency_s=0.004 + 0.002 * batch)
-    data.update(assignments=groups, gpus=None, images=102, images_by_size={"32": 102}, images_planned=102)
-    data["images_planned_by_size"] = {"32": 102}
+    data.update(assignments=groups, gpus=None, images=4002, images_by_size={"32": 4002}, images_planned=4002)
+    data["images_planned_by_size"] = {"32": 4002}
     (tmp_path / "steal.json").write_text(json.dumps(data))
     result = run(tmp_path / "steal.json", cluster, synthetic=True, steal=True)
     out = result.to_dict()
-    assert result.status == "complete" and out["images_done"] == 102 and out["images_unfinished"] == 0
+    assert result.status == "complete" and out["images_done"] == 4002 and out["images_unfinished"] == 0
     thief = result.workers[1]
     assert len(thief.batches) > 2 and all(b["images"] <= 1 for b in thief.batches)  # it stole, one image a batch
     victim = out["workers"][0]
-    assert victim["batches_done"] < 25 and victim["images_done"] + thief.images_done == 102
+    assert victim["batches_done"] < 1000 and victim["images_done"] + thief.images_done == 4002
 
 
 def test_weights_that_do_not_fit_are_refused(plan, cluster, tmp_path):
