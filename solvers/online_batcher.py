@@ -116,12 +116,13 @@ def poisson_pmf(mean, n: int) -> np.ndarray:
     return pmf
 
 
-def mixed_arrivals(means: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
+def mixed_arrivals(means: np.ndarray, weights: np.ndarray, n: int, block: int = 2**20) -> np.ndarray:
     """[m, k] = sum over q of weights[q] x P(N = k), k < n, N ~ Poisson(means[m, q]): the arrivals during a
-    service spread over quadrature points. Row blocks of about 64k entries keep the pmf in cache (the whole
-    of it, 1024 x 3 x 1040 for max_batch 1024, took most of a plan's time); each row is as poisson_pmf's."""
+    service spread over quadrature points, each row as poisson_pmf's. In row blocks of about `block` pmf
+    entries: max_batch 1024 (the shipped H100 profile) has 1024 x 3 x 1040 of them, and one array of them
+    all, made and read again op by op, took most of a plan's time."""
     out = np.empty((len(means), n))
-    step = max(1, 65536 // (n * means.shape[1]))
+    step = max(1, block // (n * means.shape[1]))
     for start in range(0, len(means), step):
         rows = slice(start, start + step)
         out[rows] = np.einsum("mqk,q->mk", poisson_pmf(means[rows], n), weights)

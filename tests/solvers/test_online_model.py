@@ -95,8 +95,9 @@ def reference_pmf(mean, n):
     n=st.integers(1, 300),
     scale=st.floats(0.01, 3000.0),
     seed=st.integers(0, 2**32 - 1),
+    block=st.sampled_from([1, 1000, 2**20]),
 )
-def test_the_arrivals_are_bit_for_bit_those_of_the_whole_pmf(rows, points, n, scale, seed):
+def test_the_arrivals_are_bit_for_bit_those_of_the_whole_pmf(rows, points, n, scale, seed, block):
     # mixed_arrivals works in row blocks and poisson_pmf in place; plans (JSON) must not move by one bit
     rng = np.random.default_rng(seed)
     means = rng.exponential(scale, (rows, points))
@@ -104,7 +105,7 @@ def test_the_arrivals_are_bit_for_bit_those_of_the_whole_pmf(rows, points, n, sc
     weights = rng.dirichlet(np.ones(points))
     whole = reference_pmf(means, n)
     assert poisson_pmf(means, n).tobytes() == whole.tobytes()
-    assert mixed_arrivals(means, weights, n).tobytes() == np.einsum("mqk,q->mk", whole, weights).tobytes()
+    assert mixed_arrivals(means, weights, n, block).tobytes() == np.einsum("mqk,q->mk", whole, weights).tobytes()
 
 
 def test_poisson_pmf_of_one_mean_and_of_none():
