@@ -346,12 +346,12 @@ def parts(hw: str) -> list[Part]:
     env = [Part("check_environment", 6.0)]  # 5-6 s in the logs
     return env + [
         profile("resnet50", "first"),
-        profile("efficientnet_b0", "first"),
-        fast("resnet50"),
-        fast("efficientnet_b0"),
         Part("step_calibrate first", first_s, note=f"{n} plans executed"),
-        Part("step_loadtime", LOADTIME_S),
+        fast("resnet50"),
         Part("check_gpu_tests", GPU_TESTS_S),
+        Part("step_loadtime", LOADTIME_S),
+        profile("efficientnet_b0", "first"),
+        fast("efficientnet_b0"),
         Part("step_calibrate rest", rest_s, note=f"{left} plans"),
         profile("resnet50", "rest"),
         profile("efficientnet_b0", "rest"),

@@ -500,20 +500,21 @@ run_step() {
   say "step $1: finished"
 }
 
-# The session: every step in one call, in issue 38's order: what neither GPU type has yet (ResNet-50's and
-# EfficientNet-B0's eager fp16 sweeps with the out-of-memory search; ResNet-50's is done on both), the
-# fast options (issue 39) with the bare loop, the GPU calibration's first slot (issue 37: 20 plans or 5
-# minutes), a small slot for the load's measurement (experiments/012), the GPU tests (at most 60 s), then
-# the rest: the calibration's other cases and the tf32 sweeps. A part that fails is reported and the next
-# one runs; a part out of the call's time ends the call (exit 3), and the same command again resumes.
+# The session: every step in one call. First what the GPU plans' promise rests on (issue 37): ResNet-50's
+# eager fp16 sweep (done on both types) and the GPU calibration's first slot (20 plans or 5 minutes); then
+# the fast options (issue 39) with the bare loop, the GPU tests (at most 60 s), a small slot for the load's
+# measurement (experiments/012); then what neither type has (EfficientNet-B0's sweeps at three sizes with
+# the out-of-memory search: ~15 minutes, a session by itself), the calibration's other cases and the tf32
+# sweeps. A part that fails is reported and the next one runs; a part out of the call's time ends the call
+# (exit 3), and the same command again resumes.
 SESSION=("check_environment"
          "step_profile resnet50 first"
-         "step_profile efficientnet_b0 first"
-         "step_fast resnet50"
-         "step_fast efficientnet_b0"
          "step_calibrate first"
-         "step_loadtime"
+         "step_fast resnet50"
          "check_gpu_tests $GPU_TESTS_S"
+         "step_loadtime"
+         "step_profile efficientnet_b0 first"
+         "step_fast efficientnet_b0"
          "step_calibrate rest"
          "step_profile resnet50 rest"
          "step_profile efficientnet_b0 rest")
