@@ -25,6 +25,8 @@ class TypeBasis:
     warmup_measured: bool = True
     warmup_filled: Counter = field(default_factory=Counter)  # option -> profile points whose warm-up was interpolated
     warmup_unmeasured: Counter = field(default_factory=Counter)  # option -> points planned with latency as warm-up
+    # (option, size, batch) -> first-call excess carried past the largest batch with a fresh warm-up (s)
+    warmup_carried: dict[tuple[str, int, int], float] = field(default_factory=dict)
     no_warmup_model: dict[str, str] = field(default_factory=dict)  # predicted option -> its group, if no warm-up model
     transferred: dict[str, str] = field(default_factory=dict)  # option -> what it was transferred from
     measured: dict[tuple[str, int], float] = field(default_factory=dict)  # (option, size) -> largest batch measured

@@ -5,7 +5,8 @@ Where each spread comes from:
   lognormal through its p50 and p99, else none (a published median alone);
 - load and first call: their samples, one per process that measured them (perfmodel/fixed_costs.py), as a
   mean and an sd; with fewer than two, the stated default's relative spread (this project's GPU
-  measurements; none on a CPU);
+  measurements; none on a CPU); a first call carried past the largest batch measured in a fresh process
+  (planning/batch_sources.py) adds what was carried to its sd;
 - drift: the profile's drift probe (drift_rel_sd, drift_corr_s), else a stated default (drift.py); on a
   CPU the machine's drift is shared by its workers, a GPU drifts on its own; a CPU worker's speed also
   differs from the profile's by its own factor for the whole run (drift.CPU_LEVEL, measured run against profile);
@@ -86,6 +87,8 @@ def makespan_of(plan, basis) -> Makespan:
             load_s = t.load.mean_s
             load_sd = t.load.sd_at(load_s)
             warmup_sd = t.first_call[a.label].sd_at(max(a.warmup_s - a.latency_s, 0.0))
+        # a first call carried past the largest batch measured in a fresh process: as unsure as the carry
+        warmup_sd = float(np.hypot(warmup_sd, t.warmup_carried.get(key, 0.0)))
         compute_s = warmup + (a.batches - 1) * mean
         drift = t.drift or default_for(a.hardware)
         names: list[tuple[str, float]] = []
