@@ -13,8 +13,8 @@ Measured, read from results/<hw>/ at every run (a new run's files re-fit it):
 - a batch that does not fit: its point's time; a sweep's start: the worker start its log reports and the
   drift probe (5 s on CUDA);
 - the GPU type's speed: its ResNet-50 fp16 curve; memory per image (the same, 5.26 MiB, for both models).
-Assumed, each where it is set (no GPU has run them yet): the machine's start and transfers, the fast
-options' speeds and compile times, the calibration's time around each plan, tf32's speed.
+Assumed, each where it is set (the H200 of 2026-11-28 measured some once, said there): the machine's start
+and transfers, the fast options' speeds and compile times, the calibration's time around each plan, tf32's speed.
 What each GPU type has done already (its `*.state` files) costs nothing.
 """
 
@@ -46,6 +46,7 @@ CAP = 16384  # the profiler's --max-batch-size on CUDA
 FAST_SIZES = (224, 448)
 FAST_BATCHES = (1, 8, 32, 256, 1024, 2048)
 COMPILED_BATCHES = (1, 256)
+FIRST_CALL_BATCHES = (64, 512, 2048)  # campaign.sh's FIRST_CALLS: eager fp16, a fresh process each, at FAST_SIZES
 FAST_OPTION_S = 120.0  # campaign.sh's FAST_OPTION_S: at most this per option and model
 BARE_S = 70.0  # the bare loop's bound
 CALIBRATION_S = 300.0  # the calibration's first slot
@@ -54,11 +55,15 @@ LOADTIME_S = 90.0
 GPU_TESTS_S = 60.0
 PROBE_S = 5.0  # the drift probe on CUDA, per profile command
 
-# Assumed (no GPU has run them yet).
-COMPILE_S = {"default": 40.0, "reduce-overhead": 60.0, "max-autotune": 150.0}  # per new batch shape
-CHANNELS_LAST = 0.69  # channels-last's time over eager's at batch >= 32 (the H100's bare loop at 256: 18.6/27.1 ms)
+# Assumed, or measured once (the H200 of 2026-11-28, results/h200/session-2026-11-28-call*.log).
+# Per new batch shape: the first call of a fresh process with an empty cache took 19.5 and 22.2 s (default),
+# 18.8 and 16.4 s (reduce-overhead); max-autotune did not finish batch 256 in its 120 s (assumed).
+COMPILE_S = {"default": 22.0, "reduce-overhead": 19.0, "max-autotune": 150.0}
+# channels-last's time over eager's at batch >= 32 (bare loops at 256: H100 18.6/27.1 ms; H200 0.64, 0.70 at 2048)
+CHANNELS_LAST = 0.69
 TF32 = 2.3  # tf32's time over fp16's, with half the largest batch
-RUN_OVERHEAD_S = 8.0  # gpu_calibration.py's RUN_OVERHEAD_S: a plan's device time beyond its makespan
+# gpu_calibration.py's RUN_OVERHEAD_S: a plan's device time beyond its makespan (H200: 7.4-12.7 s, median 7.8)
+RUN_OVERHEAD_S = 8.0
 RAY_START_S = 15.0  # the calibration's one local Ray
 PLAN_S = 1.5  # making a case's plan (and its share of the soft cases' median plans): 0.4-1.2 s a plan on the
 # 2-core VM at load 6 for the H100 profile, 5.5 s the first (the imports)
@@ -71,7 +76,7 @@ REFUSED = {"h100": {(10, 0.95)}, "h200": set()}
 
 # The lent machine (README.md of the device tool: 15 minutes, at most 10 a command, warm 30 s).
 DEVICE_S = 15 * 60
-MACHINE_START_S = 120.0  # a bare machine's start (1-2 minutes; the upper end)
+MACHINE_START_S = 120.0  # a bare machine's start (1-2 minutes, the upper end; the H200 of 2026-11-28: ~30 s)
 INSTALL_S = 20.0  # the wheels into /tmp/site: the first call only, the second finds them on the warm machine
 TRANSFER_S = 15.0  # per call: the working tree (and, in the first call, the wheels) there, the results back
 GAP_S = 20.0  # between the calls: the reply read and the second sent (under WARM_S)
@@ -245,6 +250,14 @@ def fast_option_s(hw: str, model: str, option: str) -> tuple[int, float]:
     """One fast option (issue 39) of one model: (points, seconds, capped at FAST_OPTION_S)."""
     cost = point_cost(hw, model)
     seconds = cost.start_s
+    if option == "first-calls":
+        points = 0
+        for size in FAST_SIZES:
+            for b in FIRST_CALL_BATCHES:
+                points += 1
+                fits = b <= largest(hw, size)
+                seconds += cost.point_s(call_s(hw, model, b, size)) + cost.fresh_s if fits else cost.oom_s
+        return points, min(FAST_OPTION_S, seconds)
     if option.startswith("compile"):
         mode = option.split(":")[1]
         batches = (256,) if mode == "max-autotune" else COMPILED_BATCHES
@@ -264,6 +277,7 @@ def fast_option_s(hw: str, model: str, option: str) -> tuple[int, float]:
 
 
 FAST = (  # campaign.sh's FAST_OPTIONS, in its order
+    "first-calls",
     "channels-last",
     "channels-last-cuda-graphs",
     "compile:default",
@@ -319,6 +333,22 @@ def states(hw: str) -> dict[str, set[str]]:
     return out
 
 
+def fast_name(option: str) -> str:
+    """campaign.sh's name of a FAST option, as its .state file records it done."""
+    if option == "first-calls":
+        return "torch-fp16-first-calls"
+    if option.startswith("compile"):
+        mode = option.split(":")[1]
+        return "torch-compile-fp16" if mode == "default" else f"torch-compile-{mode}-fp16"
+    return f"torch-{option}-fp16"
+
+
+def calibration_done(hw: str) -> int:
+    """The calibration's cases this GPU type has a row for (executed or refused)."""
+    path = RESULTS / hw / f"{hw}-calibration.jsonl"
+    return sum(1 for line in path.read_text().splitlines() if line.strip()) if path.exists() else 0
+
+
 def parts(hw: str) -> list[Part]:
     """The session's parts in campaign.sh's order, less what this GPU type has done."""
     done = states(hw)
@@ -334,19 +364,28 @@ def parts(hw: str) -> list[Part]:
         return Part(name, seconds, points, note)
 
     def fast(model: str) -> Part:
-        counted = [fast_option_s(hw, model, o) for o in FAST]
-        seconds = sum(s for _, s in counted) + (BARE_S if model == "resnet50" else 0.0)
-        return Part(f"step_fast {model}", seconds, sum(p for p, _ in counted), f"{len(FAST)} options")
+        left = [o for o in FAST if fast_name(o) not in done.get(model, set())]
+        counted = [fast_option_s(hw, model, o) for o in left]
+        bare = BARE_S if model == "resnet50" and "bare" not in done.get("fast", set()) else 0.0
+        seconds = sum(s for _, s in counted) + bare
+        note = f"{len(left)} of {len(FAST)} options left" if left else "done"
+        return Part(f"step_fast {model}", seconds, sum(p for p, _ in counted), note)
 
-    n, first_s = calibration_first(hw)
     cases, _ = calibration_s(hw)
-    first_cases_s = first_s - RAY_START_S
+    ran = calibration_done(hw)  # cases an earlier session ran (or found no plan for), in the same order
+    if "first" in done.get("calibrate", set()):
+        first = Part("step_calibrate first", 0.0, note=f"done ({ran} cases)")
+        n, first_cases_s = 0, sum(s for s, _ in cases[:ran])
+    else:
+        n, first_s = calibration_first(hw)
+        first = Part("step_calibrate first", first_s, note=f"{n} plans executed")
+        first_cases_s = first_s - RAY_START_S
     rest_s = RAY_START_S + sum(s for s, _ in cases) - first_cases_s  # its own Ray, the cases the first left
-    left = sum(runs for _, runs in cases) - n
+    left = sum(runs for _, runs in cases[ran:]) - n
     env = [Part("check_environment", 6.0)]  # 5-6 s in the logs
     return env + [
         profile("resnet50", "first"),
-        Part("step_calibrate first", first_s, note=f"{n} plans executed"),
+        first,
         fast("resnet50"),
         Part("check_gpu_tests", GPU_TESTS_S),
         Part("step_loadtime", LOADTIME_S),

@@ -91,7 +91,12 @@ set_grid() {
     # warm-up process at batch 1. torch.compile compiles every batch shape anew (minutes with
     # max-autotune): 224 px only, at batch 1 (launch-bound) and 256, its first call per shape timed in the
     # measuring process (a new process: its compile cache starts empty).
-    FAST_OPTIONS=("torch-channels-last-fp16:--precision fp16 --channels-last"
+    # First, eager fp16's fixed costs where plans run (not an option: the shipped profile's own): a fresh
+    # process at each of the batches the calibration's plans chose (64-2048), whose load is measured as
+    # perfmodel run counts it (the shipped profiles' loads counted the import) and whose first call showed
+    # the excess growing past batch 256 (2.3-3.0 s at 512-2048 on the H200, 2026-11-28).
+    FAST_OPTIONS=("torch-fp16-first-calls:--precision fp16 --input-sizes 224,448 --batch-sizes $FIRST_CALLS --fresh-warmup-at $FIRST_CALLS --drift-probe 0"
+                  "torch-channels-last-fp16:--precision fp16 --channels-last"
                   "torch-channels-last-cuda-graphs-fp16:--precision fp16 --channels-last --cuda-graphs"
                   "torch-compile-fp16:--precision fp16 --channels-last --compile --compile-mode default $COMPILED"
                   "torch-compile-reduce-overhead-fp16:--precision fp16 --channels-last --compile --compile-mode reduce-overhead $COMPILED"
@@ -107,6 +112,7 @@ set_grid() {
     PLANS=("resnet50 224 60000 10s" "efficientnet_b0 224 60000 10s" "resnet50 448 10000 10s --margin 5%")
   fi
 }
+FIRST_CALLS=64,512,2048  # the fixed costs' batches (below)
 # A compile is a long first call; no drift probe: its worker would compile again (a minute or more, ba0bb1e).
 COMPILED="--input-sizes 224 --batch-sizes 1,256 --warmup in-process --call-timeout 300 --drift-probe 0"
 FAST_OPTION_S="${CAMPAIGN_FAST_OPTION_S:-120}"  # at most this long per fast option and model (issue 39: ~2 min)
@@ -331,7 +337,7 @@ step_fast() {  # $1 = resnet50 | efficientnet_b0: the fast options at chosen siz
       continue
     fi
     local extra=(--fresh-warmup-at "$FAST_FRESH")
-    [[ "$flags" == *"--warmup in-process"* ]] && extra=()
+    [[ "$flags" == *"--warmup in-process"* || "$flags" == *"--fresh-warmup-at"* ]] && extra=()
     # shellcheck disable=SC2206
     local cmd=("${PM[@]}" profile --model "$model" --device "$DEVICE" "${FAST_SWEEP[@]}" --worker-timeout "$WORKER_TIMEOUT"
                --call-timeout "$CALL_TIMEOUT" $flags "${extra[@]+"${extra[@]}"}" --out "$out")  # the option's flags last: they win

@@ -254,12 +254,14 @@ def test_the_budget_counts_what_campaign_sh_runs():
     assert f"--input-sizes {','.join(map(str, budget.FAST_SIZES))}" in fast
     assert f"--batch-sizes {','.join(map(str, budget.FAST_BATCHES))}" in fast
     assert f'COMPILED="--input-sizes 224 --batch-sizes {",".join(map(str, budget.COMPILED_BATCHES))}' in script
+    assert f"FIRST_CALLS={','.join(map(str, budget.FIRST_CALL_BATCHES))}" in script
     options = re.findall(r'"(torch-[\w-]+):([^"]*)"', re.search(r"FAST_OPTIONS=\((.*?)\)\n", gpu, re.S).group(1))
     assert len(options) == len(budget.FAST)
     for (name, flags), counted in zip(options, budget.FAST):
         mode = counted.partition(":")[2]
         assert (f"--compile --compile-mode {mode}" in flags) if mode else ("--compile" not in flags), name
         assert ("--cuda-graphs" in flags) == ("cuda-graphs" in counted), name
+        assert ("--fresh-warmup-at $FIRST_CALLS" in flags) == (counted == "first-calls"), name
     for name, value in (
         ("FAST_OPTION_S", budget.FAST_OPTION_S),
         ("CALIBRATION_S", budget.CALIBRATION_S),
