@@ -15,6 +15,7 @@ Numbers
     Everywhere: ASCII digits only ('٣', '３' and '²' are no digits here, though Python's float() reads them),
     no '_' separators, no NaN or infinity; a message echoes the value as it was given, never rounded.
     plain(x)                       a number for a message, exact: 99.9999999, never rounded to 100
+    is_number(value)               whether a JSON value is a finite number (not a bool): a file checker's test
 
 Echoed text
     text(value, what, ...)         free text perfmodel prints or writes again (names, sources, labels):
@@ -99,6 +100,10 @@ def number(
     ):
         raise error(f"{what} {shown(value)} {_range(low, above, high)}{_eg(example)}.")
     return parsed
+
+
+def is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def whole_number(

@@ -17,9 +17,10 @@ from typing import Any
 
 import solvers
 from perfmodel.planning.choice import OptionChoice
-from perfmodel.planning.fields import PLAN_FORMAT, PLAN_SCHEMA_VERSION
 from perfmodel.planning.makespan import DeadlineProbability
 
+PLAN_FORMAT = "perfmodel-plan"  # written here, checked by the one reader of plan files (run/plan_fields.py)
+PLAN_SCHEMA_VERSION = 1
 GIVEN_LOAD = "--load-time"  # the plan JSON's load source where the caller gave `load_time` (its name there)
 TORCHSCRIPT_SUFFIXES = (".pt", ".pth", ".ts", ".jit")
 _SERVING_FIELDS = ("protocol", "mode", "concurrency")  # recorded for served (Triton) profiles

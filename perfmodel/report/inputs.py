@@ -9,10 +9,10 @@ import pandas as pd
 
 from perfmodel.errors import InputError
 from perfmodel.files import read_json
-from perfmodel.planning import fields
 from perfmodel.readers import version
 from perfmodel.report.groups import SOURCE
 from perfmodel.report.runfile import check_run
+from perfmodel.run import plan_fields
 from perfmodel.run.result import RUN_FORMAT, RUN_SCHEMA_VERSION
 from perfmodel.schema import load_profile
 
@@ -53,7 +53,7 @@ def read_plan(path) -> dict | None:
     """
     if path is None:
         return None
-    return fields.read_plan(path, online="the report draws batch plans (soft, relaxed) only").data
+    return plan_fields.read_plan(path, online="the report draws batch plans (soft, relaxed) only").data
 
 
 def read_run(path) -> dict | None:

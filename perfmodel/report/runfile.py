@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from perfmodel.errors import InputError
-from perfmodel.planning.fields import is_number
+from perfmodel.readers import is_number
 
 MAX_SECONDS = 1e9  # about 31 years: a time beyond is not a run's (and no axis can draw it)
 PAIRS = ("load_s", "warmup_s", "batch_s", "finish_s")

@@ -1,8 +1,8 @@
 """A plan typed for running: one WorkerPlan per planned GPU.
 
 The file is read, and every field's value (the plan's, each assignment's, each per-GPU row's) checked, by
-the one plan reader, perfmodel.planning.fields (report reads plans with it too); this module adds what
-running needs on top: the fields it cannot run without, a model, and a backend and precision that
+the one plan reader beside this module, plan_fields.py (report reads plans with it too); this module adds
+what running needs on top: the fields it cannot run without, a model, and a backend and precision that
 in-process PyTorch runs.
 """
 
@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from perfmodel.errors import InputError
 from perfmodel.planning.drift import Drift
-from perfmodel.planning.fields import PLAN_HOW, PlanFile, read_plan
+from perfmodel.readers import is_number
+from perfmodel.run.plan_fields import PLAN_HOW, PlanFile, read_plan
 from perfmodel.torch_runner import BACKENDS as TORCH_BACKENDS
 from perfmodel.torch_runner import PRECISIONS as TORCH_PRECISIONS
 
@@ -135,11 +136,7 @@ def _probability(data: dict) -> float | None:
 def _asked(data: dict) -> float | None:
     asked = data.get("confidence")
     asked = asked.get("asked") if isinstance(asked, dict) else None
-    return float(asked) if _plain_number(asked) and 0.5 <= asked < 1 else None
-
-
-def _plain_number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    return float(asked) if is_number(asked) and 0.5 <= asked < 1 else None
 
 
 def _drifts(data: dict) -> dict[str, Drift]:
@@ -150,10 +147,7 @@ def _drifts(data: dict) -> dict[str, Drift]:
         if not (isinstance(name, str) and name.startswith("drift ") and isinstance(d, dict)):
             continue
         rel_sd, corr_s = d.get("rel_sd"), d.get("corr_s")
-        numbers = all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x < 1e6 for x in (rel_sd, corr_s)
-        )
-        if numbers and corr_s > 0:
+        if all(is_number(x) and 0 <= x < 1e6 for x in (rel_sd, corr_s)) and corr_s > 0:
             out[name[len("drift ") :]] = Drift(float(rel_sd), float(corr_s), str(d.get("source", "the plan")))
     return out
 

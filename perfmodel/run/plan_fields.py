@@ -1,26 +1,27 @@
 """A plan file: what `perfmodel plan --json` writes in each known field, and the one reader of plan files
-(`report --plan` draws what it reads; `run` types it for running, perfmodel/run/planfile.py). The reader
+(`run` types what it reads for running, perfmodel/run/planfile.py; `report --plan` draws it). The reader
 checks the plan's own fields, each assignment (a group of GPUs) and each per-GPU row, and the totals
 against the assignments they are summed from, so that no reader draws or runs anything wrong. Fields this
-perfmodel does not know are left alone."""
+perfmodel does not know are left alone.
+
+It lives beside the run that executes plans, not in planning/ that writes them (planning/context.py, whose
+format and schema_version it checks): a run reads and checks its plan, then runs it, all in run/."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections import Counter
 from dataclasses import dataclass
 
 from perfmodel.errors import InputError
 from perfmodel.files import decode_json, read_bytes, source_of
-from perfmodel.readers import version
+from perfmodel.planning.context import PLAN_FORMAT, PLAN_SCHEMA_VERSION
+from perfmodel.readers import is_number, version
 from perfmodel.schema import PRECISIONS
 from perfmodel.units import GPU_TYPE_NAME, MAX_BATCH_SIZE, MAX_INPUT_SIZE, MAX_SECONDS, shown
 from solvers.batch_problem import MAX_COUNT
 
-PLAN_FORMAT = "perfmodel-plan"  # written by the planner (planning/context.py), checked here
-PLAN_SCHEMA_VERSION = 1
 PLAN_STATUSES = ("optimal", "feasible", "infeasible")
 PLAN_HOW = "give the JSON that `perfmodel plan --json` prints"
 
@@ -321,10 +322,6 @@ def _described(row: dict) -> str:
 def _json(value) -> str:
     text = json.dumps(value)
     return text if len(text) <= 40 else text[:40] + "..."
-
-
-def is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _is_whole(value) -> bool:
