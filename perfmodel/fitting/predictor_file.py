@@ -5,11 +5,9 @@ PredictorFormatError in one sentence otherwise. perfmodel.fitting.predictor make
 
 from __future__ import annotations
 
-import math
-
 from perfmodel.errors import PredictorFormatError
 from perfmodel.fitting.regressors import _Estimator
-from perfmodel.readers import version
+from perfmodel.readers import is_number, version
 from perfmodel.units import MAX_BATCH_SIZE, MAX_INPUT_SIZE, shown
 
 FORMAT = "perfmodel-predictor"
@@ -78,7 +76,7 @@ def _group_fields(data: dict) -> dict:
     if not batch_sizes or not input_sizes or not ok_batches:
         raise PredictorFormatError("a group has no measured batch or input sizes.")
     capacity = data["memory_capacity_mb"]
-    if capacity is not None and not (_is_number(capacity) and 0 < capacity <= _MAX_MEMORY_MB):
+    if capacity is not None and not (is_number(capacity) and 0 < capacity <= _MAX_MEMORY_MB):
         raise PredictorFormatError(
             f"memory_capacity_mb is {shown(capacity)}, not a number of MiB above 0 and at most {_MAX_MEMORY_MB:,.0f}."
         )
@@ -86,7 +84,7 @@ def _group_fields(data: dict) -> dict:
     if not isinstance(provenance, dict):
         raise PredictorFormatError("a group's provenance is not an object.")
     load_ms, transfer = data.get("load_ms"), data.get("transfer")
-    if load_ms is not None and not (_is_number(load_ms) and load_ms >= 0):
+    if load_ms is not None and not (is_number(load_ms) and load_ms >= 0):
         raise PredictorFormatError(f"a group has load_ms {shown(load_ms)}, not a number of milliseconds >= 0.")
     fixed = data.get("fixed_costs") or {}  # absent from files written before the samples
     samples = (
@@ -119,10 +117,6 @@ def _damage(exc: Exception) -> str:
     return f"missing field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def reference_errors_ok(reference) -> bool:
     """Whether `reference` holds the errors of a line through two batch sizes as fit writes them: non-empty
     lists of finite errors_pct, between the two batch sizes and beyond them."""
@@ -135,7 +129,7 @@ def reference_errors_ok(reference) -> bool:
 
 
 def _finite_list(values) -> bool:
-    return isinstance(values, list) and all(_is_number(v) for v in values)
+    return isinstance(values, list) and all(is_number(v) for v in values)
 
 
 def _whole(value, what: str, largest: int) -> int:
@@ -161,7 +155,7 @@ def _checked_report(report, quantity: str) -> dict:
         ok = isinstance(ranges, dict) and all(
             isinstance(ranges.get(k), list)
             and len(ranges[k]) == 2
-            and all(_is_number(v) and v > 0 for v in ranges[k])
+            and all(is_number(v) and v > 0 for v in ranges[k])
             and ranges[k][0] <= ranges[k][1]
             for k in ("batch_size", "input_size")
         )
@@ -170,7 +164,7 @@ def _checked_report(report, quantity: str) -> dict:
     region = report.get("measured")
     if region is not None:
         ok = isinstance(region, list) and all(
-            isinstance(row, list) and len(row) == 3 and all(_is_number(v) and v > 0 for v in row) and row[1] <= row[2]
+            isinstance(row, list) and len(row) == 3 and all(is_number(v) and v > 0 for v in row) and row[1] <= row[2]
             for row in region
         )
         if not ok or not region:
