@@ -13,6 +13,15 @@ each per *process* that measured it, never one per row:
 
 Where a source has fewer than two samples, the spread (and with none, on a GPU, the value too) is a
 stated default from this project's own GPU measurements (`DEFAULT_LOADS_MS`, `DEFAULT_FIRST_CALLS_MS`).
+
+The load `perfmodel run` counts is build and weights, in a process that has already imported torch and
+the model's code and opened its device (perfmodel/loading.py, issue 37). Profiles the torch profiler wrote
+before that split (`counted_import`) timed the import of torchvision, and on a GPU the CUDA context, inside
+load_ms: seconds that run pays before its clock. Plans still count those loads as measured (they kept all
+15 deadlines of the H200's calibration; counting the load as run does has not yet been validated against
+runs, see CHANGELOG.md), and say that they count more than run takes. Their first calls keep their
+meaning: the old load had opened the CUDA context (moving the model) before the first call's clock, as the
+new start does.
 """
 
 from __future__ import annotations
@@ -29,8 +38,10 @@ NOT_FRESH = ("in-process", "same-server", "running-server")  # warm-up methods w
 # fresh warm-up processes at batch 1 and 256 of each input size) on an H100 80GB HBM3 (2026-11-27,
 # profiles/h100-resnet50-torch-fp16.csv) and an H200 (2026-11-26, profiles/h200-resnet50-torch-fp16.csv),
 # and of EfficientNet-B0 on that H200 (experiments/008_gpu_campaign/results/h200/h200-efficientnet_b0-torch-fp16.csv).
-# Loads: the six (two) fresh processes' and the measuring worker's. First calls: the fresh processes'
-# warm-up beyond the steady batch. tests/test_fixed_costs.py reads them again from those files.
+# Loads: the six (two) fresh processes' and the measuring worker's, all measured before the load split:
+# the import of torchvision and the CUDA context inside (module docstring), which `perfmodel run` does
+# before its clock. First calls: the fresh processes' warm-up beyond the steady batch (the same meaning
+# before and after the split). tests/test_fixed_costs.py reads them again from those files.
 _H100 = "this project's H100 (ResNet-50, profiles/h100-resnet50-torch-fp16.csv)"
 _H200 = "this project's H200 (ResNet-50 and EfficientNet-B0, profiles/h200-resnet50-torch-fp16.csv and experiments/008)"
 _ANY_GPU = "this project's GPUs (ResNet-50 on an H100 and an H200, EfficientNet-B0 on the H200)"
@@ -38,6 +49,14 @@ DEFAULT_LOADS_MS = {
     _H100: (6785.29, 6097.69, 8055.83, 8891.27, 8211.17, 7343.34, 6267.22),
     _H200: (4046.05, 5706.58, 4876.54, 5285.15, 3851.64, 4043.22, 4844.83, 4236.25, 3764.55, 4587.67),
 }
+# Loads as `perfmodel run` counts them (build + weights; the imports and the CUDA context before the clock),
+# the only ones measured so far: ResNet-50 fp16 channels-last, eager and with CUDA graphs, on the H200
+# (2026-11-28, experiments/008_gpu_campaign/results/h200/h200-resnet50-torch-channels-last-fp16.csv and
+# h200-resnet50-torch-channels-last-cuda-graphs-fp16.csv: in each the two fresh warm-up processes' and the
+# measuring worker's); run's own workers took 45-81 ms in the 15 calibration runs of that day. Used only
+# to say how much more load than run takes a plan from a profile of the old load counts, not yet as a default.
+SPLIT_LOADS_MS = (54.6579, 49.1821, 45.8914, 81.5501, 53.5532, 88.6872)
+SPLIT_LOADS_FROM = "the H200's loads measured as run counts them"
 DEFAULT_FIRST_CALLS_MS = {
     _H100: (2027.32, 2243.58, 2275.47, 2269.93, 2139.17, 2281.11),
     _H200: (1501.63, 1583.8, 1164.15, 1223.95, 1266.05, 1610.33, 4280.88, 4025.91),
@@ -107,6 +126,15 @@ class FixedCost:
     # The first call's value per batch size comes from the warm-up times (a profile's, a predictor's
     # model) where they were measured; its samples then give only its spread.
     per_batch: bool = False
+    # The loads among `own` measured before the load split, which counted the import (module docstring).
+    counted_import: Samples | None = None
+
+    def more_load_s(self) -> float | None:
+        """About how much more load than run takes a plan counts for the import (more_load_s below); a
+        cost without a default is a CPU's."""
+        if self.counted_import is None:
+            return None
+        return more_load_s(self.counted_import, on_gpu=self.default is not None)
 
     @property
     def guessed(self) -> bool:
@@ -147,6 +175,14 @@ class FixedCost:
             "range_s": None if basis is None else [min(basis.values_s), max(basis.values_s)],
             "from": self.own.source if self.own.count else None,
             "described": self.describe(),
+            "load_includes_import": None
+            if self.counted_import is None
+            else {
+                "from": self.counted_import.source,
+                "samples": self.counted_import.count,
+                "range_s": [min(self.counted_import.values_s), max(self.counted_import.values_s)],
+                "more_than_run_takes_s": self.more_load_s(),
+            },
             "default": None
             if not self.spread_guessed or self.default is None
             else {
@@ -159,7 +195,16 @@ class FixedCost:
         }
 
     def describe(self) -> str:
-        """'7.34 s (median of 7 processes, 6.1-8.89 s, sd 1.13 s)', or what stands in for it."""
+        """'7.34 s (median of 7 processes, 6.1-8.89 s, sd 1.13 s)', or what stands in for it, and what
+        became of loads that counted the import."""
+        return self._described() + self._import_note()
+
+    def _import_note(self) -> str:
+        if self.counted_import is None:
+            return ""
+        return f"; {import_counted(self.counted_import, self.more_load_s())}"
+
+    def _described(self) -> str:
         if self.guessed and self.default is None:
             return "0 s (none measured)" if not self.per_batch else "as measured per batch size; no spread known"
         sd = self.sd_at(self.mean_s)
@@ -189,6 +234,27 @@ class FixedCost:
         return line + f"; sd {sd:.2g} s, a guess: the spread on {self.default.source})"
 
 
+def more_load_s(old: Samples, on_gpu: bool) -> float | None:
+    """About how much more load than run takes loads that counted the import are: on a GPU their median less
+    that of SPLIT_LOADS_MS; None on a CPU (none measured there as run counts it)."""
+    return max(old.median_s - float(np.median(SPLIT_LOADS_MS)) / 1000, 0.0) if on_gpu else None
+
+
+def import_counted(old: Samples, more_s: float | None) -> str:
+    """What loads measured before the load split mean for a plan, and the fix, in a clause."""
+    more = (
+        f"about {more_s:.2g} s more load than run takes ({SPLIT_LOADS_FROM}: {min(SPLIT_LOADS_MS) / 1000:.2g}-"
+        f"{max(SPLIT_LOADS_MS) / 1000:.2g} s)"
+        if more_s is not None
+        else "more load than run takes, by the import's share"
+    )
+    return (
+        f"the loads of {old.source} ({_processes(old.count)}, {old.span()}) counted the import of the model's "
+        f"code, which perfmodel run does before its clock: plans from it count {more}; profile again (a fresh "
+        "warm-up process measures the load as run counts it)"
+    )
+
+
 def _processes(n: int) -> str:
     return f"{n} process{'es' if n != 1 else ''}"
 
@@ -213,6 +279,39 @@ def _process_keys(rows) -> list[str]:
         text = "" if name is None or (isinstance(name, float) and math.isnan(name)) else str(name).strip()
         keys.append(f"{file}\0process\0{text}" if text and text != "<NA>" else f"{file}\0load\0{load!r}")
     return keys
+
+
+# The columns the torch profiler has written beside load_ms since the load split (issue 37): a row naming
+# its load's process, or a fresh process's parts, measured the load as `perfmodel run` counts it.
+SPLIT_LOAD_COLUMNS = (
+    LOAD_PROCESS,
+    "start_python_ms",
+    "start_import_ms",
+    "start_device_ms",
+    "load_build_ms",
+    "load_weights_ms",
+    "cold_start_ms",
+)
+
+
+def counted_import(rows) -> np.ndarray:
+    """Per row: whether its load_ms counted the import of the model's code (and on a GPU the CUDA context),
+    as perfmodel's torch profiler measured it before the load split: a row it wrote (`perfmodel` names the
+    version) with a load_ms but none of SPLIT_LOAD_COLUMNS. Rows by hand or by other tools (Triton's
+    load is its server's start) are taken as the format describes load_ms, as run counts it."""
+    n = len(rows)
+    if "load_ms" not in rows.columns or "perfmodel" not in rows.columns:
+        return np.zeros(n, dtype=bool)
+    by_perfmodel = rows["perfmodel"].astype("string").fillna("").str.strip().ne("").to_numpy(dtype=bool)
+    backend = rows["backend"].astype("string").fillna("") if "backend" in rows.columns else None
+    torch = np.ones(n, dtype=bool) if backend is None else backend.str.startswith("torch").to_numpy(dtype=bool)
+    split = np.zeros(n, dtype=bool)
+    for column in SPLIT_LOAD_COLUMNS:
+        if column == LOAD_PROCESS and column in rows.columns:
+            split |= rows[column].astype("string").fillna("").str.strip().ne("").to_numpy(dtype=bool)
+        elif column != LOAD_PROCESS:
+            split |= np.isfinite(_finite(rows, column))
+    return np.isfinite(_finite(rows, "load_ms")) & by_perfmodel & torch & ~split
 
 
 def load_samples_ms(rows) -> list[float]:

@@ -10,13 +10,15 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from perfmodel.errors import PredictorFormatError
+from perfmodel.errors import PerfmodelWarning, PredictorFormatError
 from perfmodel.fitting import Predictor, fit
 from perfmodel.fixed_costs import (
     DEFAULT_FIRST_CALLS_MS,
     DEFAULT_LOADS_MS,
+    SPLIT_LOADS_MS,
     FixedCost,
     Samples,
+    counted_import,
     default_samples,
     first_call_samples_ms,
     load_samples_ms,
@@ -33,7 +35,8 @@ RUN_LOAD_S, RUN_FIRST_CALL_S, RUN_BATCH_RATIO = 7.80, 1.97, 40.0 / 37.4
 
 @pytest.fixture(scope="module")
 def h100_predictor():
-    return fit(str(H100))  # as `perfmodel fit profiles/h100-resnet50-torch-fp16.csv`
+    with pytest.warns(PerfmodelWarning, match="counted the import"):  # written before the load split
+        return fit(str(H100))  # as `perfmodel fit profiles/h100-resnet50-torch-fp16.csv`
 
 
 # --- samples: one per process ------------------------------------------------------------------------
@@ -47,6 +50,17 @@ def test_the_h100_profile_holds_seven_loads_not_forty_eight():
     assert sorted(loads)[0] == pytest.approx(6097.69) and max(loads) == pytest.approx(8891.27)
     first = first_call_samples_ms(rows)
     assert len(first) == 6 and 2000 < min(first) and max(first) < 2300  # warm-up beyond the steady batch
+    assert counted_import(rows).all()  # written before the load split: every load counted the import
+
+
+def test_the_h200_profiles_since_the_load_split_measured_the_load_as_run_counts_it():
+    """SPLIT_LOADS_MS (how much more load than run takes a plan from an old profile counts) are the loads
+    of the H200's profiles of 2026-11-28, process by process, none of them counting the import."""
+    results = REPO / "experiments" / "008_gpu_campaign" / "results" / "h200"
+    names = ("h200-resnet50-torch-channels-last-fp16.csv", "h200-resnet50-torch-channels-last-cuda-graphs-fp16.csv")
+    rows = [load_profile(results / name) for name in names]
+    assert not any(counted_import(r).any() for r in rows)
+    assert tuple(x for r in rows for x in load_samples_ms(r)) == pytest.approx(SPLIT_LOADS_MS, abs=1e-3)
 
 
 def test_rows_naming_one_process_share_one_sample_and_older_rows_one_per_value():

@@ -25,7 +25,15 @@ from perfmodel.fitting.predictor import GroupPredictor, Predictor, QuantityModel
 from perfmodel.fitting.predictor_file import EXTRA_KEY_COLUMNS, KEY_COLUMNS, QUANTITIES
 from perfmodel.fitting.regressors import FAMILIES
 from perfmodel.fitting.selection import BATCH_SIZE_ADVICE, DEFAULT_FAMILIES, fit_quantity, two_batch_size_errors
-from perfmodel.fixed_costs import first_call_samples_ms, load_samples_ms
+from perfmodel.fixed_costs import (
+    Samples,
+    counted_import,
+    first_call_samples_ms,
+    import_counted,
+    is_cpu,
+    load_samples_ms,
+    more_load_s,
+)
 from perfmodel.schema import load_profile, validate_profile
 
 # Profile columns worth keeping beside each group: where and how it was measured.
@@ -342,6 +350,7 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
         models[quantity] = QuantityModel(result.estimator, report)
 
     loads = load_samples_ms(rows)  # one per process, never one per row
+    _warn_if_import_counted(name, key["hardware"], rows)
     memory = ok["memory_mb"].to_numpy(dtype=float)
     memory = memory[np.isfinite(memory) & (memory > 0)]
     return GroupPredictor(
@@ -357,6 +366,17 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
         load_samples_ms=tuple(loads),
         first_call_samples_ms=tuple(first_call_samples_ms(rows)),
     )
+
+
+def _warn_if_import_counted(name: str, hardware: str, rows: pd.DataFrame) -> None:
+    """A GPU group whose loads counted the import (perfmodel/fixed_costs.py): the predictor carries them as
+    measured, and its plans count more load than run takes; said once, here (the file cannot tell)."""
+    old = load_samples_ms(rows[counted_import(rows)])
+    if old and not is_cpu(hardware):
+        samples = Samples(tuple(x / 1000 for x in old), "its profile")
+        warnings.warn(
+            f"{name}: {import_counted(samples, more_load_s(samples, on_gpu=True))}.", PerfmodelWarning, stacklevel=4
+        )
 
 
 def _measurement_noise(ok: pd.DataFrame) -> dict:

@@ -16,7 +16,7 @@ from perfmodel.planning import choice
 from perfmodel.planning.basis import Basis
 from perfmodel.planning.batch_request import MAX_GPUS, MAX_IMAGES, PlanRequest, asked
 from perfmodel.planning.batch_search import NoPlanError, plan_for_probability, solve
-from perfmodel.planning.batch_sources import gather, warn_unmeasured_warmup
+from perfmodel.planning.batch_sources import gather, warn_counted_import, warn_unmeasured_warmup
 from perfmodel.planning.context import PlanAnnotations, PlannedJob, build_context, model_argument
 from perfmodel.planning.makespan import DeadlineProbability
 from perfmodel.planning.sources import pool_counts
@@ -67,6 +67,7 @@ def make_plan(
     else:
         plan, distribution = plan_for_probability(solve_at, basis, a.deadline_s, a.target, len(a.workload) == 1)
     warn_unmeasured_warmup(basis, plan)
+    warn_counted_import(basis, plan)
     annotations = PlanAnnotations(
         basis.to_dict(plan),
         DeadlineProbability.of(distribution, a.deadline_s, a.target),

@@ -22,7 +22,16 @@ import numpy as np
 import solvers
 from perfmodel import shipped
 from perfmodel.errors import InputError, PerfmodelWarning
-from perfmodel.fixed_costs import FixedCost, Samples, default_samples, first_call_samples_ms, is_cpu, load_samples_ms
+from perfmodel.fixed_costs import (
+    FixedCost,
+    Samples,
+    counted_import,
+    default_samples,
+    first_call_samples_ms,
+    import_counted,
+    is_cpu,
+    load_samples_ms,
+)
 from perfmodel.planning import drift
 from perfmodel.planning.basis import EXTRAPOLATION_FACTOR, Basis
 from perfmodel.planning.batch_request import LATENCY_COLUMNS, Asked
@@ -48,6 +57,9 @@ class TypeOptions:
     loads: list[float] = field(default_factory=list)
     first_calls: dict[str, list[float]] = field(default_factory=dict)
     sources: dict[str, None] = field(default_factory=dict)
+    # the loads among them measured before the load split, which counted the import (fixed_costs.py)
+    old_loads: list[float] = field(default_factory=list)
+    old_load_sources: dict[str, None] = field(default_factory=dict)
     details: dict[str, Option] = field(default_factory=dict)  # what each candidate label stands for
 
     def add(self, size: int, batch, latency_s, warmup_s, labels, unmeasured) -> None:
@@ -64,7 +76,11 @@ class TypeOptions:
                 for b, lat, warm, labels, no in parts
             ]
 
-    def add_fixed_costs(self, source: str, loads_ms, first_calls_ms: dict[str, list[float]]) -> None:
+    def add_fixed_costs(self, source: str, loads_ms, first_calls_ms: dict[str, list[float]], old_loads_ms=()) -> None:
+        """Add a source's samples (ms); `old_loads_ms`: those of its loads that counted the import."""
+        if len(old_loads_ms):
+            self.old_load_sources[source] = None
+            self.old_loads += [x / 1000 for x in old_loads_ms]
         if len(loads_ms) or any(len(v) for v in first_calls_ms.values()):
             self.sources[source] = None
         self.loads += [x / 1000 for x in loads_ms]
@@ -76,8 +92,12 @@ class TypeOptions:
         measured), each with the default that stands in where too few were measured."""
         source = "; ".join(self.sources) or "none"
         own = Samples(tuple(self.loads), source) if load_given is None else Samples((load_given,), GIVEN_LOAD)
+        old = Samples(tuple(self.old_loads), "; ".join(self.old_load_sources)) if self.old_loads else None
         first = default_samples(hardware, "first call")
-        return FixedCost("load", own, default_samples(hardware, "load")), {
+        load = FixedCost(
+            "load", own, default_samples(hardware, "load"), counted_import=old if load_given is None else None
+        )
+        return load, {
             label: FixedCost(
                 "first call", Samples(tuple(self.first_calls.get(label, ())), source), first, label not in unmeasured
             )
@@ -241,7 +261,8 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
         for file, part in processes.groupby("profile_file", sort=False):
             labels = np.array([option_label(r) for r in part.itertuples(index=False)])
             first = {label: first_call_samples_ms(part[labels == label]) for label in dict.fromkeys(labels)}
-            o.add_fixed_costs(f"profile {file}", load_samples_ms(part), first)
+            old = load_samples_ms(part[counted_import(part)])
+            o.add_fixed_costs(f"profile {file}", load_samples_ms(part), first, old)
         _record_drift(basis.of(str(hardware)), group, str(hardware))
         for size, at in group.groupby("input_size", sort=True):
             latency = at[column].to_numpy(dtype=float)
@@ -455,6 +476,18 @@ def _carried(basis, plan: solvers.Plan) -> str:
     return "; past the largest such batch carried on along their rise, and as unsure as the carry: " + ", ".join(
         dict.fromkeys(said)
     )
+
+
+def warn_counted_import(basis, plan: solvers.Plan) -> None:
+    """Say which profiles of the GPU types the plan uses timed a load that counted the import, which run
+    does before its clock (fixed_costs.py): seconds of a short deadline. A CPU's load line says it too,
+    without a warning on every plan from the shipped CPU profiles (a second or two of a minute)."""
+    for name in sorted({a.hardware for a in plan.assignments if a.count}):
+        load = basis.of(name).load
+        if load is not None and load.counted_import is not None and not is_cpu(name):
+            warnings.warn(
+                f"{name}: {import_counted(load.counted_import, load.more_load_s())}.", PerfmodelWarning, stacklevel=3
+            )
 
 
 def _first_call_added(basis, used) -> str:
