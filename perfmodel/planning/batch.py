@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import solvers
 from perfmodel import shipped
-from perfmodel.errors import InputError
+from perfmodel.errors import InfeasibleError, InputError
 from perfmodel.planning import choice
 from perfmodel.planning.basis import Basis
 from perfmodel.planning.batch_request import MAX_GPUS, MAX_IMAGES, PlanRequest, asked
@@ -61,13 +61,17 @@ def make_plan(
         work = a.workload if images is None else {size: images for size in a.workload}
         return solve(_problem(options, work, a.deadline_s, r, m, basis), r.time_limit)
 
-    if a.target is None:
-        plan = solve_at(a.margin)
-        distribution = makespan_of(plan, basis)
-    else:
-        plan, distribution = plan_for_probability(solve_at, basis, a.deadline_s, a.target, len(a.workload) == 1)
+    try:
+        if a.target is None:
+            plan = solve_at(a.margin)
+            distribution = makespan_of(plan, basis)
+        else:
+            plan, distribution = plan_for_probability(solve_at, basis, a.deadline_s, a.target, len(a.workload) == 1)
+    except InfeasibleError:
+        warn_counted_import(basis, options)  # a refusal may be theirs: every GPU type it could have used
+        raise
     warn_unmeasured_warmup(basis, plan)
-    warn_counted_import(basis, plan)
+    warn_counted_import(basis, {x.hardware for x in plan.assignments if x.count})
     annotations = PlanAnnotations(
         basis.to_dict(plan),
         DeadlineProbability.of(distribution, a.deadline_s, a.target),

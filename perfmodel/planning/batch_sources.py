@@ -478,11 +478,12 @@ def _carried(basis, plan: solvers.Plan) -> str:
     )
 
 
-def warn_counted_import(basis, plan: solvers.Plan) -> None:
-    """Say which profiles of the GPU types the plan uses timed a load that counted the import, which run
-    does before its clock (fixed_costs.py): seconds of a short deadline. A CPU's load line says it too,
-    without a warning on every plan from the shipped CPU profiles (a second or two of a minute)."""
-    for name in sorted({a.hardware for a in plan.assignments if a.count}):
+def warn_counted_import(basis, hardware) -> None:
+    """Say which profiles of these GPU types (those a plan uses, or all a refused one could have used) timed
+    a load that counted the import, which run does before its clock (fixed_costs.py): seconds of a short
+    deadline. A CPU's load line says it too, without a warning on every plan from the shipped CPU profiles (a
+    second or two of a minute)."""
+    for name in sorted(hardware):
         load = basis.of(name).load
         if load is not None and load.counted_import is not None and not is_cpu(name):
             warnings.warn(

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from test_plan import profile_rows
 
-from perfmodel.errors import PerfmodelWarning
+from perfmodel.errors import InfeasibleError, PerfmodelWarning
 from perfmodel.fixed_costs import SPLIT_LOADS_MS, counted_import
 from perfmodel.planning.batch import make_plan
 from perfmodel.planning.batch_text import describe
@@ -97,3 +97,13 @@ def test_an_old_cpu_profile_is_said_in_its_load_line_without_a_warning(tmp_path)
 def test_a_load_time_given_replaces_them_without_a_note(tmp_path):
     load, line, told = _plan(_profile(tmp_path, "h200", "old"), "h200", load_time="3s")
     assert load["median_s"] == 3.0 and load["load_includes_import"] is None and "import" not in line and not told
+
+
+def test_a_refused_plan_names_the_loads_that_counted_the_import(tmp_path):
+    """A refusal may be those loads' doing (4-6 s of a 5 s deadline): the user is told which files, and why."""
+    path = _profile(tmp_path, "h200", "old")
+    with warnings.catch_warnings(record=True) as said, pytest.raises(InfeasibleError):
+        warnings.simplefilter("always")
+        make_plan(2000, 5, input_size=64, pool={"h200": 1}, profiles=[path], confidence="none")
+    told = [str(w.message) for w in said if "counted the import" in str(w.message)]
+    assert len(told) == 1 and told[0].startswith("h200: the loads of profile " + path)
