@@ -281,17 +281,19 @@ def _process_keys(rows) -> list[str]:
     return keys
 
 
+# A fresh process's time until its first call returned, in parts (docs/profile.md, "Where the load goes"),
+# as the profile format names them (schema.py lists them from here: this module stays free of pandas).
+LOAD_PART_COLUMNS = (
+    "start_python_ms",  # the interpreter and perfmodel's imports
+    "start_import_ms",  # torch and the model's code (torchvision)
+    "start_device_ms",  # the device's context
+    "load_build_ms",  # load_ms = load_build_ms + load_weights_ms
+    "load_weights_ms",
+    "cold_start_ms",  # the whole: start_* + load_ms + warmup_ms + the messages between them
+)
 # The columns the torch profiler has written beside load_ms since the load split (issue 37): a row naming
 # its load's process, or a fresh process's parts, measured the load as `perfmodel run` counts it.
-SPLIT_LOAD_COLUMNS = (
-    LOAD_PROCESS,
-    "start_python_ms",
-    "start_import_ms",
-    "start_device_ms",
-    "load_build_ms",
-    "load_weights_ms",
-    "cold_start_ms",
-)
+SPLIT_LOAD_COLUMNS = (LOAD_PROCESS, *LOAD_PART_COLUMNS)
 
 
 def counted_import(rows) -> np.ndarray:
@@ -312,6 +314,11 @@ def counted_import(rows) -> np.ndarray:
         elif column != LOAD_PROCESS:
             split |= np.isfinite(_finite(rows, column))
     return np.isfinite(_finite(rows, "load_ms")) & by_perfmodel & torch & ~split
+
+
+def import_counted_loads_ms(rows) -> list[float]:
+    """The load times (ms) of the rows whose load counted the import (`counted_import`), one per process."""
+    return load_samples_ms(rows[counted_import(rows)])
 
 
 def load_samples_ms(rows) -> list[float]:

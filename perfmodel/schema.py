@@ -17,6 +17,7 @@ import pandas as pd
 
 from perfmodel.errors import InputError, ProfileFormatError
 from perfmodel.files import atomic_write_text, read_csv_text, source_of
+from perfmodel.fixed_costs import LOAD_PART_COLUMNS
 from perfmodel.readers import decimal, output_file, shown
 from perfmodel.units import GPU_TYPE_NAME, MAX_BATCH_SIZE, MAX_INPUT_SIZE
 
@@ -86,13 +87,7 @@ RECOMMENDED_COLUMNS: tuple[str, ...] = (
     "throughput_ips",
     "load_ms",
     "load_process",  # the process whose load_ms (and warm-up) the row holds: rows naming one share one sample
-    # A fresh process's time until its first call returned, in parts (docs/profile.md, "Where the load goes"):
-    "start_python_ms",  # the interpreter and perfmodel's imports
-    "start_import_ms",  # torch and the model's code (torchvision)
-    "start_device_ms",  # the device's context
-    "load_build_ms",  # load_ms = load_build_ms + load_weights_ms
-    "load_weights_ms",
-    "cold_start_ms",  # the whole: start_* + load_ms + warmup_ms + the messages between them
+    *LOAD_PART_COLUMNS,  # a fresh process's time until its first call returned, in parts
     "warmup_method",
     "warmup_includes",  # what the first call did besides running: compile, cudnn-autotune, graph-capture (+run)
     "compile_cache",  # torch.compile's cache at the first call: fresh (empty, the process's own) or process
@@ -222,12 +217,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
             "latency_min_ms",
             "load_ms",
             "compile_ms",
-            "start_python_ms",
-            "start_import_ms",
-            "start_device_ms",
-            "load_build_ms",
-            "load_weights_ms",
-            "cold_start_ms",
+            *LOAD_PART_COLUMNS,
             "server_queue_ms",
             "server_compute_ms",
             "server_request_ms",

@@ -27,9 +27,9 @@ from perfmodel.fitting.regressors import FAMILIES
 from perfmodel.fitting.selection import BATCH_SIZE_ADVICE, DEFAULT_FAMILIES, fit_quantity, two_batch_size_errors
 from perfmodel.fixed_costs import (
     Samples,
-    counted_import,
     first_call_samples_ms,
     import_counted,
+    import_counted_loads_ms,
     is_cpu,
     load_samples_ms,
     more_load_s,
@@ -371,7 +371,7 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
 def _warn_if_import_counted(name: str, hardware: str, rows: pd.DataFrame) -> None:
     """A GPU group whose loads counted the import (perfmodel/fixed_costs.py): the predictor carries them as
     measured, and its plans count more load than run takes; said once, here (the file cannot tell)."""
-    old = load_samples_ms(rows[counted_import(rows)])
+    old = import_counted_loads_ms(rows)
     if old and not is_cpu(hardware):
         samples = Samples(tuple(x / 1000 for x in old), "its profile")
         warnings.warn(

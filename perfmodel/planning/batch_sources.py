@@ -25,10 +25,10 @@ from perfmodel.errors import InputError, PerfmodelWarning
 from perfmodel.fixed_costs import (
     FixedCost,
     Samples,
-    counted_import,
     default_samples,
     first_call_samples_ms,
     import_counted,
+    import_counted_loads_ms,
     is_cpu,
     load_samples_ms,
 )
@@ -261,7 +261,7 @@ def _from_profiles(options, frame, model, sizes, use, backend, precision, basis)
         for file, part in processes.groupby("profile_file", sort=False):
             labels = np.array([option_label(r) for r in part.itertuples(index=False)])
             first = {label: first_call_samples_ms(part[labels == label]) for label in dict.fromkeys(labels)}
-            old = load_samples_ms(part[counted_import(part)])
+            old = import_counted_loads_ms(part)
             o.add_fixed_costs(f"profile {file}", load_samples_ms(part), first, old)
         _record_drift(basis.of(str(hardware)), group, str(hardware))
         for size, at in group.groupby("input_size", sort=True):
