@@ -294,8 +294,8 @@ def report(results: list[dict], loads, first_call: str, held_out_after: str) -> 
         f"started {min(r['started_at'] for r in results)} to {max(r['started_at'] for r in results)}. "
         f"Held out: runs started after {held_out_after}.",
         f"(a) plan: the profile's loads as the plan counts them. (b) run: its loads that counted the import "
-        f"replaced by {loads.count} measured as run counts them ({loads.source}: {loads.span()}, median "
-        f"{loads.median_s:.3g} s). First call and batch: {FIRST_CALL[first_call]}.",
+        f"replaced by {loads.count} measured as run counts them on {loads.source}: {loads.span()}, median "
+        f"{loads.median_s:.3g} s. First call and batch: {FIRST_CALL[first_call]}.",
         f"(a) reproduces the recorded p5/p50/p95 (within {REPRODUCED_S * 1000:g} ms) of {reproduced} of "
         f"{len(results)} rows" + ("." if reproduced == len(results) else _not_reproduced(first_call)),
         "",
