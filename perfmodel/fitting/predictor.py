@@ -69,6 +69,9 @@ class GroupPredictor:
     # loads, and the fresh first calls' excess over their steady batch. Empty in files written before.
     load_samples_ms: tuple[float, ...] = ()
     first_call_samples_ms: tuple[float, ...] = ()
+    # Those of the loads that counted the import of the model's code (fixed_costs.counted_import): plans
+    # say they count more load than `perfmodel run` takes. Empty in files written before.
+    load_counted_import_ms: tuple[float, ...] = ()
     transfer: MappingProxyType | None = None  # for a GPU never profiled: from what, how, and its validated error
 
     @property
@@ -366,6 +369,7 @@ class GroupPredictor:
                 "per": "process that measured it",
                 "load_ms": list(self.load_samples_ms),
                 "first_call_excess_ms": list(self.first_call_samples_ms),
+                "load_counted_import_ms": list(self.load_counted_import_ms),
             },
             "transfer": None if self.transfer is None else dict(self.transfer),
             "provenance": dict(self.provenance),

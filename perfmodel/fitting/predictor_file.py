@@ -5,6 +5,8 @@ PredictorFormatError in one sentence otherwise. perfmodel.fitting.predictor make
 
 from __future__ import annotations
 
+from collections import Counter
+
 from perfmodel.errors import PredictorFormatError
 from perfmodel.fitting.regressors import _Estimator
 from perfmodel.readers import is_number, version
@@ -12,7 +14,9 @@ from perfmodel.units import MAX_BATCH_SIZE, MAX_INPUT_SIZE, shown
 
 FORMAT = "perfmodel-predictor"
 # Version 2 added load_ms, transfer, the roofline family, and per quantity the measured region and
-# signed errors; version 1 files still load (their measured region is the batch x size rectangle).
+# signed errors; version 1 files still load (their measured region is the batch x size rectangle). Keys added
+# since within version 2 are optional, their absence meaning what files before them held: a group's
+# fixed_costs (the samples; load_ms alone before), and in it load_counted_import_ms (none counted).
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 QUANTITIES: tuple[str, ...] = ("latency_ms", "latency_p99_ms", "warmup_ms", "memory_mb")
@@ -95,6 +99,7 @@ def _group_fields(data: dict) -> dict:
             "a group's fixed_costs is not an object with lists load_ms and first_call_excess_ms of "
             f"milliseconds from 0 to {_MAX_TIME_MS:g}."
         )
+    counted = _counted_import(fixed.get("load_counted_import_ms", []), samples["load_ms"], load_ms)
     if transfer is not None and not (isinstance(transfer, dict) and _finite_list(transfer.get("errors_pct", []))):
         raise PredictorFormatError("a group's transfer is not an object with a list of errors_pct.")
     return {
@@ -109,8 +114,22 @@ def _group_fields(data: dict) -> dict:
         "load_ms": None if load_ms is None else float(load_ms),
         "load_samples_ms": tuple(float(x) for x in samples["load_ms"]),
         "first_call_samples_ms": tuple(float(x) for x in samples["first_call_excess_ms"]),
+        "load_counted_import_ms": counted,
         "transfer": transfer,
     }
+
+
+def _counted_import(counted, samples: list, load_ms) -> tuple[float, ...]:
+    """The loads that counted the import (fixed_costs.counted_import), some of the group's load samples (its
+    load_ms where it has none: a transferred group's), each no more often than there; none in older files."""
+    loads = samples or ([] if load_ms is None else [load_ms])
+    if not (_finite_list(counted) and not Counter(counted) - Counter(loads)):
+        raise PredictorFormatError(
+            f"a group's fixed_costs.load_counted_import_ms is {shown(counted)}, not a list of some of its load "
+            "samples (fixed_costs.load_ms, or its load_ms where it has none): the loads that counted the import; "
+            "fit it again with `perfmodel fit`."
+        )
+    return tuple(float(x) for x in counted)
 
 
 def _damage(exc: Exception) -> str:

@@ -350,7 +350,8 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
         models[quantity] = QuantityModel(result.estimator, report)
 
     loads = load_samples_ms(rows)  # one per process, never one per row
-    _warn_if_import_counted(name, key["hardware"], rows)
+    counted = import_counted_loads_ms(rows)  # those of them that counted the import (fixed_costs.py)
+    _warn_if_import_counted(name, key["hardware"], counted)
     memory = ok["memory_mb"].to_numpy(dtype=float)
     memory = memory[np.isfinite(memory) & (memory > 0)]
     return GroupPredictor(
@@ -365,13 +366,13 @@ def _fit_group(key: dict, rows: pd.DataFrame, families: tuple[str, ...], on_prog
         load_ms=float(np.median(loads)) if loads else None,
         load_samples_ms=tuple(loads),
         first_call_samples_ms=tuple(first_call_samples_ms(rows)),
+        load_counted_import_ms=tuple(counted),
     )
 
 
-def _warn_if_import_counted(name: str, hardware: str, rows: pd.DataFrame) -> None:
-    """A GPU group whose loads counted the import (perfmodel/fixed_costs.py): the predictor carries them as
-    measured, and its plans count more load than run takes; said once, here (the file cannot tell)."""
-    old = import_counted_loads_ms(rows)
+def _warn_if_import_counted(name: str, hardware: str, old: list[float]) -> None:
+    """A GPU group whose loads (`old`, ms) counted the import (perfmodel/fixed_costs.py): the predictor carries
+    them as measured, and marks them (fixed_costs.load_counted_import_ms), so its plans say so too."""
     if old and not is_cpu(hardware):
         samples = Samples(tuple(x / 1000 for x in old), "its profile")
         warnings.warn(

@@ -70,6 +70,7 @@ from perfmodel.fitting.transfer_guesses import (
     regime,
     same_stack_ratios,
 )
+from perfmodel.fixed_costs import counted_import
 
 TRANSFERRED = ("latency_ms", "latency_p99_ms")
 METHOD = (
@@ -206,14 +207,19 @@ def transfer_groups(
 
 def _with_load_time(group: GroupPredictor, others: pd.DataFrame, specs: dict[str, GpuSpec]) -> GroupPredictor:
     """The group with the model load time of the source GPU it was carried from (the nearest): loading is the
-    host's, the framework's and the disk's as much as the GPU's, so it is carried, and said so."""
+    host's, the framework's and the disk's as much as the GPU's, so it is carried, and said so; marked as
+    counting the import where any of the loads it rests on did (fixed_costs.counted_import)."""
     source = group.transfer["load_from"]
     if "load_ms" not in others.columns:
         return group
     rows = others[others["hardware"].map(lambda h: spec_key(h, specs) == source)]
     values = rows["load_ms"].to_numpy(dtype=float)
-    values = values[np.isfinite(values)]
-    return dataclasses.replace(group, load_ms=float(np.median(values))) if len(values) else group
+    finite = np.isfinite(values)
+    if not finite.any():
+        return group
+    load = float(np.median(values[finite]))
+    counted = (load,) if counted_import(rows).any() else ()
+    return dataclasses.replace(group, load_ms=load, load_counted_import_ms=counted)
 
 
 def _warnings(group: GroupPredictor, sources: list[Curve], spec: GpuSpec, precision: str) -> list[str]:

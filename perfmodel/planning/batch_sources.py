@@ -339,7 +339,8 @@ def _from_predictor(options, predictor, model, sizes, use, backend, precision, b
             "(transferred)" if getattr(group, "transfer", None) else "(predicted)"
         )
         first = list(getattr(group, "first_call_samples_ms", ()) or ())
-        o.add_fixed_costs(f"predictor {name}", loads, {label: first})
+        old = getattr(group, "load_counted_import_ms", ()) or ()  # said as a profile's are (fixed_costs.py)
+        o.add_fixed_costs(f"predictor {name}", loads, {label: first}, old)
         _record_predictor_basis(basis, group, label, name, predictor)
         for size in sizes:
             warn_if_extrapolated(group, size, stacklevel=3)

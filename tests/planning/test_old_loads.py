@@ -1,7 +1,8 @@
 """Profiles whose load counted the import (perfmodel/fixed_costs.py): the torch profiler timed the import of
 the model's code (and on a GPU the CUDA context) inside load_ms before the load split, which `perfmodel
 run` does before its clock. Plans still count those loads as measured, and say so: in the load line, in
-`fixed_costs.load.load_includes_import` of the JSON, and, for a GPU, in a warning naming the file."""
+`fixed_costs.load.load_includes_import` of the JSON, and, for a GPU, in a warning naming the file; plans from
+a predictor fitted on such a profile (which marks those loads, fixed_costs.load_counted_import_ms) alike."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pandas as pd
 import pytest
 from test_plan import profile_rows
 
+from perfmodel import fit
 from perfmodel.errors import InfeasibleError, PerfmodelWarning
 from perfmodel.fixed_costs import SPLIT_LOADS_MS, counted_import
 from perfmodel.planning.batch import make_plan
@@ -36,10 +38,20 @@ def _profile(tmp_path, hardware: str, style: str) -> str:
     return str(path)
 
 
-def _plan(path: str, hardware: str, **settings):
+def _fitted(profile: str) -> str:
+    """The predictor `perfmodel fit` writes of a profile, saved beside it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PerfmodelWarning)
+        predictor = fit(profile, families=["linear"])
+    path = profile.removesuffix(".csv") + ".json"
+    predictor.save(path)
+    return path
+
+
+def _plan(path: str, hardware: str, source: str = "profiles", **settings):
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
-        job = make_plan(2000, 60, input_size=64, pool={hardware: 1}, profiles=[path], confidence="none", **settings)
+        job = make_plan(2000, 60, input_size=64, pool={hardware: 1}, **{source: [path]}, confidence="none", **settings)
     told = [str(w.message) for w in said if issubclass(w.category, PerfmodelWarning) and "import" in str(w.message)]
     (line,) = [x for x in describe(job) if x.startswith(f"load per {hardware}")]
     return job.to_dict()["data_by_type"][hardware]["fixed_costs"]["load"], line, told
@@ -107,3 +119,40 @@ def test_a_refused_plan_names_the_loads_that_counted_the_import(tmp_path):
         make_plan(2000, 5, input_size=64, pool={"h200": 1}, profiles=[path], confidence="none")
     told = [str(w.message) for w in said if "counted the import" in str(w.message)]
     assert len(told) == 1 and told[0].startswith("h200: the loads of profile " + path)
+
+
+def _import_clause(line: str) -> str:
+    return line[line.index("the loads of ") : line.index("as run counts it)")]
+
+
+@pytest.mark.parametrize("hardware", ["h200", "cpu"])
+def test_a_plan_from_a_predictor_of_an_old_profile_says_what_the_plan_from_the_profile_says(tmp_path, hardware):
+    """fit -> JSON -> plan: the load line, the JSON and (for a GPU) the warning, the profile's name for the
+    predictor's; the loads still counted as measured."""
+    profile = _profile(tmp_path, hardware, "old")
+    predictor = _fitted(profile)
+    load, line, told = _plan(profile, hardware)
+    from_predictor, predictor_line, predictor_told = _plan(predictor, hardware, source="predictors")
+    same = f"profile {profile}", f"predictor {predictor}"
+    assert from_predictor["median_s"] == load["median_s"] == pytest.approx(5.0)
+    assert from_predictor["load_includes_import"] == {**load["load_includes_import"], "from": same[1]}
+    assert _import_clause(predictor_line) == _import_clause(line).replace(*same)
+    assert predictor_told == [w.replace(*same) for w in told] and len(told) == (hardware != "cpu")
+
+
+def test_a_plan_from_a_predictor_of_a_new_profile_says_nothing_of_the_import(tmp_path):
+    load, line, told = _plan(_fitted(_profile(tmp_path, "h200", "new")), "h200", source="predictors")
+    assert load["median_s"] == pytest.approx(0.05) and load["load_includes_import"] is None
+    assert "import" not in line and not told
+
+
+def test_a_load_transferred_from_an_old_profile_says_it_counted_the_import(tmp_path):
+    """`transfer` carries the source GPU's load (its rows' median) to a GPU nobody profiled: and its mark."""
+    path = _profile(tmp_path, "h100", "old")
+    load, line, told = _plan(path, "a100", transfer=True)
+    carried = load["load_includes_import"]
+    assert carried["samples"] == 1 and carried["range_s"] == [load["median_s"]] * 2 and load["median_s"] >= 4.0
+    assert f"(1 process, {load['median_s']:.3g} s) counted the import" in line
+    assert len(told) == 1 and told[0].startswith("a100: the loads of predictor made by")
+    load, line, told = _plan(_profile(tmp_path, "h100", "new"), "a100", transfer=True)
+    assert load["load_includes_import"] is None and not told
