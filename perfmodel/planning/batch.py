@@ -9,6 +9,8 @@ batch_text.py words the result for people.
 
 from __future__ import annotations
 
+import dataclasses
+
 import solvers
 from perfmodel import shipped
 from perfmodel.errors import InfeasibleError, InputError
@@ -56,17 +58,20 @@ def make_plan(
     model, model_path = model_argument(r.model)
     options, model = gather(profiles, predictors, model, a, basis)
 
-    def solve_at(m: float, images: int | None = None) -> solvers.Plan:
-        """The plan at margin m, for `images` in place of the asked number (one input size only)."""
+    def solve_at(m: float, images: int | None = None, deadline_s: float | None = None, pool=None) -> solvers.Plan:
+        """The plan at margin m, for `images` in place of the asked number (one input size only), by
+        `deadline_s` in place of the asked deadline, with `pool`'s counts in place of the asked ones."""
         work = a.workload if images is None else {size: images for size in a.workload}
-        return solve(_problem(options, work, a.deadline_s, r, m, basis), r.time_limit)
+        other = r if pool is None else dataclasses.replace(r, pool={**r.pool, **pool})
+        return solve(_problem(options, work, deadline_s or a.deadline_s, other, m, basis), r.time_limit)
 
     try:
         if a.target is None:
             plan = solve_at(a.margin)
             distribution = makespan_of(plan, basis)
         else:
-            plan, distribution = plan_for_probability(solve_at, basis, a.deadline_s, a.target, len(a.workload) == 1)
+            one_size = len(a.workload) == 1
+            plan, distribution = plan_for_probability(solve_at, basis, a.deadline_s, a.target, one_size, r.pool)
     except InfeasibleError:
         warn_counted_import(basis, options)  # a refusal may be theirs: every GPU type it could have used
         raise

@@ -112,7 +112,7 @@ def test_infeasible_says_why_and_what_would_help(profile):
     error = raised.value
     assert isinstance(error, InfeasibleError) and error.exit_code == 3
     message = str(error)
-    assert "no more than" in message and "more cpu" in message and "deadline of at least" in message
+    assert "no more than" in message and "more cpu" in message and "allow a deadline of" in message
     assert error.diagnosis.extra_gpus["cpu"] > 0
 
 
