@@ -105,12 +105,14 @@ class TorchOptions:
         `warmup_includes`): compile (Dynamo and Inductor, for this shape), cudnn-autotune (cudnn.benchmark
         on CUDA), graph-capture (three eager calls, the capture, then the replay), then run."""
         cuda = self.device.startswith("cuda")
-        steps = [
-            ("compile", self.compile),
-            ("cudnn-autotune", cuda),
-            ("graph-capture", cuda and (self.cuda_graphs or (self.compile and self.compile_mode in _GRAPHING_MODES))),
-        ]
+        steps = [("compile", self.compile), ("cudnn-autotune", cuda), ("graph-capture", self.captures_graphs)]
         return "+".join([name for name, done in steps if done] + ["run"])
+
+    @property
+    def captures_graphs(self) -> bool:
+        """Whether batches replay CUDA graphs: ours (cuda_graphs), or torch.compile's in a mode that captures them."""
+        graphing = self.cuda_graphs or (self.compile and self.compile_mode in _GRAPHING_MODES)
+        return self.device.startswith("cuda") and graphing
 
     @classmethod
     def from_backend(cls, backend: str, **kwargs) -> TorchOptions:
