@@ -15,12 +15,13 @@ Measured, read from results/<hw>/ at every run (a new run's files re-fit it):
 - the GPU type's speed: its ResNet-50 fp16 curve; memory per image (the same, 5.26 MiB, for both models).
 Assumed, each where it is set (the H200 of 2026-11-28 measured some once, said there): the machine's start
 and transfers, the fast options' speeds and compile times, the calibration's time around each plan, tf32's speed.
-What each GPU type has done already (its `*.state` files) costs nothing.
+What each GPU type has done already (its `*.state` files, its calibration rows) costs nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -48,17 +49,19 @@ FAST_BATCHES = (1, 8, 32, 256, 1024, 2048)
 COMPILED_BATCHES = (1, 256)
 FIRST_CALL_BATCHES = (64, 512, 2048)  # campaign.sh's FIRST_CALLS: eager fp16, a fresh process each, at FAST_SIZES
 FAST_OPTION_S = 120.0  # campaign.sh's FAST_OPTION_S: at most this per option and model
-BARE_S = 70.0  # the bare loop's bound
-CALIBRATION_S = 300.0  # the calibration's first slot
-CAL_FIRST = 20  # ... or this many plans executed
+LONG_OPTION_S = 300.0  # campaign.sh's LONG_OPTION_S: a long option's cap, started only in a call with it left
+BARE_S = 130.0  # the bare loop's bound (with its torch.compile shapes)
+BARE_COMPILED = ("default", "reduce-overhead", "reduce-overhead")  # bare_check.py's compiled shapes' modes
+CALIBRATION_S = 300.0  # the calibration's first slot: at most this a session ...
+CAL_FIRST = 20  # ... until the file holds this many executed plans
 LOADTIME_S = 90.0
 GPU_TESTS_S = 60.0
 PROBE_S = 5.0  # the drift probe on CUDA, per profile command
 
 # Assumed, or measured once (the H200 of 2026-11-28, results/h200/session-2026-11-28-call*.log).
 # Per new batch shape: the first call of a fresh process with an empty cache took 19.5 and 22.2 s (default),
-# 18.8 and 16.4 s (reduce-overhead); max-autotune did not finish batch 256 in its 120 s (assumed).
-COMPILE_S = {"default": 22.0, "reduce-overhead": 19.0, "max-autotune": 150.0}
+# 18.8 and 16.4 s (reduce-overhead); max-autotune did not finish batch 256 in 120 s: counted at its cap.
+COMPILE_S = {"default": 22.0, "reduce-overhead": 19.0, "max-autotune": LONG_OPTION_S}
 # channels-last's time over eager's at batch >= 32 (bare loops at 256: H100 18.6/27.1 ms; H200 0.64, 0.70 at 2048)
 CHANNELS_LAST = 0.69
 TF32 = 2.3  # tf32's time over fp16's, with half the largest batch
@@ -247,7 +250,8 @@ def sweep_s(hw: str, model: str, factor: float = 1.0, fresh: bool = True) -> tup
 
 
 def fast_option_s(hw: str, model: str, option: str) -> tuple[int, float]:
-    """One fast option (issue 39) of one model: (points, seconds, capped at FAST_OPTION_S)."""
+    """One fast option (issue 39) of one model: (points, seconds, capped at FAST_OPTION_S, or LONG_OPTION_S
+    for a long one)."""
     cost = point_cost(hw, model)
     seconds = cost.start_s
     if option == "first-calls":
@@ -260,10 +264,10 @@ def fast_option_s(hw: str, model: str, option: str) -> tuple[int, float]:
         return points, min(FAST_OPTION_S, seconds)
     if option.startswith("compile"):
         mode = option.split(":")[1]
-        batches = (256,) if mode == "max-autotune" else COMPILED_BATCHES
+        batches = (256,) if option in LONG else COMPILED_BATCHES
         for b in batches:
             seconds += COMPILE_S[mode] + cost.point_s(CHANNELS_LAST * call_s(hw, model, b, 224))
-        return len(batches), min(FAST_OPTION_S, seconds)
+        return len(batches), min(LONG_OPTION_S if option in LONG else FAST_OPTION_S, seconds)
     points = 0
     for size in FAST_SIZES:
         for b in FAST_BATCHES:
@@ -277,13 +281,13 @@ def fast_option_s(hw: str, model: str, option: str) -> tuple[int, float]:
 
 
 FAST = (  # campaign.sh's FAST_OPTIONS, in its order
-    "first-calls",
     "channels-last",
     "channels-last-cuda-graphs",
     "compile:default",
     "compile:reduce-overhead",
-    "compile:max-autotune",
+    "first-calls",
 )
+LONG = ("compile:max-autotune",)  # campaign.sh's LONG_OPTIONS (ResNet-50's, late in the session)
 
 
 def calibration_s(hw: str) -> tuple[list[tuple[float, bool]], float]:
@@ -298,20 +302,23 @@ def calibration_s(hw: str) -> tuple[list[tuple[float, bool]], float]:
 
 
 def calibration_first(hw: str) -> tuple[int, float]:
-    """The first slot: plans executed and seconds (CAL_FIRST plans or CALIBRATION_S, what comes first)."""
+    """The first slot of this GPU type's next session: plans executed and seconds. It goes on from the
+    committed rows until the file holds CAL_FIRST executed plans, for at most CALIBRATION_S."""
     cases, start = calibration_s(hw)
+    ran, executed = calibration_done(hw)
     spent, n = start, 0
-    for s, runs in cases:
-        if n >= CAL_FIRST or spent + s > CALIBRATION_S:
+    for s, runs in cases[ran:]:
+        if executed + n >= CAL_FIRST or spent + s > CALIBRATION_S:
             break
         spent, n = spent + s, n + runs
     return n, spent
 
 
 def calibration_for(hw: str, executed: int) -> float:
-    """The seconds until `executed` plans have run (with the refused cases before them)."""
+    """The seconds until `executed` more plans have run after the committed rows (with the refused cases
+    before them)."""
     cases, spent = calibration_s(hw)
-    for s, runs in cases:
+    for s, runs in cases[calibration_done(hw)[0] :]:
         if executed <= 0:
             break
         spent, executed = spent + s, executed - runs
@@ -324,6 +331,8 @@ class Part:
     seconds: float
     points: int = 0
     note: str = ""
+    whole: bool = False  # started only in a call with `seconds` left (a long option), else left for later
+    pieces: tuple[tuple[str, float, int], ...] = ()  # (name, seconds, points) in the part's order
 
 
 def states(hw: str) -> dict[str, set[str]]:
@@ -343,10 +352,11 @@ def fast_name(option: str) -> str:
     return f"torch-{option}-fp16"
 
 
-def calibration_done(hw: str) -> int:
-    """The calibration's cases this GPU type has a row for (executed or refused)."""
+def calibration_done(hw: str) -> tuple[int, int]:
+    """The calibration's cases this GPU type has a row for (executed or refused), and the plans executed."""
     path = RESULTS / hw / f"{hw}-calibration.jsonl"
-    return sum(1 for line in path.read_text().splitlines() if line.strip()) if path.exists() else 0
+    lines = [line for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    return len(lines), sum(bool(json.loads(line)["row"]["executed"]) for line in lines)
 
 
 def parts(hw: str) -> list[Part]:
@@ -363,24 +373,34 @@ def parts(hw: str) -> list[Part]:
         note = "resumes the committed points" if which == "first" and measured is not None else ""
         return Part(name, seconds, points, note)
 
-    def fast(model: str) -> Part:
-        left = [o for o in FAST if fast_name(o) not in done.get(model, set())]
-        counted = [fast_option_s(hw, model, o) for o in left]
-        bare = BARE_S if model == "resnet50" and "bare" not in done.get("fast", set()) else 0.0
-        seconds = sum(s for _, s in counted) + bare
-        note = f"{len(left)} of {len(FAST)} options left" if left else "done"
-        return Part(f"step_fast {model}", seconds, sum(p for p, _ in counted), note)
+    def fast(model: str, options: tuple[str, ...] = FAST) -> Part:
+        left = [o for o in options if fast_name(o) not in done.get(model, set())]
+        pieces = [(fast_name(o), *reversed(fast_option_s(hw, model, o))) for o in left]
+        bare = done.get("fast", set())
+        if model == "resnet50" and options == FAST and "bare-compile" not in bare:
+            if "bare" in bare:  # its loops without compile ran before: the compile loops alone, each shape's compile
+                compiled = worker_start_s(hw) + sum(COMPILE_S[mode] + 1.0 for mode in BARE_COMPILED)
+                pieces.insert(0, ("bare loop (bare_check.py --compile-only)", min(BARE_S, compiled), 0))
+            else:
+                pieces.insert(0, ("bare loop (bare_check.py --graphs --compile)", BARE_S, 0))
+        seconds, points = sum(s for _, s, _ in pieces), sum(p for _, _, p in pieces)
+        note = f"{len(left)} of {len(options)} options left" if left else "done"
+        name = f"step_fast {model}" + (" long" if options == LONG else "")
+        return Part(name, seconds, points, note, whole=options == LONG, pieces=tuple(pieces))
 
     cases, _ = calibration_s(hw)
-    ran = calibration_done(hw)  # cases an earlier session ran (or found no plan for), in the same order
+    ran, executed = calibration_done(hw)  # cases an earlier session ran (or found no plan for), in the same order
     if "first" in done.get("calibrate", set()):
-        first = Part("step_calibrate first", 0.0, note=f"done ({ran} cases)")
-        n, first_cases_s = 0, sum(s for s, _ in cases[:ran])
+        first = Part("step_calibrate first", 0.0, note=f"done ({executed} of {ran} cases executed)")
+        n, first_cases_s = 0, 0.0
     else:
         n, first_s = calibration_first(hw)
-        first = Part("step_calibrate first", first_s, note=f"{n} plans executed")
+        before = f"{executed} executed before; " if ran else ""
+        reached = "reached" if executed + n >= CAL_FIRST else "not reached: the next session's slot goes on"
+        note = f"{n} plans executed ({before}{CAL_FIRST} {reached})"
+        first = Part("step_calibrate first", first_s, note=note)
         first_cases_s = first_s - RAY_START_S
-    rest_s = RAY_START_S + sum(s for s, _ in cases) - first_cases_s  # its own Ray, the cases the first left
+    rest_s = RAY_START_S + sum(s for s, _ in cases[ran:]) - first_cases_s  # its own Ray, the cases left
     left = sum(runs for _, runs in cases[ran:]) - n
     env = [Part("check_environment", 6.0)]  # 5-6 s in the logs
     return env + [
@@ -391,6 +411,7 @@ def parts(hw: str) -> list[Part]:
         Part("step_loadtime", LOADTIME_S),
         profile("efficientnet_b0", "first"),
         fast("efficientnet_b0"),
+        fast("resnet50", LONG),
         Part("step_calibrate rest", rest_s, note=f"{left} plans"),
         profile("resnet50", "rest"),
         profile("efficientnet_b0", "rest"),
@@ -409,17 +430,35 @@ def device_s() -> float:
     return MACHINE_START_S + INSTALL_S + TRANSFER_S + CALL_BUDGET_S + GAP_S + TRANSFER_S + second_call_s()
 
 
-def schedule(hw: str) -> list[tuple[Part, str]]:
-    """Each part with the call it runs in ("1", "2", "1-2" when cut and resumed, "later" when this session
-    has no time left for it), back to back across the two calls."""
+def calls(begin: float, seconds: float) -> str:
+    """The calls a piece of work from `begin` (seconds of work into the session) runs in: "1", "2", "1-2"
+    when cut and resumed, "later" when this session has no time left for it, "-" for none."""
+    ends = (CALL_BUDGET_S, CALL_BUDGET_S + second_call_s())
+    end = begin + seconds
+    first = "1" if begin < ends[0] else "2" if begin < ends[1] else "later"
+    last = "1" if end <= ends[0] else "2" if end <= ends[1] else "later"
+    return "-" if not seconds else first if first == last else f"{first}-{last}"
+
+
+def timeline(hw: str) -> list[tuple[Part, str, float]]:
+    """Each part, its calls and where its work begins, back to back across the two calls. A `whole` part
+    that the call where it is reached has no room for is left for a later session (the second call,
+    shorter than its cap, has none) and takes none of this one's time."""
     out, t = [], 0.0
     ends = (CALL_BUDGET_S, CALL_BUDGET_S + second_call_s())
     for part in parts(hw):
-        begin, t = t, t + part.seconds
-        first = "1" if begin < ends[0] else "2" if begin < ends[1] else "later"
-        last = "1" if t <= ends[0] else "2" if t <= ends[1] else "later"
-        out.append((part, "-" if not part.seconds else first if first == last else f"{first}-{last}"))
+        call_end = next((end for end in ends if t < end), None)
+        if part.whole and part.seconds and (call_end is None or call_end - t < part.seconds):
+            out.append((part, "later", t))
+            continue
+        out.append((part, calls(t, part.seconds), t))
+        t += part.seconds
     return out
+
+
+def schedule(hw: str) -> list[tuple[Part, str]]:
+    """Each part with the calls it runs in (timeline)."""
+    return [(part, call) for part, call, _ in timeline(hw)]
 
 
 def sessions_needed(hw: str) -> int:
@@ -442,8 +481,13 @@ def report(hw: str) -> str:
         f"| machine start, wheels installed, transfers | | {(MACHINE_START_S + INSTALL_S + TRANSFER_S) / 60:.1f} "
         "| 1 | |",
     ]
-    for part, call in schedule(hw):
+    for part, call, begin in timeline(hw):
         lines.append(f"| `{part.name}` | {part.points or ''} | {part.seconds / 60:.1f} | {call} | {part.note} |")
+        if call in ("-", "later"):
+            continue
+        for name, seconds, points in part.pieces:  # where this session's model puts each option
+            lines.append(f"| - {name} | {points or ''} | {seconds / 60:.1f} | {calls(begin, seconds)} | |")
+            begin += seconds
     work = sum(p.seconds for p in parts(hw))
     lines += [
         f"| **all the work left** | | **{work / 60:.1f}** | | about {sessions_needed(hw)} sessions |",
@@ -463,9 +507,13 @@ def main() -> int:
             parser.error(f"no results of {hw!r}: choose from {', '.join(GPU_TYPES)}")
     for hw in args.hardware or GPU_TYPES:
         n, seconds = calibration_first(hw)
+        ran, executed = calibration_done(hw)
+        before = f"{executed} executed in {ran} cases committed, " if ran else ""
+        short = max(CAL_FIRST - executed, 0)
         print(
-            f"{hw}: the calibration's first slot runs {n} plans in {seconds:.0f} s ({RUN_OVERHEAD_S:g} s around each, "
-            f"assumed); {CAL_FIRST} would take {calibration_for(hw, CAL_FIRST):.0f} s.\n"
+            f"{hw}: the calibration's first slot ({before}until {CAL_FIRST}, at most {CALIBRATION_S:.0f} s) runs "
+            f"{n} plans in {seconds:.0f} s ({RUN_OVERHEAD_S:g} s around each, assumed); the {short} left to "
+            f"{CAL_FIRST} would take {calibration_for(hw, short):.0f} s.\n"
         )
         print(report(hw) + "\n")
     return 0

@@ -8,7 +8,8 @@
 #   campaign.sh resnet50         OUT   profiles with the out-of-memory search: eager fp16, then eager tf32
 #   campaign.sh efficientnet_b0  OUT   the same for EfficientNet-B0
 #   campaign.sh fast             OUT   the fast options (issue 39) of both models at chosen sizes and batches,
-#                                      at most FAST_OPTION_S each, and the bare loop beside them
+#                                      at most FAST_OPTION_S each, and the bare loop beside them; then
+#                                      ResNet-50's long options (max-autotune), at most LONG_OPTION_S each
 #   campaign.sh calibrate        OUT   the GPU calibration (issue 37): plans from the shipped profile, executed
 #   campaign.sh loadtime         OUT   the model's load in fresh processes (experiments/012), where the tree has it
 #   campaign.sh fit              OUT   predictors and their error reports from the profiles (CPU is enough)
@@ -35,7 +36,7 @@ STARTED=$SECONDS
 
 say() { printf '==> [%4d s] %s\n' $((SECONDS - STARTED)) "$*"; }
 die() { printf 'campaign: %s\n' "$*" >&2; exit "${2:-2}"; }
-usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 STEP="${1:-}"
 [[ -n "$STEP" ]] || usage
@@ -70,6 +71,9 @@ set_grid() {
     FAST_OPTIONS=("torch-channels-last-fp32:--precision fp32 --channels-last"
                   "torch-compile-fp32:--precision fp32 --compile --compile-mode default --batch-sizes 2 --warmup in-process --call-timeout 300")
     FAST_OPTION_S="${CAMPAIGN_FAST_OPTION_S:-300}"  # Inductor's C++ compile of the tiny model: 50-90 s on 2 busy cores
+    # The long part's code path with a short option (max-autotune's compile is CUDA's): eager bf16.
+    LONG_OPTIONS=("torch-bf16:--precision bf16 --warmup in-process")
+    LONG_OPTION_S="${CAMPAIGN_LONG_OPTION_S:-120}"
     FAST_SWEEP=(--input-sizes 32 --batch-sizes 1,4 --max-time-per-point 0.2 --max-time-short-calls 0.4 --drift-probe 0)
     FAST_FRESH=1
     CAL_PROFILE=cpu-resnet50-torch-fp32.csv  # the dry run's own tiny profile (OUT, else SEED)
@@ -91,16 +95,20 @@ set_grid() {
     # warm-up process at batch 1. torch.compile compiles every batch shape anew (minutes with
     # max-autotune): 224 px only, at batch 1 (launch-bound) and 256, its first call per shape timed in the
     # measuring process (a new process: its compile cache starts empty).
-    # First, eager fp16's fixed costs where plans run (not an option: the shipped profile's own): a fresh
-    # process at each of the batches the calibration's plans chose (64-2048), whose load is measured as
-    # perfmodel run counts it (the shipped profiles' loads counted the import) and whose first call showed
-    # the excess growing past batch 256 (2.3-3.0 s at 512-2048 on the H200, 2026-11-28).
-    FAST_OPTIONS=("torch-fp16-first-calls:--precision fp16 --input-sizes 224,448 --batch-sizes $FIRST_CALLS --fresh-warmup-at $FIRST_CALLS --drift-probe 0"
-                  "torch-channels-last-fp16:--precision fp16 --channels-last"
+    # Issue 39's options first, in the order that reaches its targets soonest on a session that has none
+    # (compile default: the throughput, reduce-overhead: batch 1, on the H200). Last, eager fp16's fixed
+    # costs where plans run (not an option: the shipped profile's own): a fresh process at each of the
+    # batches the calibration's plans chose (64-2048), whose load is measured as perfmodel run counts it
+    # (the shipped profiles' loads counted the import) and whose first call showed the excess growing past
+    # batch 256 (2.3-3.0 s at 512-2048 on the H200, 2026-11-28).
+    FAST_OPTIONS=("torch-channels-last-fp16:--precision fp16 --channels-last"
                   "torch-channels-last-cuda-graphs-fp16:--precision fp16 --channels-last --cuda-graphs"
                   "torch-compile-fp16:--precision fp16 --channels-last --compile --compile-mode default $COMPILED"
                   "torch-compile-reduce-overhead-fp16:--precision fp16 --channels-last --compile --compile-mode reduce-overhead $COMPILED"
-                  "torch-compile-max-autotune-fp16:--precision fp16 --channels-last --compile --compile-mode max-autotune --input-sizes 224 --batch-sizes 256 --warmup in-process --call-timeout 600 --drift-probe 0")
+                  "torch-fp16-first-calls:--precision fp16 --input-sizes 224,448 --batch-sizes $FIRST_CALLS --fresh-warmup-at $FIRST_CALLS --drift-probe 0")
+    # ResNet-50's long options, late in the session (`step_fast resnet50 long`): max-autotune did not
+    # compile batch 256 in 120 s on the H200 (2026-11-28); it starts only in a call with its cap left.
+    LONG_OPTIONS=("torch-compile-max-autotune-fp16:--precision fp16 --channels-last --compile --compile-mode max-autotune --input-sizes 224 --batch-sizes 256 --warmup in-process --call-timeout 600 --drift-probe 0")
     FAST_SWEEP=(--input-sizes 224,448 --batch-sizes 1,8,32,256,1024,2048 --max-time-per-point 0.5
                 --max-time-short-calls 2)
     FAST_FRESH=1
@@ -116,6 +124,9 @@ FIRST_CALLS=64,512,2048  # the fixed costs' batches (below)
 # A compile is a long first call; no drift probe: its worker would compile again (a minute or more, ba0bb1e).
 COMPILED="--input-sizes 224 --batch-sizes 1,256 --warmup in-process --call-timeout 300 --drift-probe 0"
 FAST_OPTION_S="${CAMPAIGN_FAST_OPTION_S:-120}"  # at most this long per fast option and model (issue 39: ~2 min)
+LONG_OPTION_S="${CAMPAIGN_LONG_OPTION_S:-300}"  # at most this long per long option, started only with this left
+# The bare loop with its torch.compile shapes: each compile's first call 16-22 s on the H200 (the profiler's).
+BARE_S="${CAMPAIGN_BARE_S:-130}"
 CALIBRATION_S="${CAMPAIGN_CALIBRATION_S:-300}"  # the calibration's first slot (issue 37: >= 20 plans in 5 min)
 LOADTIME_S="${CAMPAIGN_LOADTIME_S:-90}"
 GPU_TESTS_S="${CAMPAIGN_GPU_TESTS_S:-60}"  # the GPU tests (issue 38: <= 60 s)
@@ -320,14 +331,17 @@ step_profile() {  # $1 = resnet50 | efficientnet_b0, [$2 = first | rest: the fir
   done
 }
 
-step_fast() {  # $1 = resnet50 | efficientnet_b0: the fast options at chosen sizes and batches (issue 39)
-  local step="$1" model_var="MODEL_$1"
+step_fast() {  # $1 = resnet50 | efficientnet_b0, [$2 = long]: the fast options at chosen sizes and batches
+  # (issue 39), or the long ones (LONG_OPTIONS: started only in a call that has their cap left)
+  local step="$1" model_var="MODEL_$1" which="${2:-}"
   local model="${!model_var}"
   seed "$HW-$step-*.csv"
   seed "$HW-$step.state"
-  [[ "$step" == resnet50 ]] && step_bare
-  local entry name flags out lacks rc cap
-  for entry in "${FAST_OPTIONS[@]}"; do
+  local options=("${FAST_OPTIONS[@]}") cap=$FAST_OPTION_S
+  [[ "$which" == long ]] && options=("${LONG_OPTIONS[@]}") cap=$LONG_OPTION_S
+  [[ "$step" == resnet50 && "$which" != long ]] && step_bare
+  local entry name flags out lacks rc
+  for entry in "${options[@]}"; do
     name="${entry%%:*}" flags="${entry#*:}"
     out="$OUT/$HW-$step-$name.csv"
     if done_before "$step" "$name"; then say "$step $name: done in an earlier call"; continue; fi
@@ -342,11 +356,14 @@ step_fast() {  # $1 = resnet50 | efficientnet_b0: the fast options at chosen siz
     local cmd=("${PM[@]}" profile --model "$model" --device "$DEVICE" "${FAST_SWEEP[@]}" --worker-timeout "$WORKER_TIMEOUT"
                --call-timeout "$CALL_TIMEOUT" $flags "${extra[@]+"${extra[@]}"}" --out "$out")  # the option's flags last: they win
     [[ -f "$out" ]] && cmd+=(--resume)
-    say "$step $name (at most $FAST_OPTION_S s): ${cmd[*]:2}"
-    rc=0
-    cap=$FAST_OPTION_S
     local by_cap=0  # whether the option's own cap, not the call's time, bounds it
     (($(left_s) > cap)) && by_cap=1
+    if [[ "$which" == long ]] && ((by_cap == 0)); then  # cut by the call, it would keep nothing (a compile)
+      say "$step $name: needs its $cap s, this call has $(left_s) s left: left for a later call; the session goes on"
+      continue
+    fi
+    say "$step $name (at most $cap s): ${cmd[*]:2}"
+    rc=0
     bounded --at-most "$cap" "${cmd[@]}" || rc=$?
     if ((rc == TIMED_OUT)); then
       ((by_cap)) || out_of_time "$step"  # the call's end cut it: the next call goes on with it
@@ -359,14 +376,19 @@ step_fast() {  # $1 = resnet50 | efficientnet_b0: the fast options at chosen siz
 }
 
 step_bare() {  # ResNet-50 in a bare PyTorch loop, the profiler's rows to be held against it (issue 39)
-  done_before fast bare && { say "bare loop: done in an earlier call"; return; }
+  done_before fast bare-compile && { say "bare loop: done in an earlier call"; return; }
   if [[ "$DRY" == 1 ]]; then say "dry run: the bare loop needs CUDA: skipped"; return; fi
-  local rc=0
-  say "bare loop (bare_check.py, at most 70 s)"
-  bounded --at-most 70 "$PY" "$HERE/bare_check.py" --out "$OUT/$HW-bare.json" --seconds 50 --graphs || rc=$?
+  # Points start until 100 s; the last compile shape (~20 s) ends before BARE_S; each row is written as it
+  # is measured, so a loop stopped at BARE_S keeps what it measured. A type whose bare loop ran before it
+  # had torch.compile's loops (`bare` done: the H200) runs those alone, into a file of their own.
+  local rc=0 args=(--out "$OUT/$HW-bare.json" --graphs --compile)
+  done_before fast bare && args=(--out "$OUT/$HW-bare-compile.json" --compile-only)
+  say "bare loop (bare_check.py ${args[*]:2}, at most $BARE_S s)"
+  bounded --at-most "$BARE_S" "$PY" "$HERE/bare_check.py" --seconds 100 "${args[@]}" || rc=$?
   ((rc == TIMED_OUT)) && (($(left_s) <= 20)) && out_of_time fast
   ((rc == 0)) || say "bare loop: failed (exit $rc); the options run without it"
-  mark_done fast bare
+  done_before fast bare || mark_done fast bare
+  mark_done fast bare-compile
 }
 
 step_calibrate() {  # [$1 = first | rest]: plans from the shipped profile, executed (issue 37, experiments/011)
@@ -376,10 +398,19 @@ step_calibrate() {  # [$1 = first | rest]: plans from the shipped profile, execu
     say "dry run: calibrate skipped: perfmodel has no \`run\` command yet"
     return
   fi
+  # The first slot is done once the file holds CAL_FIRST executed plans. A slot stopped by its own
+  # CALIBRATION_S is spent on this machine only (the marker below, which no later session seeds: seed()
+  # copies named files, and the bundle leaves it out): the next call here goes on with the session, the
+  # next session's first slot goes on towards CAL_FIRST.
+  local spent="$OUT/$HW-calibrate-first.spent"
   seed "$HW-calibration.jsonl"
   seed "$HW-calibrate.state"
   done_before calibrate "$which" && { say "calibrate $which: done in an earlier call"; return; }
   done_before calibrate rest && { say "calibrate: every case done in an earlier call"; return; }
+  if [[ "$which" == first && -f "$spent" ]]; then
+    say "calibrate first: its $CALIBRATION_S s were spent on this machine ($(cat "$spent") of $CAL_FIRST plans executed); the next session's first slot goes on"
+    return
+  fi
   local profile="$ROOT/profiles/$HW-resnet50-torch-fp16.csv"
   [[ -n "$CAL_PROFILE" ]] && profile="$(found "$CAL_PROFILE")"
   if [[ ! -f "$profile" ]]; then
@@ -403,11 +434,14 @@ step_calibrate() {  # [$1 = first | rest]: plans from the shipped profile, execu
   executed="$(grep -c '"executed": true' "$file" 2>/dev/null)" || executed=0
   case "$rc" in
     0) mark_done calibrate first; mark_done calibrate rest ;;  # every case done
-    3)  # cases left: this slot is spent, unless the call's own budget cut it (then the next call goes on)
-      if [[ "$which" == first ]] && { ((executed >= CAL_FIRST)) || ((by_call == 0)); }; then
+    3)  # cases left: the first slot is done at CAL_FIRST executed, spent here when its own time ran out
+      if [[ "$which" == first ]] && ((executed >= CAL_FIRST)); then
         mark_done calibrate first
+      elif [[ "$which" == first ]] && ((by_call == 0)); then
+        echo "$executed" >"$spent"
+        say "calibrate first: $executed of $CAL_FIRST plans executed in its $CALIBRATION_S s; the next session's first slot goes on"
       else
-        out_of_time calibrate
+        out_of_time calibrate  # the call's own budget cut it: the next call goes on
       fi ;;
     *) die "calibrate: gpu_calibration.py failed (exit $rc); the plans done so far are in $file." 1 ;;
   esac
@@ -499,7 +533,7 @@ run_step() {
     session) step_session ;;
     check) step_check ;;
     resnet50|efficientnet_b0) step_profile "$1" ;;
-    fast) step_fast resnet50 && step_fast efficientnet_b0 ;;
+    fast) step_fast resnet50 && step_fast efficientnet_b0 && step_fast resnet50 long ;;
     calibrate) step_calibrate first && step_calibrate rest ;;
     loadtime) step_loadtime ;;
     fit) step_fit ;;
@@ -509,12 +543,13 @@ run_step() {
 }
 
 # The session: every step in one call. First what the GPU plans' promise rests on (issue 37): ResNet-50's
-# eager fp16 sweep (done on both types) and the GPU calibration's first slot (20 plans or 5 minutes); then
-# the fast options (issue 39) with the bare loop, the GPU tests (at most 60 s), a small slot for the load's
-# measurement (experiments/012); then what neither type has (EfficientNet-B0's sweeps at three sizes with
-# the out-of-memory search: ~15 minutes, a session by itself), the calibration's other cases and the tf32
-# sweeps. A part that fails is reported and the next one runs; a part out of the call's time ends the call
-# (exit 3), and the same command again resumes.
+# eager fp16 sweep (done on both types) and the GPU calibration's first slot (until 20 plans executed, at
+# most 5 minutes a session); then the fast options (issue 39) with the bare loop, the GPU tests (at most
+# 60 s), a small slot for the load's measurement (experiments/012); then what neither type has
+# (EfficientNet-B0's sweeps at three sizes with the out-of-memory search: ~15 minutes, a session by
+# itself), max-autotune (minutes of compiling), the calibration's other cases and the tf32 sweeps. A part
+# that fails is reported and the next one runs; a part out of the call's time ends the call (exit 3), and
+# the same command again resumes.
 SESSION=("check_environment"
          "step_profile resnet50 first"
          "step_calibrate first"
@@ -523,13 +558,14 @@ SESSION=("check_environment"
          "step_loadtime"
          "step_profile efficientnet_b0 first"
          "step_fast efficientnet_b0"
+         "step_fast resnet50 long"
          "step_calibrate rest"
          "step_profile resnet50 rest"
          "step_profile efficientnet_b0 rest")
 
 bundle() {  # pack OUT into CAMPAIGN_BUNDLE (one file back from the device), atomically
   [[ -n "${CAMPAIGN_BUNDLE:-}" ]] || return 0
-  tar czf "$CAMPAIGN_BUNDLE.part" -C "$OUT" . && mv "$CAMPAIGN_BUNDLE.part" "$CAMPAIGN_BUNDLE"
+  tar czf "$CAMPAIGN_BUNDLE.part" --exclude='*.spent' -C "$OUT" . && mv "$CAMPAIGN_BUNDLE.part" "$CAMPAIGN_BUNDLE"
 }
 
 step_session() {

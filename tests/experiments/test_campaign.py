@@ -35,7 +35,7 @@ def load(name: str):
 def campaign(
     *args: str, budget_s: int | None = None, seed: Path | None = None, timeout: float = 900, **more_env: str
 ) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHON=sys.executable, PYTHONUNBUFFERED="1", **more_env)
+    env = {**os.environ, "PYTHON": sys.executable, "PYTHONUNBUFFERED": "1", **more_env}
     if budget_s is not None:
         env["CAMPAIGN_BUDGET_S"] = str(budget_s)
     if seed is not None:
@@ -54,14 +54,16 @@ def test_dry_run_runs_every_step_and_the_next_call_resumes_from_its_files(tmp_pa
     assert ran == [*session(), "step_fit"]  # campaign.sh's order, every part run
     compiled = "no --compile-mode yet" not in done.stdout  # issue 39's modes (an older perfmodel skips them)
     for step in ("resnet50", "efficientnet_b0"):
-        options = ["channels-last-bf16", "channels-last-fp32", *(["compile-fp32"] if compiled else []), "fp32"]
+        long = ["bf16"] if step == "resnet50" else []  # the long part's option: ResNet-50's only
+        options = [*long, "channels-last-bf16", "channels-last-fp32", *(["compile-fp32"] if compiled else []), "fp32"]
         profiles = sorted(out.glob(f"cpu-{step}-*.csv"))
         assert [p.name for p in profiles] == [f"cpu-{step}-torch-{o}.csv" for o in options]
         for path in profiles:
             df = load_profile(path)
             assert set(df["status"]) == {"ok"} and df["batch_size"].max() in (2, 4, 8)
         predictor = Predictor.load(out / f"cpu-{step}.json")
-        assert len(predictor.select(hardware="cpu")) == 3  # compile's one batch size is left out of the fit
+        # compile's one batch size is left out of the fit
+        assert len(predictor.select(hardware="cpu")) == 3 + len(long)
         assert "CV MAPE" in (out / f"cpu-{step}-fit.txt").read_text()
     assert "torch" in (out / "cpu-check.txt").read_text()
     assert "dry run: the bare loop needs CUDA: skipped" in done.stdout
@@ -255,15 +257,19 @@ def test_the_budget_counts_what_campaign_sh_runs():
     assert f"--batch-sizes {','.join(map(str, budget.FAST_BATCHES))}" in fast
     assert f'COMPILED="--input-sizes 224 --batch-sizes {",".join(map(str, budget.COMPILED_BATCHES))}' in script
     assert f"FIRST_CALLS={','.join(map(str, budget.FIRST_CALL_BATCHES))}" in script
-    options = re.findall(r'"(torch-[\w-]+):([^"]*)"', re.search(r"FAST_OPTIONS=\((.*?)\)\n", gpu, re.S).group(1))
-    assert len(options) == len(budget.FAST)
-    for (name, flags), counted in zip(options, budget.FAST):
-        mode = counted.partition(":")[2]
-        assert (f"--compile --compile-mode {mode}" in flags) if mode else ("--compile" not in flags), name
-        assert ("--cuda-graphs" in flags) == ("cuda-graphs" in counted), name
-        assert ("--fresh-warmup-at $FIRST_CALLS" in flags) == (counted == "first-calls"), name
+    for listed, counted_options in (("FAST_OPTIONS", budget.FAST), ("LONG_OPTIONS", budget.LONG)):
+        found = re.search(rf"{listed}=\((.*?)\)\n", gpu, re.S).group(1)
+        options = re.findall(r'"(torch-[\w-]+):([^"]*)"', found)
+        assert [name for name, _ in options] == [budget.fast_name(o) for o in counted_options]
+        for (name, flags), counted in zip(options, counted_options):
+            mode = counted.partition(":")[2]
+            assert (f"--compile --compile-mode {mode}" in flags) if mode else ("--compile" not in flags), name
+            assert ("--cuda-graphs" in flags) == ("cuda-graphs" in counted), name
+            assert ("--fresh-warmup-at $FIRST_CALLS" in flags) == (counted == "first-calls"), name
     for name, value in (
         ("FAST_OPTION_S", budget.FAST_OPTION_S),
+        ("LONG_OPTION_S", budget.LONG_OPTION_S),
+        ("BARE_S", budget.BARE_S),
         ("CALIBRATION_S", budget.CALIBRATION_S),
         ("LOADTIME_S", budget.LOADTIME_S),
         ("GPU_TESTS_S", budget.GPU_TESTS_S),
@@ -276,6 +282,147 @@ def test_the_budget_counts_what_campaign_sh_runs():
     assert calibration.DEADLINES == budget.DEADLINES and calibration.RUN_OVERHEAD_S == budget.RUN_OVERHEAD_S
     per_deadline = len(calibration.SIZES) * len(calibration.MODES) * len(calibration.PROBABILITIES)
     assert per_deadline == budget.CASES_PER_DEADLINE
+
+
+FAKE = """
+import json, os, sys
+from pathlib import Path
+args = sys.argv[1:]
+faked = args[:1] and args[0].endswith(("gpu_calibration.py", "bare_check.py"))
+faked = faked or (args[:3] == ["-m", "perfmodel", "profile"] and "--help" not in args)
+if not faked:  # everything else is the real Python's
+    os.execv(sys.executable, [sys.executable, *args])
+with open(os.environ["FAKE_LOG"], "a") as log:
+    log.write(" ".join(args) + "\\n")
+if args[0].endswith("gpu_calibration.py") and "--table" not in args:
+    out = Path(args[args.index("--out") + 1])
+    executed = out.read_text().count('"executed": true') if out.exists() else 0
+    if "--until-executed" in args:  # the first slot: FAKE_ROWS plans executed, then its time ran out
+        more = min(int(os.environ["FAKE_ROWS"]), int(args[args.index("--until-executed") + 1]) - executed)
+        with out.open("a") as f:
+            f.writelines(json.dumps({"row": {"executed": True}}) + "\\n" for _ in range(more))
+    sys.exit(3)  # cases left (the rest: as if the call's time ran out before a plan)
+"""
+
+
+def faked_gpu(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """campaign.sh on an H100 whose measuring commands (profiles, the bare loop, the calibration) are faked:
+    each is logged, and the calibration writes FAKE_ROWS executed plans in a first slot. The environment
+    and the log."""
+    fake, log = tmp_path / "fake.py", tmp_path / "commands.log"
+    fake.write_text(FAKE)
+    python = tmp_path / "python"
+    python.write_text(f'#!/usr/bin/env bash\nexec "{sys.executable}" "{fake}" "$@"\n')
+    python.chmod(0o755)
+    results = tmp_path / "results"
+    (results / "h100").mkdir(parents=True)
+    env = dict(PYTHON=str(python), FAKE_LOG=str(log), CAMPAIGN_HARDWARE="h100", CAMPAIGN_RESULTS=str(results))
+    return env, log
+
+
+def ran(log: Path) -> list[str]:
+    """The faked commands run since the last look, and the log emptied."""
+    lines = log.read_text().splitlines() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return lines
+
+
+def test_the_calibrations_first_slot_is_done_at_20_plans_and_spent_per_machine(tmp_path):
+    """A first slot stopped by its 300 s with 15 of 20 plans executed leaves no state: this machine's next
+    call goes on with the session (the marker), the next session's slot (a new machine, seeded from the
+    files, never from the marker) goes on until 20 and then marks it done."""
+    env, log = faked_gpu(tmp_path)
+    machine = tmp_path / "camp"
+    done = campaign("calibrate", str(machine), timeout=120, FAKE_ROWS="15", **env)
+    assert done.returncode == 3, done.stderr[-2000:]  # the rest's cases left for the next call
+    first, rest = [c for c in ran(log) if "--table" not in c]
+    assert "--budget 300 --until-executed 20" in first and "--until-executed" not in rest
+    assert not (machine / "h100-calibrate.state").exists()  # 15 of 20: not done
+    assert "15 of 20 plans executed in its 300 s; the next session's first slot goes on" in done.stdout
+
+    again = campaign("calibrate", str(machine), timeout=120, FAKE_ROWS="15", **env)  # the session's next call
+    assert again.returncode == 3
+    (call,) = [c for c in ran(log) if "--table" not in c]
+    assert "--until-executed" not in call  # the rest only: the first slot is not run again here
+    assert "its 300 s were spent on this machine (15 of 20 plans executed)" in again.stdout
+
+    later = tmp_path / "later"  # the next session: a new machine, the committed files as its seed
+    done = campaign("calibrate", str(later), seed=machine, timeout=120, FAKE_ROWS="15", **env)
+    assert done.returncode == 3
+    assert not list(later.glob("*.spent")) and "--until-executed 20" in ran(log)[0]
+    assert (later / "h100-calibration.jsonl").read_text().count('"executed": true') == 20
+    assert (later / "h100-calibrate.state").read_text().split() == ["first"]
+
+
+def test_the_fast_options_run_in_their_order_and_a_long_one_waits_for_a_call_with_its_cap(tmp_path):
+    """On a GPU: the bare loop with its compile loops, issue 39's options in campaign.sh's order, and
+    max-autotune only in a call that has its 300 s left (else the next part runs)."""
+    env, log = faked_gpu(tmp_path)
+    machine = tmp_path / "camp"
+    done = campaign("fast", str(machine), budget_s=200, timeout=180, **env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    commands = ran(log)
+    assert commands[0].endswith("--graphs --compile") and "bare_check.py --seconds 100" in commands[0]
+    outs = [re.search(r"--out \S+/h100-(\S+)\.csv", c).group(1) for c in commands[1:]]
+    budget = load("budget")
+    names = [budget.fast_name(o) for o in budget.FAST]
+    assert outs == [f"resnet50-{n}" for n in names] + [f"efficientnet_b0-{n}" for n in names]
+    assert "torch-compile-max-autotune-fp16: needs its 300 s, this call has" in done.stdout
+    assert (machine / "h100-fast.state").read_text().split() == ["bare", "bare-compile"]
+
+    again = campaign("fast", str(machine), budget_s=540, timeout=180, **env)  # a call with the time
+    assert again.returncode == 0, again.stderr[-2000:]
+    (command,) = ran(log)
+    assert "--compile-mode max-autotune" in command and "(at most 300 s)" in again.stdout
+    assert "torch-compile-max-autotune-fp16" in (machine / "h100-resnet50.state").read_text()
+
+
+@pytest.mark.slow
+def test_the_bare_loops_compile_rows_meet_the_profiles_in_options_vs_bare(tmp_path):
+    """bare_check.py's code path on the CPU (ResNet-18, Dynamo's eager backend: no timing meaning), then its
+    compiled rows held against a constructed profile's by options_vs_bare.py: medians and first calls."""
+    bare = tmp_path / "cpu-bare.json"
+    args = [sys.executable, str(HERE / "bare_check.py"), "--out", str(bare), "--device", "cpu", "--graphs", "--compile"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(bare.read_text())["rows"]
+    assert [(r["label"], r["batch"]) for r in rows] == [
+        ("eager-fp32", 1),
+        ("eager-fp32", 2),
+        ("channels-last-fp32", 1),
+        ("channels-last-fp32", 2),
+        ("channels-last-compile-fp32", 2),
+        ("channels-last-compile-reduce-overhead-fp32", 1),
+    ]  # no CUDA graphs without CUDA
+    assert all(r["median_ms"] > 0 and r["first_ms"] > 0 for r in rows)
+    assert [r.get("mode") for r in rows[4:]] == ["default", "reduce-overhead"]
+    compiled = {r["label"]: r for r in rows[4:]}
+    profile = pd.DataFrame(
+        [
+            dict(
+                backend=f"torch-{label.removesuffix('-fp32')}",
+                precision="fp32",
+                input_size=32,
+                batch_size=r["batch"],
+                latency_ms=2 * r["median_ms"],
+                throughput_ips=r["batch"] / (2 * r["median_ms"]) * 1e3,
+                warmup_ms=3 * r["first_ms"],
+                status="ok",
+            )
+            for label, r in compiled.items()
+        ]
+    )
+    profile.to_csv(tmp_path / "cpu-compile.csv", index=False)
+    compare = [sys.executable, str(HERE / "options_vs_bare.py"), "compare", "--bare", str(bare)]
+    compare += ["--profile", str(tmp_path / "cpu-compile.csv"), "--out", str(tmp_path / "options.json")]
+    done = subprocess.run(compare, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    options = json.loads((tmp_path / "options.json").read_text())["options"]
+    for label, r in compiled.items():
+        (pair,) = options[f"torch-{label.removesuffix('-fp32')} fp32"]["against_bare"]
+        assert pair["ratio"] == pytest.approx(2.0) and pair["bare_first_ms"] == r["first_ms"]
+        assert pair["profile_first_ms"] == pytest.approx(3 * r["first_ms"])
+    assert done.stdout.count("first call profile") == 2
 
 
 def load_011(name: str):
