@@ -281,10 +281,10 @@ def fast_option_s(hw: str, model: str, option: str) -> tuple[int, float]:
 
 
 FAST = (  # campaign.sh's FAST_OPTIONS, in its order
-    "channels-last",
-    "channels-last-cuda-graphs",
     "compile:default",
     "compile:reduce-overhead",
+    "channels-last",
+    "channels-last-cuda-graphs",
     "first-calls",
 )
 LONG = ("compile:max-autotune",)  # campaign.sh's LONG_OPTIONS (ResNet-50's, late in the session)
@@ -405,8 +405,8 @@ def parts(hw: str) -> list[Part]:
     env = [Part("check_environment", 6.0)]  # 5-6 s in the logs
     return env + [
         profile("resnet50", "first"),
-        first,
         fast("resnet50"),
+        first,
         Part("check_gpu_tests", GPU_TESTS_S),
         Part("step_loadtime", LOADTIME_S),
         profile("efficientnet_b0", "first"),

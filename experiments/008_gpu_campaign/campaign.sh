@@ -101,10 +101,10 @@ set_grid() {
     # batches the calibration's plans chose (64-2048), whose load is measured as perfmodel run counts it
     # (the shipped profiles' loads counted the import) and whose first call showed the excess growing past
     # batch 256 (2.3-3.0 s at 512-2048 on the H200, 2026-11-28).
-    FAST_OPTIONS=("torch-channels-last-fp16:--precision fp16 --channels-last"
-                  "torch-channels-last-cuda-graphs-fp16:--precision fp16 --channels-last --cuda-graphs"
-                  "torch-compile-fp16:--precision fp16 --channels-last --compile --compile-mode default $COMPILED"
+    FAST_OPTIONS=("torch-compile-fp16:--precision fp16 --channels-last --compile --compile-mode default $COMPILED"
                   "torch-compile-reduce-overhead-fp16:--precision fp16 --channels-last --compile --compile-mode reduce-overhead $COMPILED"
+                  "torch-channels-last-fp16:--precision fp16 --channels-last"
+                  "torch-channels-last-cuda-graphs-fp16:--precision fp16 --channels-last --cuda-graphs"
                   "torch-fp16-first-calls:--precision fp16 --input-sizes 224,448 --batch-sizes $FIRST_CALLS --fresh-warmup-at $FIRST_CALLS --drift-probe 0")
     # ResNet-50's long options, late in the session (`step_fast resnet50 long`): max-autotune did not
     # compile batch 256 in 120 s on the H200 (2026-11-28); it starts only in a call with its cap left.
@@ -542,18 +542,18 @@ run_step() {
   say "step $1: finished"
 }
 
-# The session: every step in one call. First what the GPU plans' promise rests on (issue 37): ResNet-50's
-# eager fp16 sweep (done on both types) and the GPU calibration's first slot (until 20 plans executed, at
-# most 5 minutes a session); then the fast options (issue 39) with the bare loop, the GPU tests (at most
-# 60 s), a small slot for the load's measurement (experiments/012); then what neither type has
+# The session: every step in one call. First ResNet-50's eager fp16 sweep (done on both types), the fast
+# options (issue 39) with the bare loop in one call (its acceptance), then what the GPU plans' promise
+# rests on (issue 37): the GPU calibration's first slot (until 20 plans executed, at most 5 minutes a
+# session); the GPU tests (at most 60 s), a small slot for the load's measurement (experiments/012); then what neither type has
 # (EfficientNet-B0's sweeps at three sizes with the out-of-memory search: ~15 minutes, a session by
 # itself), max-autotune (minutes of compiling), the calibration's other cases and the tf32 sweeps. A part
 # that fails is reported and the next one runs; a part out of the call's time ends the call (exit 3), and
 # the same command again resumes.
 SESSION=("check_environment"
          "step_profile resnet50 first"
-         "step_calibrate first"
          "step_fast resnet50"
+         "step_calibrate first"
          "check_gpu_tests $GPU_TESTS_S"
          "step_loadtime"
          "step_profile efficientnet_b0 first"
