@@ -73,7 +73,8 @@ def make_plan(
             one_size = len(a.workload) == 1
             plan, distribution = plan_for_probability(solve_at, basis, a.deadline_s, a.target, one_size, r.pool)
     except InfeasibleError:
-        warn_counted_import(basis, options)  # a refusal may be theirs: every GPU type it could have used
+        usable = [name for name in options if not r.pool or r.pool.get(name)]
+        warn_counted_import(basis, usable)  # a refusal may be theirs: every GPU type it could have used
         raise
     warn_unmeasured_warmup(basis, plan)
     warn_counted_import(basis, {x.hardware for x in plan.assignments if x.count})

@@ -121,6 +121,16 @@ def test_a_refused_plan_names_the_loads_that_counted_the_import(tmp_path):
     assert len(told) == 1 and told[0].startswith("h200: the loads of profile " + path)
 
 
+def test_a_refusal_names_only_the_loads_of_the_pools_gpu_types(tmp_path):
+    """A type outside the pool could not have been used: its loads are no reason for the refusal."""
+    paths = [_profile(tmp_path, name, "old") for name in ("h100", "h200")]
+    with warnings.catch_warnings(record=True) as said, pytest.raises(InfeasibleError):
+        warnings.simplefilter("always")
+        make_plan(2000, 5, input_size=64, pool={"h200": 1}, profiles=paths, confidence="none")
+    told = [str(w.message) for w in said if "counted the import" in str(w.message)]
+    assert [line.split(":")[0] for line in told] == ["h200"]
+
+
 def _import_clause(line: str) -> str:
     return line[line.index("the loads of ") : line.index("as run counts it)")]
 
